@@ -1,0 +1,13 @@
+/**
+ * The one route table. functions/http.ts registers an Azure Function per entry; the local host
+ * serves the same entries. Order matters for the local host only: specific routes first.
+ */
+import type { RouteDef } from './types';
+import { taskRoutes } from './routes/tasks';
+import { authRoutes } from './routes/auth';
+
+export const routes: RouteDef[] = [...taskRoutes, ...authRoutes];
+
+export function functionName(r: RouteDef): string {
+  return `${r.service}_${r.name}`;
+}

@@ -1,0 +1,100 @@
+/**
+ * Task creation and inspection endpoints.
+ */
+import { RouteDef, ok } from '../types';
+import { notFound } from '../../errors';
+import { createTask, CREATE_TASK_SCOPES } from '../../tasks/create';
+import { taskStatus } from '../../tasks/model';
+import { decodeToken, encodeToken, pageLimit } from '../continuation';
+
+async function batch<T>(req: Parameters<RouteDef['handler']>[0], each: (taskId: string) => Promise<T | undefined>) {
+  const ids: string[] = req.body.taskIds;
+  await req.authorize({ taskIds: ids });
+  const start = decodeToken<number>(req.query.continuationToken) ?? 0;
+  const limit = pageLimit(req.query.limit);
+  const slice = ids.slice(start, start + limit);
+  const found = await Promise.all(slice.map(async (taskId) => ({ taskId, v: await each(taskId) })));
+  const next = start + limit < ids.length ? encodeToken(start + limit) : undefined;
+  return { found: found.filter((f) => f.v !== undefined) as { taskId: string; v: T }[], continuationToken: next };
+}
+
+export const taskRoutes: RouteDef[] = [
+  {
+    name: 'ping',
+    service: 'queue',
+    method: 'GET',
+    route: '/ping',
+    scopes: null,
+    handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
+  },
+  {
+    name: 'lbheartbeat',
+    service: 'queue',
+    method: 'GET',
+    route: '/__lbheartbeat__',
+    scopes: null,
+    handler: async () => ok({}),
+  },
+  {
+    name: 'createTask',
+    service: 'queue',
+    method: 'PUT',
+    route: '/task/<taskId>',
+    scopes: CREATE_TASK_SCOPES,
+    input: 'create-task-request',
+    handler: async (req) => ok({ status: await createTask(req.services, req.params.taskId, req.body, req.authorize) }),
+  },
+  {
+    name: 'task',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>',
+    scopes: 'queue:get-task:<taskId>',
+    handler: async (req) => {
+      const t = await req.services.tasks.load(req.params.taskId);
+      if (!t) throw notFound(`task ${req.params.taskId} not found`);
+      return ok(t.definition);
+    },
+  },
+  {
+    name: 'status',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/status',
+    scopes: 'queue:status:<taskId>',
+    handler: async (req) => {
+      const t = await req.services.tasks.load(req.params.taskId);
+      if (!t) throw notFound(`task ${req.params.taskId} not found`);
+      return ok({ status: taskStatus(t) });
+    },
+  },
+  {
+    name: 'tasks',
+    service: 'queue',
+    method: 'POST',
+    route: '/tasks',
+    query: ['continuationToken', 'limit'],
+    scopes: { AllOf: [{ for: 'taskId', in: 'taskIds', each: 'queue:get-task:<taskId>' }] },
+    input: 'task-ids-request',
+    handler: async (req) => {
+      const r = await batch(req, async (id) => (await req.services.tasks.load(id))?.definition);
+      return ok({ tasks: r.found.map((f) => ({ taskId: f.taskId, task: f.v })), ...(r.continuationToken ? { continuationToken: r.continuationToken } : {}) });
+    },
+  },
+  {
+    name: 'statuses',
+    service: 'queue',
+    method: 'POST',
+    route: '/tasks/status',
+    query: ['continuationToken', 'limit'],
+    scopes: { AllOf: [{ for: 'taskId', in: 'taskIds', each: 'queue:status:<taskId>' }] },
+    input: 'task-ids-request',
+    handler: async (req) => {
+      const r = await batch(req, async (id) => {
+        const t = await req.services.tasks.load(id);
+        return t ? taskStatus(t) : undefined;
+      });
+      return ok({ statuses: r.found.map((f) => ({ taskId: f.taskId, status: f.v })), ...(r.continuationToken ? { continuationToken: r.continuationToken } : {}) });
+    },
+  },
+];

@@ -1,0 +1,138 @@
+/**
+ * Request schemas (Taskcluster v1 shapes), validated with Ajv using defaults, as the real queue does.
+ */
+import Ajv, { ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+
+export const SLUGID = '^[A-Za-z0-9_-]{8}[Q-T][A-Za-z0-9_-][CGKOSWaeimquy26-][A-Za-z0-9_-]{10}[AQgw]$';
+export const IDENTIFIER = '^([a-zA-Z0-9-_]*)$';
+export const WORKER_TYPE = '^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
+export const TASK_QUEUE_ID = '^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
+export const PRINTABLE = '^[\\x20-\\x7e]*$';
+export const PRIORITIES = ['highest', 'very-high', 'high', 'medium', 'low', 'very-low', 'lowest'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'superseded', 'intermittent-task'] as const;
+
+const identifier = { type: 'string', minLength: 1, maxLength: 38, pattern: IDENTIFIER };
+const slugid = { type: 'string', pattern: SLUGID };
+const scope = { type: 'string', pattern: PRINTABLE };
+const dateTime = { type: 'string', format: 'date-time' };
+
+const schemas: Record<string, object> = {
+  'create-task-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      taskQueueId: { type: 'string', pattern: TASK_QUEUE_ID },
+      provisionerId: identifier,
+      workerType: { type: 'string', minLength: 1, maxLength: 38, pattern: WORKER_TYPE },
+      schedulerId: { ...identifier, default: '-' },
+      projectId: { type: 'string', minLength: 1, maxLength: 500, pattern: '^([a-zA-Z0-9._/-]*)$', default: 'none' },
+      taskGroupId: slugid,
+      dependencies: { type: 'array', items: slugid, uniqueItems: true, maxItems: 10000, default: [] },
+      requires: { type: 'string', enum: ['all-completed', 'all-resolved'], default: 'all-completed' },
+      routes: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 249 }, uniqueItems: true, maxItems: 64, default: [] },
+      priority: { type: 'string', enum: [...PRIORITIES], default: 'lowest' },
+      retries: { type: 'integer', minimum: 0, maximum: 49, default: 5 },
+      created: dateTime,
+      deadline: dateTime,
+      expires: dateTime,
+      scopes: { type: 'array', items: scope, default: [] },
+      payload: { type: 'object' },
+      metadata: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'description', 'owner', 'source'],
+        properties: {
+          name: { type: 'string', maxLength: 255 },
+          description: { type: 'string', maxLength: 32768 },
+          owner: { type: 'string', maxLength: 255 },
+          source: { type: 'string', maxLength: 4096, pattern: '^(https?|ssh)://|^git@' },
+        },
+      },
+      tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
+      extra: { type: 'object', default: {} },
+    },
+    required: ['created', 'deadline', 'payload', 'metadata'],
+  },
+  'task-ids-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { taskIds: { type: 'array', items: slugid, maxItems: 1000 } },
+    required: ['taskIds'],
+  },
+  'claim-work-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      workerGroup: identifier,
+      workerId: identifier,
+      tasks: { type: 'integer', minimum: 1, maximum: 32, default: 1 },
+      xmlMessage: { type: 'string', maxLength: 1048576 },
+    },
+    required: ['workerGroup', 'workerId'],
+  },
+  'claim-task-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { workerGroup: identifier, workerId: identifier },
+    required: ['workerGroup', 'workerId'],
+  },
+  'task-exception-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { reason: { type: 'string', enum: [...EXCEPTION_REASONS] } },
+    required: ['reason'],
+  },
+  'report-completed-request': {
+    type: 'object',
+    properties: { success: { type: 'boolean' } },
+  },
+  'create-client-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      expires: dateTime,
+      description: { type: 'string', maxLength: 10240, default: '' },
+      scopes: { type: 'array', items: scope, uniqueItems: true, default: [] },
+      deleteOnExpiration: { type: 'boolean', default: false },
+    },
+    required: ['expires', 'description'],
+  },
+  'create-role-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      description: { type: 'string', maxLength: 10240 },
+      scopes: { type: 'array', items: scope, uniqueItems: true },
+    },
+    required: ['description', 'scopes'],
+  },
+  scopeset: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { scopes: { type: 'array', items: scope } },
+    required: ['scopes'],
+  },
+};
+
+const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: false });
+addFormats(ajv);
+const compiled = new Map<string, ValidateFunction>();
+
+/** Validates (and fills defaults into) `value`; returns error lines, empty when valid. */
+export function validate(schemaId: string, value: unknown): string[] {
+  let fn = compiled.get(schemaId);
+  if (!fn) {
+    const schema = schemas[schemaId];
+    if (!schema) throw new Error(`unknown schema ${schemaId}`);
+    fn = ajv.compile(schema);
+    compiled.set(schemaId, fn);
+  }
+  if (fn(value)) return [];
+  return (fn.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.params ? ' ' + JSON.stringify(e.params) : ''}`);
+}
+
+export function registerSchema(id: string, schema: object): void {
+  schemas[id] = schema;
+}

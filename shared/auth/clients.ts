@@ -1,0 +1,308 @@
+/**
+ * Clients and roles, stored in tables. Access tokens are encrypted at rest (AES-256-GCM).
+ * The root client and the queue's issuer client are static: they come from settings.
+ */
+import crypto from 'node:crypto';
+import * as slugid from 'slugid';
+import { Storage, StorageConflict } from '../storage/storage';
+import { encodeKey } from '../storage/keys';
+import { Role, expandScopes } from './roles';
+import { conflict, inputError, notFound } from '../errors';
+
+/** Clients and roles are cached briefly per instance; edits elsewhere show up within this time. */
+export const AUTH_CACHE_MS = 10_000;
+/** Far-future expiry of the static clients. */
+const STATIC_EXPIRES = new Date('3000-01-01T00:00:00.000Z');
+
+export interface Client {
+  clientId: string;
+  description: string;
+  accessToken: string;
+  expires: Date;
+  disabled: boolean;
+  scopes: string[];
+  created: Date;
+  lastModified: Date;
+  lastDateUsed: Date;
+  lastRotated: Date;
+  deleteOnExpiration: boolean;
+  static?: boolean;
+}
+
+export interface ClientStoreOptions {
+  rootClientId: string;
+  rootAccessToken: string;
+  issuerClientId: string;
+  encryptionKey: Buffer;
+  now?: () => Date;
+}
+
+export function encryptToken(key: Buffer, token: string): string {
+  const iv = crypto.randomBytes(12);
+  const c = crypto.createCipheriv('aes-256-gcm', key, iv);
+  const data = Buffer.concat([c.update(token, 'utf8'), c.final()]);
+  return Buffer.concat([iv, c.getAuthTag(), data]).toString('base64');
+}
+
+export function decryptToken(key: Buffer, blob: string): string {
+  const raw = Buffer.from(blob, 'base64');
+  const d = crypto.createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+  d.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([d.update(raw.subarray(28)), d.final()]).toString('utf8');
+}
+
+/** Taskcluster access tokens: 44 url-safe characters. */
+export function generateAccessToken(): string {
+  return slugid.v4() + slugid.v4();
+}
+
+const CLIENT_RK = 'client';
+const ROLE_RK = 'role';
+
+export class ClientStore {
+  private rolesCache: { at: number; roles: Role[]; full: RoleRecord[] } | undefined;
+  private clientCache = new Map<string, { at: number; client: Client | undefined }>();
+  private readonly statics: Map<string, Client>;
+  private readonly now: () => Date;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly opts: ClientStoreOptions,
+  ) {
+    this.now = opts.now ?? (() => new Date());
+    const epoch = new Date(0);
+    const mk = (clientId: string, accessToken: string, description: string): Client => ({
+      clientId,
+      accessToken,
+      description,
+      expires: STATIC_EXPIRES,
+      disabled: false,
+      scopes: ['*'],
+      created: epoch,
+      lastModified: epoch,
+      lastDateUsed: epoch,
+      lastRotated: epoch,
+      deleteOnExpiration: false,
+      static: true,
+    });
+    this.statics = new Map([
+      [opts.rootClientId, mk(opts.rootClientId, opts.rootAccessToken, 'root client (from settings)')],
+      [opts.issuerClientId, mk(opts.issuerClientId, this.issuerAccessToken(), 'the queue, issuing run credentials')],
+    ]);
+  }
+
+  /** The issuer's token is derived from the root token, so there is no second secret to manage. */
+  issuerAccessToken(): string {
+    return crypto.createHmac('sha256', this.opts.rootAccessToken).update('queue-issuer').digest('base64url');
+  }
+
+  get issuer(): { clientId: string; accessToken: string } {
+    return { clientId: this.opts.issuerClientId, accessToken: this.issuerAccessToken() };
+  }
+
+  isStatic(clientId: string): boolean {
+    return this.statics.has(clientId);
+  }
+
+  private toRow(c: Client) {
+    return {
+      partitionKey: encodeKey(c.clientId),
+      rowKey: CLIENT_RK,
+      clientId: c.clientId,
+      description: c.description,
+      encryptedAccessToken: encryptToken(this.opts.encryptionKey, c.accessToken),
+      expires: c.expires,
+      disabled: c.disabled,
+      scopes: JSON.stringify(c.scopes),
+      created: c.created,
+      lastModified: c.lastModified,
+      lastDateUsed: c.lastDateUsed,
+      lastRotated: c.lastRotated,
+      deleteOnExpiration: c.deleteOnExpiration,
+    };
+  }
+
+  private fromRow(r: Record<string, unknown>): Client {
+    return {
+      clientId: r.clientId as string,
+      description: (r.description as string) ?? '',
+      accessToken: decryptToken(this.opts.encryptionKey, r.encryptedAccessToken as string),
+      expires: new Date(r.expires as string),
+      disabled: Boolean(r.disabled),
+      scopes: JSON.parse(r.scopes as string),
+      created: new Date(r.created as string),
+      lastModified: new Date(r.lastModified as string),
+      lastDateUsed: new Date(r.lastDateUsed as string),
+      lastRotated: new Date(r.lastRotated as string),
+      deleteOnExpiration: Boolean(r.deleteOnExpiration),
+    };
+  }
+
+  /** Loads a client (cached briefly); statics first. */
+  async client(clientId: string, fresh = false): Promise<Client | undefined> {
+    const s = this.statics.get(clientId);
+    if (s) return s;
+    const hit = this.clientCache.get(clientId);
+    if (!fresh && hit && Date.now() - hit.at < AUTH_CACHE_MS) return hit.client;
+    const row = await this.storage.table('Clients').get(encodeKey(clientId), CLIENT_RK);
+    const client = row ? this.fromRow(row) : undefined;
+    this.clientCache.set(clientId, { at: Date.now(), client });
+    return client;
+  }
+
+  async createClient(c: Omit<Client, 'accessToken' | 'created' | 'lastModified' | 'lastDateUsed' | 'lastRotated'>): Promise<Client> {
+    if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
+    const now = this.now();
+    const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
+    try {
+      await this.storage.table('Clients').insert(this.toRow(client));
+    } catch (err) {
+      if (err instanceof StorageConflict) {
+        const existing = await this.client(c.clientId, true);
+        if (
+          existing &&
+          existing.description === c.description &&
+          existing.expires.getTime() === c.expires.getTime() &&
+          JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
+          existing.deleteOnExpiration === c.deleteOnExpiration
+        ) {
+          // Idempotent create: same client, but the token is not revealed again.
+          throw conflict(`client ${c.clientId} already exists`);
+        }
+        throw conflict(`client ${c.clientId} already exists with different properties`);
+      }
+      throw err;
+    }
+    this.clientCache.delete(c.clientId);
+    return client;
+  }
+
+  /** Read-modify-write with the row's ETag, retried on races. */
+  async modifyClient(clientId: string, fn: (c: Client) => Client): Promise<Client> {
+    if (this.statics.has(clientId)) throw inputError(`static client ${clientId} cannot be modified`);
+    const table = this.storage.table('Clients');
+    for (let attempt = 0; ; attempt++) {
+      const row = await table.get(encodeKey(clientId), CLIENT_RK);
+      if (!row) throw notFound(`client ${clientId} not found`);
+      const next = fn(this.fromRow(row));
+      next.lastModified = this.now();
+      try {
+        await table.update(this.toRow(next), row.etag);
+        this.clientCache.delete(clientId);
+        return next;
+      } catch (err) {
+        if (err instanceof StorageConflict && err.reason === 'etag' && attempt < 5) continue;
+        throw err;
+      }
+    }
+  }
+
+  async deleteClient(clientId: string): Promise<void> {
+    if (this.statics.has(clientId)) throw inputError(`static client ${clientId} cannot be deleted`);
+    await this.storage.table('Clients').delete(encodeKey(clientId), CLIENT_RK);
+    this.clientCache.delete(clientId);
+  }
+
+  async listClients(prefix: string | undefined, limit: number, continuation?: string) {
+    const filter = `RowKey eq '${CLIENT_RK}'`;
+    const page = await this.storage.table('Clients').page(filter, limit, continuation);
+    let clients = page.items.map((r) => this.fromRow(r));
+    if (prefix) clients = clients.filter((c) => c.clientId.startsWith(prefix));
+    return { clients, continuation: page.continuation };
+  }
+
+  // ---- roles ----
+
+  private async loadRoles(fresh = false): Promise<RoleRecord[]> {
+    if (!fresh && this.rolesCache && Date.now() - this.rolesCache.at < AUTH_CACHE_MS) return this.rolesCache.full;
+    const out: RoleRecord[] = [];
+    let continuation: string | undefined;
+    do {
+      const page = await this.storage.table('Roles').page(`RowKey eq '${ROLE_RK}'`, 1000, continuation);
+      for (const r of page.items) {
+        out.push({
+          roleId: r.roleId as string,
+          description: (r.description as string) ?? '',
+          scopes: JSON.parse(r.scopes as string),
+          created: new Date(r.created as string),
+          lastModified: new Date(r.lastModified as string),
+          etag: r.etag,
+        });
+      }
+      continuation = page.continuation;
+    } while (continuation);
+    out.sort((a, b) => (a.roleId < b.roleId ? -1 : a.roleId > b.roleId ? 1 : 0));
+    this.rolesCache = { at: Date.now(), roles: out.map((r) => ({ roleId: r.roleId, scopes: r.scopes })), full: out };
+    return out;
+  }
+
+  async roles(fresh = false): Promise<RoleRecord[]> {
+    return this.loadRoles(fresh);
+  }
+
+  async expand(scopes: string[]): Promise<string[]> {
+    await this.loadRoles();
+    return expandScopes(scopes, this.rolesCache!.roles);
+  }
+
+  async role(roleId: string): Promise<RoleRecord | undefined> {
+    return (await this.loadRoles(true)).find((r) => r.roleId === roleId);
+  }
+
+  async putRole(roleId: string, description: string, scopes: string[], mode: 'create' | 'update'): Promise<RoleRecord> {
+    const table = this.storage.table('Roles');
+    const now = this.now();
+    const existing = await table.get(encodeKey(roleId), ROLE_RK);
+    if (mode === 'create' && existing) {
+      const same = existing.description === description && existing.scopes === JSON.stringify(scopes);
+      if (!same) throw conflict(`role ${roleId} already exists`);
+      return this.rowToRole(existing);
+    }
+    if (mode === 'update' && !existing) throw notFound(`role ${roleId} not found`);
+    // Reject cycles that never converge before storing.
+    const others = (await this.loadRoles(true)).filter((r) => r.roleId !== roleId).map((r) => ({ roleId: r.roleId, scopes: r.scopes }));
+    try {
+      expandScopes([`assume:${roleId}`], [...others, { roleId, scopes }]);
+    } catch (e) {
+      throw inputError(String((e as Error).message));
+    }
+    const row = {
+      partitionKey: encodeKey(roleId),
+      rowKey: ROLE_RK,
+      roleId,
+      description,
+      scopes: JSON.stringify(scopes),
+      created: existing ? new Date(existing.created as string) : now,
+      lastModified: now,
+    };
+    if (existing) await table.update(row, existing.etag);
+    else await table.insert(row);
+    this.rolesCache = undefined;
+    return { roleId, description, scopes, created: row.created, lastModified: now, etag: '' };
+  }
+
+  async deleteRole(roleId: string): Promise<void> {
+    await this.storage.table('Roles').delete(encodeKey(roleId), ROLE_RK);
+    this.rolesCache = undefined;
+  }
+
+  private rowToRole(r: Record<string, unknown>): RoleRecord {
+    return {
+      roleId: r.roleId as string,
+      description: (r.description as string) ?? '',
+      scopes: JSON.parse(r.scopes as string),
+      created: new Date(r.created as string),
+      lastModified: new Date(r.lastModified as string),
+      etag: (r.etag as string) ?? '',
+    };
+  }
+}
+
+export interface RoleRecord {
+  roleId: string;
+  description: string;
+  scopes: string[];
+  created: Date;
+  lastModified: Date;
+  etag: string;
+}

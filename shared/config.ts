@@ -1,0 +1,97 @@
+/**
+ * The one place that reads the environment. Everything else receives a Config.
+ */
+
+/** Azurite's well-known development account; used when no connection string is configured. */
+export const DEVSTORE_ACCOUNT = 'devstoreaccount1';
+export const DEVSTORE_KEY =
+  'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+
+export interface Config {
+  /** Storage connection string (tables, queues, blobs). */
+  storageConnection: string;
+  /** Prefix for every table, queue and container name, so deployments and tests can share an account. */
+  storagePrefix: string;
+  /** Root URL clients use; Hawk signatures cover its host and port. */
+  publicUrl: string;
+  rootClientId: string;
+  rootAccessToken: string;
+  /** 32-byte key (base64) encrypting client access tokens at rest. */
+  tokenEncryptionKey: Buffer;
+  /** Client id the queue signs run credentials with; its token is derived from the root token. */
+  issuerClientId: string;
+  claimTimeoutS: number;
+  /** How long claimWork waits for work before answering `{tasks: []}`. */
+  claimWorkPollS: number;
+  /** Delay after a task's deadline before the reaper resolves it. */
+  deadlineDelayS: number;
+  /** NCRONTAB schedule of the reaper timer. */
+  reaperSchedule: string;
+  /** Queue endpoint workers can reach, for SAS poll URLs (defaults to the storage endpoint). */
+  publicQueueEndpoint?: string;
+  /** Maximum task deadline in days from now. */
+  maxTaskDeadlineDays: number;
+}
+
+/** Default claim timeout: workers reclaim about 3 minutes before takenUntil, so keep it well above that. */
+const DEFAULT_CLAIM_TIMEOUT_S = 1200;
+/** The real queue's long-poll; the JS client times out a request after 30 s. */
+const DEFAULT_CLAIM_WORK_POLL_S = 20;
+/** Grace after a deadline so a worker reporting at the last second still wins. */
+const DEFAULT_DEADLINE_DELAY_S = 60;
+
+function num(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < 0) throw new Error(`setting ${name} must be a non-negative number, got '${raw}'`);
+  return v;
+}
+
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const v = env[name];
+  if (!v) throw new Error(`setting ${name} is required`);
+  return v;
+}
+
+/** Every setting the code reads, for the deployment cross-check. */
+export const SETTING_NAMES = [
+  'QUEUE_STORAGE_CONNECTION',
+  'QUEUE_STORAGE_PREFIX',
+  'QUEUE_PUBLIC_URL',
+  'QUEUE_ROOT_CLIENT_ID',
+  'QUEUE_ROOT_ACCESS_TOKEN',
+  'QUEUE_TOKEN_ENCRYPTION_KEY',
+  'QUEUE_ISSUER_CLIENT_ID',
+  'QUEUE_CLAIM_TIMEOUT_S',
+  'QUEUE_CLAIM_WORK_POLL_S',
+  'QUEUE_DEADLINE_DELAY_S',
+  'QUEUE_REAPER_SCHEDULE',
+  'QUEUE_PUBLIC_QUEUE_ENDPOINT',
+  'QUEUE_MAX_TASK_DEADLINE_DAYS',
+] as const;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const keyRaw = required(env, 'QUEUE_TOKEN_ENCRYPTION_KEY');
+  const key = Buffer.from(keyRaw, 'base64');
+  if (key.length !== 32) throw new Error('setting QUEUE_TOKEN_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
+  const rootAccessToken = required(env, 'QUEUE_ROOT_ACCESS_TOKEN');
+  if (rootAccessToken.length < 22) throw new Error('setting QUEUE_ROOT_ACCESS_TOKEN must be at least 22 characters');
+  const publicUrl = required(env, 'QUEUE_PUBLIC_URL').replace(/\/+$/, '');
+  new URL(publicUrl); // throws on a malformed URL
+  return {
+    storageConnection: required(env, 'QUEUE_STORAGE_CONNECTION'),
+    storagePrefix: (env.QUEUE_STORAGE_PREFIX || 'tcq').toLowerCase(),
+    publicUrl,
+    rootClientId: env.QUEUE_ROOT_CLIENT_ID || 'static/root',
+    rootAccessToken,
+    tokenEncryptionKey: key,
+    issuerClientId: env.QUEUE_ISSUER_CLIENT_ID || 'static/taskcluster/queue',
+    claimTimeoutS: num(env, 'QUEUE_CLAIM_TIMEOUT_S', DEFAULT_CLAIM_TIMEOUT_S),
+    claimWorkPollS: num(env, 'QUEUE_CLAIM_WORK_POLL_S', DEFAULT_CLAIM_WORK_POLL_S),
+    deadlineDelayS: num(env, 'QUEUE_DEADLINE_DELAY_S', DEFAULT_DEADLINE_DELAY_S),
+    reaperSchedule: env.QUEUE_REAPER_SCHEDULE || '*/10 * * * * *',
+    publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
+    maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * Typed errors that map to Taskcluster error codes at one edge (shared/api/respond.ts).
+ */
+export type ErrorCode =
+  | 'MalformedPayload'
+  | 'InvalidRequestArguments'
+  | 'InputValidationError'
+  | 'InputError'
+  | 'AuthenticationFailed'
+  | 'InsufficientScopes'
+  | 'ResourceNotFound'
+  | 'RequestConflict'
+  | 'ResourceExpired'
+  | 'InputTooLarge'
+  | 'InternalServerError';
+
+export const STATUS_OF: Record<ErrorCode, number> = {
+  MalformedPayload: 400,
+  InvalidRequestArguments: 400,
+  InputValidationError: 400,
+  InputError: 400,
+  AuthenticationFailed: 401,
+  InsufficientScopes: 403,
+  ResourceNotFound: 404,
+  RequestConflict: 409,
+  ResourceExpired: 410,
+  InputTooLarge: 413,
+  InternalServerError: 500,
+};
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = code;
+  }
+  get status(): number {
+    return STATUS_OF[this.code];
+  }
+}
+
+export const notFound = (msg: string) => new ApiError('ResourceNotFound', msg);
+export const conflict = (msg: string) => new ApiError('RequestConflict', msg);
+export const inputError = (msg: string) => new ApiError('InputError', msg);
+export const badArgs = (msg: string) => new ApiError('InvalidRequestArguments', msg);
+export const authFailed = (msg: string) => new ApiError('AuthenticationFailed', msg);

@@ -1,0 +1,85 @@
+/**
+ * Starts Azurite from node_modules (in memory, on free loopback ports) for local runs and tests.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { DEVSTORE_ACCOUNT, DEVSTORE_KEY } from '../config';
+
+/** Azurite needs a few seconds to open its three ports on a busy machine. */
+const START_TIMEOUT_MS = 30_000;
+
+export interface Azurite {
+  connectionString: string;
+  ports: { blob: number; queue: number; table: number };
+  pid: number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const okay = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (okay) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`Azurite did not open port ${port} in time`);
+}
+
+export function connectionStringFor(ports: { blob: number; queue: number; table: number }): string {
+  return (
+    `DefaultEndpointsProtocol=http;AccountName=${DEVSTORE_ACCOUNT};AccountKey=${DEVSTORE_KEY};` +
+    `BlobEndpoint=http://127.0.0.1:${ports.blob}/${DEVSTORE_ACCOUNT};` +
+    `QueueEndpoint=http://127.0.0.1:${ports.queue}/${DEVSTORE_ACCOUNT};` +
+    `TableEndpoint=http://127.0.0.1:${ports.table}/${DEVSTORE_ACCOUNT}`
+  );
+}
+
+export async function startAzurite(opts: { quiet?: boolean } = {}): Promise<Azurite> {
+  const ports = { blob: await freePort(), queue: await freePort(), table: await freePort() };
+  const bin = path.join(path.dirname(require.resolve('azurite/package.json')), 'dist', 'src', 'azurite.js');
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      bin,
+      '--inMemoryPersistence',
+      '--silent',
+      '--disableTelemetry',
+      '--skipApiVersionCheck',
+      '--blobHost', '127.0.0.1', '--blobPort', String(ports.blob),
+      '--queueHost', '127.0.0.1', '--queuePort', String(ports.queue),
+      '--tableHost', '127.0.0.1', '--tablePort', String(ports.table),
+    ],
+    { stdio: opts.quiet === false ? 'inherit' : 'ignore', detached: false },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  await Promise.all([waitForPort(ports.blob, deadline), waitForPort(ports.queue, deadline), waitForPort(ports.table, deadline)]);
+  return {
+    connectionString: connectionStringFor(ports),
+    ports,
+    pid: child.pid!,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    },
+  };
+}

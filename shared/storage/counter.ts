@@ -1,0 +1,65 @@
+/**
+ * Every storage call goes through `StorageMeter.run`: it counts transactions (what Azure bills)
+ * and, in tests, injects a failure right after a chosen call to prove crash safety.
+ */
+export class InjectedFault extends Error {
+  constructor(readonly callIndex: number, readonly op: string) {
+    super(`injected storage failure after call #${callIndex} (${op})`);
+    this.name = 'InjectedFault';
+  }
+}
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** Per-invocation tally, so each function's log line reports its own storage calls. */
+export const invocationTally = new AsyncLocalStorage<{ calls: number }>();
+
+export class StorageMeter {
+  total = 0;
+  readonly byOp = new Map<string, number>();
+  private failAt: number | undefined;
+  private armedCalls = 0;
+  /** ops (e.g. `Tasks.update`) seen since the fault was armed, for test diagnostics. */
+  readonly armedOps: string[] = [];
+
+  async run<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    this.total++;
+    const tally = invocationTally.getStore();
+    if (tally) tally.calls++;
+    this.byOp.set(op, (this.byOp.get(op) ?? 0) + 1);
+    const result = await fn();
+    if (this.failAt !== undefined) {
+      this.armedCalls++;
+      this.armedOps.push(op);
+      if (this.armedCalls === this.failAt) {
+        this.failAt = undefined;
+        throw new InjectedFault(this.armedCalls, op);
+      }
+    }
+    return result;
+  }
+
+  /** Make the n-th storage call from now (1-based) fail after it has taken effect. */
+  failAfterCall(n: number): void {
+    this.failAt = n;
+    this.armedCalls = 0;
+    this.armedOps.length = 0;
+  }
+
+  /** Stop injecting; returns how many calls ran while armed. */
+  disarm(): number {
+    this.failAt = undefined;
+    return this.armedCalls;
+  }
+
+  /** Count calls without injecting anything (to learn how many calls an operation makes). */
+  startCounting(): void {
+    this.failAt = Number.POSITIVE_INFINITY;
+    this.armedCalls = 0;
+    this.armedOps.length = 0;
+  }
+
+  snapshot(): { total: number; byOp: Record<string, number> } {
+    return { total: this.total, byOp: Object.fromEntries(this.byOp) };
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Table keys may not contain `/ \ # ?` or control characters; ids and artifact names do.
+ * `!XX` escaping keeps keys readable and preserves the order of plain ASCII prefixes well enough
+ * for prefix queries (escaping is applied identically to the bounds).
+ */
+export function encodeKey(s: string): string {
+  return s.replace(/[^A-Za-z0-9\-_.~:@=+,;$ ]/g, (c) => {
+    const bytes = Buffer.from(c, 'utf8');
+    return Array.from(bytes, (b) => '!' + b.toString(16).padStart(2, '0')).join('');
+  });
+}
+
+export function decodeKey(s: string): string {
+  return decodeURIComponent(s.replace(/!([0-9a-f]{2})/g, '%$1'));
+}
+
+/** OData filter literal. */
+export function odata(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+/** Upper bound for a prefix range query: every key starting with `prefix` is < this. */
+export function prefixEnd(prefix: string): string {
+  return prefix + '\uffff';
+}

@@ -1,0 +1,26 @@
+/**
+ * What the task domain functions need, passed in as one argument.
+ */
+import type { Storage } from '../storage/storage';
+import type { TaskStore } from './store';
+import type { PendingQueues } from './pending';
+import type { Triggers } from './triggers';
+import type { TaskGroups } from './groups';
+import type { Logger } from '../log';
+
+export interface TaskDeps {
+  storage: Storage;
+  tasks: TaskStore;
+  pending: PendingQueues;
+  triggers: Triggers;
+  groups: TaskGroups;
+  now: () => Date;
+  log: Logger;
+  config: {
+    claimTimeoutS: number;
+    maxTaskDeadlineDays: number;
+    deadlineDelayS: number;
+  };
+  /** Wakes this instance's claimWork pollers for a task queue (no-op where none run). */
+  wake: (taskQueueId: string) => void;
+}

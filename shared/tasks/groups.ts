@@ -1,0 +1,79 @@
+/**
+ * Task groups: one meta row (schedulerId, expires, sealed) and one member row per task, in the
+ * group's partition so the first task of a group writes both in one transaction.
+ */
+import { Storage, StorageConflict } from '../storage/storage';
+import { conflict } from '../errors';
+
+export const GROUP_RK = '~group';
+
+export interface TaskGroupMeta {
+  taskGroupId: string;
+  schedulerId: string;
+  expires: string;
+  sealed?: string;
+}
+
+/** A group can gain members concurrently; re-read a few times on races. */
+const MAX_GROUP_ATTEMPTS = 5;
+
+export class TaskGroups {
+  constructor(private readonly storage: Storage) {}
+
+  private get table() {
+    return this.storage.table('TaskGroups');
+  }
+
+  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string }) | undefined> {
+    const r = await this.table.get(taskGroupId, GROUP_RK);
+    if (!r) return undefined;
+    return { taskGroupId, schedulerId: r.schedulerId as string, expires: r.expires as string, sealed: (r.sealed as string) || undefined, etag: r.etag };
+  }
+
+  /** Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group. */
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<void> {
+    const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
+    const metaRow = { partitionKey: taskGroupId, rowKey: GROUP_RK, schedulerId, expires, sealed: '' };
+    // A task that starts its own group (the common case) needs no read.
+    let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
+    for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
+      if (!known) {
+        try {
+          await this.table.transact((tx) => {
+            tx.createEntity(metaRow);
+            tx.upsertEntity(member, 'Replace');
+          });
+          return;
+        } catch (err) {
+          if (!(err instanceof StorageConflict)) throw err;
+          known = await this.meta(taskGroupId);
+          if (!known) continue;
+        }
+      }
+      if (known.schedulerId !== schedulerId) {
+        throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
+      }
+      if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
+      if (new Date(expires) > new Date(known.expires)) {
+        try {
+          await this.table.transact((tx) => {
+            tx.updateEntity({ partitionKey: taskGroupId, rowKey: GROUP_RK, expires }, 'Merge', { etag: known!.etag });
+            tx.upsertEntity(member, 'Replace');
+          });
+          return;
+        } catch (err) {
+          if (!(err instanceof StorageConflict)) throw err;
+          known = await this.meta(taskGroupId);
+          continue;
+        }
+      }
+      await this.table.upsert(member);
+      return;
+    }
+    throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
+  }
+
+  async removeMember(taskGroupId: string, taskId: string): Promise<void> {
+    await this.table.delete(taskGroupId, taskId);
+  }
+}

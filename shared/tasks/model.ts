@@ -1,0 +1,202 @@
+/**
+ * Task and run records, the task status as clients see it, and the row encoding in Table Storage.
+ */
+import { inputError, ApiError } from '../errors';
+import { PRIORITIES, Priority } from '../api/schemas';
+import type { Entity } from '../storage/storage';
+
+export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
+export type TaskState = RunState | 'unscheduled';
+export type ReasonCreated = 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
+export type ReasonResolved =
+  | 'completed'
+  | 'failed'
+  | 'deadline-exceeded'
+  | 'canceled'
+  | 'claim-expired'
+  | 'worker-shutdown'
+  | 'malformed-payload'
+  | 'resource-unavailable'
+  | 'internal-error'
+  | 'intermittent-task'
+  | 'superseded';
+
+export interface Run {
+  runId: number;
+  state: RunState;
+  reasonCreated: ReasonCreated;
+  reasonResolved?: ReasonResolved;
+  workerGroup?: string;
+  workerId?: string;
+  takenUntil?: string;
+  scheduled: string;
+  started?: string;
+  resolved?: string;
+  /** The pending hint that may claim this run; other hints for it are stale. */
+  hintId?: string;
+}
+
+/** The normalized task definition, exactly as `task(taskId)` returns it. */
+export interface TaskDefinition {
+  provisionerId: string;
+  workerType: string;
+  taskQueueId: string;
+  schedulerId: string;
+  projectId: string;
+  taskGroupId: string;
+  dependencies: string[];
+  requires: 'all-completed' | 'all-resolved';
+  routes: string[];
+  priority: Priority;
+  retries: number;
+  created: string;
+  deadline: string;
+  expires: string;
+  scopes: string[];
+  payload: Record<string, unknown>;
+  metadata: { name: string; description: string; owner: string; source: string };
+  tags: Record<string, string>;
+  extra: Record<string, unknown>;
+}
+
+export interface TaskRecord {
+  taskId: string;
+  definition: TaskDefinition;
+  runs: Run[];
+  retriesLeft: number;
+  /** takenUntil of the running run, '' otherwise: what a claim-expiry trigger must match. */
+  takenUntil: string;
+  /** Set once a dependent task has been created, so resolution knows to look for dependents. */
+  hasDependents: boolean;
+  /** runId whose resolution has been propagated to dependents (-1 = none yet). */
+  dependentsNotified: number;
+  etag?: string;
+}
+
+export interface TaskStatus {
+  taskId: string;
+  provisionerId: string;
+  workerType: string;
+  taskQueueId: string;
+  schedulerId: string;
+  projectId: string;
+  taskGroupId: string;
+  priority: Priority;
+  deadline: string;
+  expires: string;
+  retriesLeft: number;
+  state: TaskState;
+  runs: Run[];
+}
+
+/** Priority levels, highest first; index 0 is the highest. */
+export function priorityLevel(p: Priority): number {
+  return PRIORITIES.length - PRIORITIES.indexOf(p);
+}
+
+export function taskState(t: TaskRecord): TaskState {
+  const last = t.runs[t.runs.length - 1];
+  return last ? last.state : 'unscheduled';
+}
+
+export function isResolved(state: TaskState): boolean {
+  return state === 'completed' || state === 'failed' || state === 'exception';
+}
+
+function publicRun(r: Run): Run {
+  const { hintId: _h, ...rest } = r;
+  void _h;
+  return rest;
+}
+
+export function taskStatus(t: TaskRecord): TaskStatus {
+  const d = t.definition;
+  return {
+    taskId: t.taskId,
+    provisionerId: d.provisionerId,
+    workerType: d.workerType,
+    taskQueueId: d.taskQueueId,
+    schedulerId: d.schedulerId,
+    projectId: d.projectId,
+    taskGroupId: d.taskGroupId,
+    priority: d.priority,
+    deadline: d.deadline,
+    expires: d.expires,
+    retriesLeft: t.retriesLeft,
+    state: taskState(t),
+    runs: t.runs.map(publicRun),
+  };
+}
+
+/** Azure binary properties hold at most 64 KiB. */
+const CHUNK_BYTES = 64 * 1024;
+/**
+ * Largest accepted definition: 12 chunks, leaving room for runs and bookkeeping in the 1 MiB entity.
+ */
+export const MAX_DEFINITION_BYTES = 12 * CHUNK_BYTES;
+
+export const TASK_RK = 'task';
+
+export function encodeTask(t: TaskRecord): Entity {
+  const json = Buffer.from(JSON.stringify(t.definition), 'utf8');
+  if (json.length > MAX_DEFINITION_BYTES) {
+    throw new ApiError('InputTooLarge', `task definition is ${json.length} bytes; at most ${MAX_DEFINITION_BYTES} bytes are accepted`);
+  }
+  const e: Entity = {
+    partitionKey: t.taskId,
+    rowKey: TASK_RK,
+    defChunks: Math.ceil(json.length / CHUNK_BYTES),
+    runs: JSON.stringify(t.runs),
+    retriesLeft: t.retriesLeft,
+    takenUntil: t.takenUntil,
+    hasDependents: t.hasDependents,
+    dependentsNotified: t.dependentsNotified,
+    state: taskState(t),
+    taskQueueId: t.definition.taskQueueId,
+    taskGroupId: t.definition.taskGroupId,
+    deadline: t.definition.deadline,
+    expires: t.definition.expires,
+  };
+  for (let i = 0; i * CHUNK_BYTES < json.length; i++) {
+    e[`def${i}`] = new Uint8Array(json.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES));
+  }
+  return e;
+}
+
+export function decodeTask(e: Record<string, unknown> & { etag?: string }): TaskRecord {
+  const n = Number(e.defChunks);
+  const parts: Buffer[] = [];
+  for (let i = 0; i < n; i++) parts.push(Buffer.from(e[`def${i}`] as Uint8Array));
+  return {
+    taskId: e.partitionKey as string,
+    definition: JSON.parse(Buffer.concat(parts).toString('utf8')),
+    runs: JSON.parse(e.runs as string),
+    retriesLeft: Number(e.retriesLeft),
+    takenUntil: (e.takenUntil as string) ?? '',
+    hasDependents: Boolean(e.hasDependents),
+    dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
+    etag: e.etag,
+  };
+}
+
+/** JS `toJSON()` form with milliseconds, so equivalent dates compare equal. */
+export function normalizeDate(s: string, field: string): string {
+  const d = new Date(s);
+  if (Number.isNaN(d.getTime())) throw inputError(`${field} is not a valid date`);
+  return d.toJSON();
+}
+
+/** Deep equality of JSON values, ignoring key order. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((x, i) => jsonEqual(x, bb[i]));
+  }
+  const ak = Object.keys(a as object);
+  const bk = Object.keys(b as object);
+  if (ak.length !== bk.length) return false;
+  return ak.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEqual((a as any)[k], (b as any)[k]));
+}

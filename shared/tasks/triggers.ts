@@ -1,0 +1,46 @@
+/**
+ * Delayed trigger messages: each becomes visible when it must fire and carries the timestamp it
+ * was made for; the reaper acts only if that still matches the stored task.
+ */
+import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
+
+export interface DeadlineTrigger {
+  taskId: string;
+  deadline: string;
+}
+export interface ClaimTrigger {
+  taskId: string;
+  runId: number;
+  takenUntil: string;
+}
+export interface ResolvedTrigger {
+  taskId: string;
+  runId: number;
+}
+
+/** Trigger messages never expire on their own: the handler deletes them when done. */
+function delayS(at: Date, now: Date): number {
+  return Math.min(MAX_VISIBILITY_S, Math.max(0, Math.ceil((at.getTime() - now.getTime()) / 1000)));
+}
+
+export class Triggers {
+  constructor(
+    private readonly storage: Storage,
+    private readonly deadlineDelayS: number,
+    private readonly now: () => Date,
+  ) {}
+
+  async deadline(taskId: string, deadline: string): Promise<void> {
+    const at = new Date(new Date(deadline).getTime() + this.deadlineDelayS * 1000);
+    await this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: delayS(at, this.now()) });
+  }
+
+  async claim(taskId: string, runId: number, takenUntil: string): Promise<void> {
+    await this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
+  }
+
+  /** A safety net for dependency propagation: fires after `delayS` unless deleted first. */
+  async resolved(taskId: string, runId: number, delayS: number): Promise<{ messageId: string; popReceipt: string }> {
+    return this.storage.trigger('resolved').put({ taskId, runId } satisfies ResolvedTrigger, { visibilityS: delayS });
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Runs the service in-process on a free port against the test Azurite, with storage names unique
+ * to the caller, and hands out taskcluster-client instances pointed at it.
+ */
+import crypto from 'node:crypto';
+import { loadConfig } from '../../shared/config';
+import { buildServices, Services } from '../../shared/services';
+import { routes } from '../../shared/api/route-table';
+import { startHost, LocalHost } from '../../shared/local/host';
+import { timerFunctions } from '../../shared/reaper/timers';
+import { freePort } from '../../shared/local/azurite';
+import { memoryLogger } from '../../shared/log';
+import { generateAccessToken } from '../../shared/auth/clients';
+import { startPollers } from '../../shared/work/runtime-hooks';
+
+export interface TestService {
+  rootUrl: string;
+  services: Services;
+  host: LocalHost;
+  root: { clientId: string; accessToken: string };
+  tc: any;
+  log: ReturnType<typeof memoryLogger>;
+  /** A v87 client class instance with the given credentials (root by default). */
+  queue(credentials?: { clientId: string; accessToken: string; certificate?: string } | null, opts?: Record<string, unknown>): any;
+  auth(credentials?: { clientId: string; accessToken: string } | null, opts?: Record<string, unknown>): any;
+  runReaper(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const conn = process.env.TEST_STORAGE_CONNECTION;
+  if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
+  const port = await freePort();
+  const rootUrl = `http://localhost:${port}`;
+  const root = { clientId: 'static/root', accessToken: generateAccessToken() };
+  const config = loadConfig({
+    QUEUE_STORAGE_CONNECTION: conn,
+    QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
+    QUEUE_PUBLIC_URL: rootUrl,
+    QUEUE_ROOT_ACCESS_TOKEN: root.accessToken,
+    QUEUE_TOKEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
+    QUEUE_CLAIM_WORK_POLL_S: '2',
+    QUEUE_DEADLINE_DELAY_S: '0',
+    QUEUE_REAPER_SCHEDULE: '*/1 * * * * *',
+    ...env,
+  });
+  const log = memoryLogger();
+  const services = await buildServices(config, { log });
+  startPollers(services);
+  const provider = async () => services;
+  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });
+  const tc = (await import('taskcluster-client')).default;
+  const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
+    new Cls({ rootUrl, credentials: credentials === null ? undefined : credentials ?? root, retries: 0, ...opts });
+  return {
+    rootUrl,
+    services,
+    host,
+    root,
+    tc,
+    log,
+    queue: (c, o) => client(tc.Queue, c, o),
+    auth: (c, o) => client(tc.Auth, c, o),
+    runReaper: () => host.runTimer('reaper'),
+    close: () => host.close(),
+  };
+}
+
+/** A minimal valid task definition for `taskQueueId`. */
+export function taskDef(taskQueueId = 'prov/wt', overrides: Record<string, unknown> = {}): Record<string, any> {
+  const now = Date.now();
+  return {
+    taskQueueId,
+    created: new Date(now).toJSON(),
+    deadline: new Date(now + 3600_000).toJSON(),
+    payload: {},
+    metadata: { name: 'test task', description: 'a test', owner: 'tester@example.com', source: 'https://example.com/test' },
+    ...overrides,
+  };
+}
+
+export function slugid(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('slugid').nice();
+}
+
+/** Expects a taskcluster-client call to fail with this HTTP status (and code, if given). */
+export async function expectError(p: Promise<unknown>, statusCode: number, code?: string): Promise<any> {
+  try {
+    await p;
+  } catch (err: any) {
+    if (err.statusCode !== statusCode || (code && err.code !== code)) {
+      throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, got ${err.statusCode} ${err.code}: ${err.message}`);
+    }
+    return err;
+  }
+  throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, but the call succeeded`);
+}

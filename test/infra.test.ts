@@ -1,0 +1,444 @@
+/**
+ * Static checks of the deployment templates in infra/ (Bicep) against the code.
+ *
+ * No Bicep compiler runs here (none installs offline), so these are text-level checks: they catch
+ * drift between the settings the code reads and the settings the template sets, and regressions of
+ * the security baseline. They do not prove the template compiles or deploys.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { SETTING_NAMES } from '../shared/config';
+
+const ROOT = path.resolve(__dirname, '..');
+const INFRA = path.join(ROOT, 'infra');
+const MAIN = path.join(INFRA, 'main.bicep');
+const PARAMS = path.join(INFRA, 'main.bicepparam');
+const ROLES = path.join(INFRA, 'modules', 'roles.bicep');
+const LOCAL_SETTINGS_EXAMPLE = path.join(ROOT, 'local.settings.example.json');
+
+/**
+ * Built-in role definition GUIDs this project may use, checked against Microsoft's built-in role
+ * list. Every GUID in infra/ must be one of these, and must appear only in infra/modules/roles.bicep.
+ */
+const KNOWN_ROLE_GUIDS: Record<string, string> = {
+  'Storage Blob Data Owner': 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b',
+  'Storage Blob Data Contributor': 'ba92f5b4-2d11-453d-a403-e96b0029c9fe',
+  'Storage Queue Data Contributor': '974c5e8b-45b9-4653-ba55-5f855dd0fb88',
+  'Storage Table Data Contributor': '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3',
+  'Key Vault Secrets User': '4633458b-17de-408a-b874-0445c86b69e6',
+  'Key Vault Secrets Officer': 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7',
+  'Monitoring Metrics Publisher': '3913510d-42f4-4e42-8a64-420c390055eb',
+};
+
+/** Resource API versions whose property names were checked against the published Bicep types. */
+const VERIFIED_API_VERSIONS: Record<string, string[]> = {
+  'Microsoft.Web/serverfarms': ['2024-04-01'],
+  'Microsoft.Web/sites': ['2024-04-01'],
+  'Microsoft.Web/sites/config': ['2024-04-01'],
+  'Microsoft.Storage/storageAccounts': ['2023-05-01'],
+  'Microsoft.KeyVault/vaults': ['2023-07-01'],
+  'Microsoft.KeyVault/vaults/secrets': ['2023-07-01'],
+  'Microsoft.ManagedIdentity/userAssignedIdentities': ['2023-01-31'],
+  'Microsoft.OperationalInsights/workspaces': ['2023-09-01'],
+  'Microsoft.Insights/components': ['2020-02-02'],
+  'Microsoft.Authorization/roleAssignments': ['2022-04-01'],
+};
+
+/** App settings that are deprecated or unsupported on Flex Consumption (runtime and deployment live in functionAppConfig). */
+const FLEX_DEPRECATED_SETTINGS = [
+  'FUNCTIONS_WORKER_RUNTIME',
+  'FUNCTIONS_WORKER_RUNTIME_VERSION',
+  'FUNCTIONS_EXTENSION_VERSION',
+  'WEBSITE_RUN_FROM_PACKAGE',
+  'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING',
+  'WEBSITE_CONTENTSHARE',
+  'WEBSITE_CONTENTOVERVNET',
+  'WEBSITE_SKIP_CONTENTSHARE_VALIDATION',
+  'WEBSITE_MOUNT_ENABLED',
+  'WEBSITE_NODE_DEFAULT_VERSION',
+  'WEBSITE_MAX_DYNAMIC_APPLICATION_SCALE_OUT',
+  'WEBSITE_USE_PLACEHOLDER',
+  'WEBSITE_VNET_ROUTE_ALL',
+  'WEBSITES_CONTAINER_START_TIME_LIMIT',
+  'SCM_DO_BUILD_DURING_DEPLOYMENT',
+  'ENABLE_ORYX_BUILD',
+  'WEBSITE_TIME_ZONE',
+  'TZ',
+];
+
+/** siteConfig properties whose job moved into functionAppConfig (runtime, scale) on Flex Consumption. */
+const FLEX_MOVED_SITE_PROPERTIES = [
+  'linuxFxVersion',
+  'nodeVersion',
+  'alwaysOn',
+  'functionAppScaleLimit',
+  'preWarmedInstanceCount',
+  'minimumElasticInstanceCount',
+  'use32BitWorkerProcess',
+];
+
+const SECRET_SETTINGS = ['QUEUE_STORAGE_CONNECTION', 'QUEUE_ROOT_ACCESS_TOKEN', 'QUEUE_TOKEN_ENCRYPTION_KEY'];
+
+// ------------------------------------------------------------------------------------------------
+// A small Bicep-aware scanner: strings ('...', '''...''', with ${...} interpolation) and comments.
+// ------------------------------------------------------------------------------------------------
+
+/** Index just past the string starting at `i` (src[i] is a quote). */
+function skipString(src: string, i: number): number {
+  if (src.startsWith("'''", i)) {
+    const end = src.indexOf("'''", i + 3);
+    return end < 0 ? src.length : end + 3;
+  }
+  let j = i + 1;
+  while (j < src.length) {
+    const c = src[j];
+    if (c === '\\') {
+      j += 2;
+    } else if (c === "'") {
+      return j + 1;
+    } else if (c === '$' && src[j + 1] === '{') {
+      j = skipInterpolation(src, j + 2);
+    } else {
+      j++;
+    }
+  }
+  return j;
+}
+
+/** Index just past the `}` closing an interpolation whose expression starts at `i`. */
+function skipInterpolation(src: string, i: number): number {
+  let depth = 0;
+  let j = i;
+  while (j < src.length) {
+    const c = src[j];
+    if (c === "'") {
+      j = skipString(src, j);
+      continue;
+    }
+    if (c === '{') depth++;
+    if (c === '}') {
+      if (depth === 0) return j + 1;
+      depth--;
+    }
+    j++;
+  }
+  return j;
+}
+
+/** The source without // and block comments; strings are kept verbatim. */
+function stripComments(src: string): string {
+  let out = '';
+  let i = 0;
+  while (i < src.length) {
+    if (src[i] === "'") {
+      const j = skipString(src, i);
+      out += src.slice(i, j);
+      i = j;
+    } else if (src.startsWith('//', i)) {
+      const nl = src.indexOf('\n', i);
+      i = nl < 0 ? src.length : nl;
+    } else if (src.startsWith('/*', i)) {
+      const end = src.indexOf('*/', i + 2);
+      i = end < 0 ? src.length : end + 2;
+    } else {
+      out += src[i];
+      i++;
+    }
+  }
+  return out;
+}
+
+/** The `{ ... }` body that starts at the first `{` at or after `from` (strings skipped). */
+function braceBody(code: string, from: number): string {
+  let i = from;
+  while (i < code.length && code[i] !== '{') i = code[i] === "'" ? skipString(code, i) : i + 1;
+  const start = i;
+  let depth = 0;
+  while (i < code.length) {
+    const c = code[i];
+    if (c === "'") {
+      i = skipString(code, i);
+      continue;
+    }
+    if (c === '{') depth++;
+    if (c === '}') {
+      depth--;
+      if (depth === 0) return code.slice(start, i + 1);
+    }
+    i++;
+  }
+  throw new Error(`unbalanced braces after offset ${from}`);
+}
+
+interface ResourceBlock {
+  file: string;
+  symbol: string;
+  type: string;
+  apiVersion: string;
+  existing: boolean;
+  body: string;
+}
+
+/** Top-level and nested resources declared with a full `'Type@version'` (children declared by short name are part of their parent's body). */
+function resourceBlocks(file: string, code: string): ResourceBlock[] {
+  const re = /\bresource\s+(\w+)\s+'([^'@]+)@([^']+)'\s*(existing\s*)?=/g;
+  const blocks: ResourceBlock[] = [];
+  for (const m of code.matchAll(re)) {
+    blocks.push({
+      file,
+      symbol: m[1],
+      type: m[2],
+      apiVersion: m[3],
+      existing: Boolean(m[4]),
+      body: braceBody(code, m.index! + m[0].length),
+    });
+  }
+  return blocks;
+}
+
+function listFiles(dir: string, pattern: RegExp): string[] {
+  const out: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...listFiles(full, pattern));
+    else if (pattern.test(entry.name)) out.push(full);
+  }
+  return out.sort();
+}
+
+const rel = (file: string) => path.relative(ROOT, file);
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const wordRe = (word: string) => new RegExp(`(?<![A-Za-z0-9_])${escapeRe(word)}(?![A-Za-z0-9_])`);
+const keyRe = (key: string) => new RegExp(`^\\s*'?${escapeRe(key)}'?\\s*:`, 'm');
+
+const bicepFiles = listFiles(INFRA, /\.bicep$/);
+const infraFiles = listFiles(INFRA, /\.(bicep|bicepparam)$/);
+const code = new Map(infraFiles.map((f) => [f, stripComments(fs.readFileSync(f, 'utf8'))]));
+const blocks = bicepFiles.flatMap((f) => resourceBlocks(rel(f), code.get(f)!));
+const declared = (type: string) => blocks.filter((b) => b.type === type && !b.existing);
+
+/** Names of the app settings the templates set: keys of `sites/config 'appsettings'` and `siteConfig.appSettings` entries. */
+function appSettingNames(): Set<string> {
+  const names = new Set<string>();
+  for (const b of declared('Microsoft.Web/sites/config')) {
+    if (!/^\s*name:\s*'appsettings'/m.test(b.body)) continue;
+    const props = braceBody(b.body, b.body.search(/^\s*properties\s*:/m));
+    for (const m of props.matchAll(/^\s*'?([A-Za-z_][A-Za-z0-9_]*)'?\s*:/gm)) names.add(m[1]);
+  }
+  for (const b of declared('Microsoft.Web/sites')) {
+    for (const m of b.body.matchAll(/\bname:\s*'([A-Za-z_][A-Za-z0-9_]*)'\s+value:/g)) names.add(m[1]);
+  }
+  return names;
+}
+
+function paramNames(src: string): string[] {
+  return [...src.matchAll(/^\s*param\s+(\w+)/gm)].map((m) => m[1]);
+}
+
+// ------------------------------------------------------------------------------------------------
+
+describe('infra: layout', () => {
+  test('main.bicep, its parameters file and its modules exist', () => {
+    expect(fs.existsSync(MAIN)).toBe(true);
+    expect(fs.existsSync(PARAMS)).toBe(true);
+    expect(fs.existsSync(ROLES)).toBe(true);
+  });
+
+  test('main.bicep is resource-group scoped and uses only local modules (no registry restores)', () => {
+    const main = code.get(MAIN)!;
+    expect(main).toMatch(/^\s*targetScope\s*=\s*'resourceGroup'/m);
+    const refs = [...main.matchAll(/\bmodule\s+\w+\s+'([^']+)'/g)].map((m) => m[1]);
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of refs) {
+      expect(ref).not.toMatch(/^(br|ts)[:/]/);
+      expect(fs.existsSync(path.join(INFRA, ref))).toBe(true);
+    }
+    for (const [file, src] of code) {
+      expect({ file: rel(file), registry: /'br[:/]|'ts[:/]/.test(src) }).toEqual({ file: rel(file), registry: false });
+    }
+  });
+
+  test('every resource uses an API version whose properties were checked', () => {
+    const unverified = blocks
+      .filter((b) => !(VERIFIED_API_VERSIONS[b.type] ?? []).includes(b.apiVersion))
+      .map((b) => `${b.file}: ${b.type}@${b.apiVersion}`);
+    expect(unverified).toEqual([]);
+  });
+});
+
+describe('infra: app settings', () => {
+  test('every setting the code reads (SETTING_NAMES) is set as an app setting', () => {
+    const names = appSettingNames();
+    const missing = SETTING_NAMES.filter((n) => !names.has(n));
+    expect(missing).toEqual([]);
+  });
+
+  test('secret settings are Key Vault references', () => {
+    const all = bicepFiles.map((f) => code.get(f)!).join('\n');
+    for (const name of SECRET_SETTINGS) {
+      const m = all.match(new RegExp(`^\\s*${name}\\s*:\\s*'([^\\n]*)$`, 'm'));
+      expect({ name, value: m?.[1].startsWith('@Microsoft.KeyVault(SecretUri=') }).toEqual({ name, value: true });
+    }
+  });
+
+  test('no Flex Consumption-deprecated app settings or moved site properties are set', () => {
+    const found: string[] = [];
+    for (const [file, src] of code) {
+      for (const name of FLEX_DEPRECATED_SETTINGS) if (wordRe(name).test(src)) found.push(`${rel(file)}: ${name}`);
+      for (const prop of FLEX_MOVED_SITE_PROPERTIES) if (keyRe(prop).test(src)) found.push(`${rel(file)}: ${prop}`);
+    }
+    expect(found).toEqual([]);
+  });
+
+  test('local.settings.example.json lists every setting the code reads', () => {
+    // Deliberately not skipped when the file is absent: the example file is part of the contract.
+    expect(fs.existsSync(LOCAL_SETTINGS_EXAMPLE)).toBe(true);
+    const example = JSON.parse(fs.readFileSync(LOCAL_SETTINGS_EXAMPLE, 'utf8'));
+    const values = example.Values ?? {};
+    const missing = SETTING_NAMES.filter((n) => !Object.prototype.hasOwnProperty.call(values, n));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe('infra: parameters', () => {
+  test('main.bicepparam targets main.bicep', () => {
+    expect(code.get(PARAMS)!).toMatch(/^\s*using\s+'\.\/main\.bicep'/m);
+  });
+
+  test('every parameter in main.bicepparam is declared in main.bicep', () => {
+    const declaredParams = new Set(paramNames(code.get(MAIN)!));
+    const unknown = paramNames(code.get(PARAMS)!).filter((p) => !declaredParams.has(p));
+    expect(unknown).toEqual([]);
+  });
+
+  test('every main.bicep parameter without a default is given in main.bicepparam', () => {
+    const given = new Set(paramNames(code.get(PARAMS)!));
+    const required = [...code.get(MAIN)!.matchAll(/^\s*param\s+(\w+)\s+[\w.]+\s*$/gm)].map((m) => m[1]);
+    expect(required.filter((p) => !given.has(p))).toEqual([]);
+  });
+
+  test('secrets are secure parameters read from the environment, not written in the parameters file', () => {
+    const main = code.get(MAIN)!;
+    for (const p of ['rootAccessToken', 'tokenEncryptionKey']) {
+      const decorator = String.raw`@\w+\((?:'(?:[^'\\]|\\.)*'|[^)'])*\)`;
+      expect(main).toMatch(new RegExp(String.raw`@secure\(\)(?:\s*${decorator})*\s*param\s+${p}\s+string\s*$`, 'm'));
+      expect(code.get(PARAMS)!).toMatch(new RegExp(`^\\s*param\\s+${p}\\s*=\\s*readEnvironmentVariable\\(`, 'm'));
+    }
+  });
+});
+
+describe('infra: roles', () => {
+  const GUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+  const known = new Set(Object.values(KNOWN_ROLE_GUIDS));
+  const tableBody = braceBody(code.get(ROLES)!, code.get(ROLES)!.search(/\bvar\s+builtInRoleIds\s*=/));
+  const table = new Map([...tableBody.matchAll(/^\s*(\w+)\s*:\s*'([^']*)'/gm)].map((m) => [m[1], m[2].toLowerCase()]));
+
+  test('role GUIDs appear only in the single table in modules/roles.bicep, and all are known built-in roles', () => {
+    const stray: string[] = [];
+    const unknown: string[] = [];
+    for (const [file, src] of code) {
+      for (const m of src.matchAll(GUID)) {
+        const guid = m[0].toLowerCase();
+        if (file !== ROLES) stray.push(`${rel(file)}: ${guid}`);
+        if (!known.has(guid)) unknown.push(`${rel(file)}: ${guid}`);
+      }
+    }
+    expect(stray).toEqual([]);
+    expect(unknown).toEqual([]);
+    expect(code.get(ROLES)!).toMatch(/@export\(\)\s*(@\w+\([^)]*\)\s*)*var\s+builtInRoleIds\s*=/);
+  });
+
+  test('each table entry is named after the role its GUID belongs to', () => {
+    expect(table.size).toBeGreaterThan(0);
+    const byKey = new Map(Object.entries(KNOWN_ROLE_GUIDS).map(([name, guid]) => [name.replace(/\s+/g, '').toLowerCase(), guid]));
+    for (const [key, guid] of table) {
+      expect({ key, guid }).toEqual({ key, guid: byKey.get(key.toLowerCase()) });
+    }
+  });
+
+  test('every role assignment takes its role from the table and names the principal type', () => {
+    const bad: string[] = [];
+    for (const f of bicepFiles) {
+      for (const m of code.get(f)!.matchAll(/'Microsoft\.Authorization\/roleDefinitions'\s*,\s*([^)]+)\)/g)) {
+        const ref = m[1].trim().match(/^builtInRoleIds\.(\w+)$/);
+        if (!ref || !table.has(ref[1])) bad.push(`${rel(f)}: ${m[1].trim()}`);
+      }
+    }
+    expect(bad).toEqual([]);
+    const assignments = declared('Microsoft.Authorization/roleAssignments');
+    expect(assignments.length).toBeGreaterThan(0);
+    for (const a of assignments) {
+      expect({ symbol: a.symbol, ok: /\bprincipalType\s*:/.test(a.body) && /\broleDefinitionId\s*:/.test(a.body) }).toEqual({
+        symbol: a.symbol,
+        ok: true,
+      });
+    }
+  });
+});
+
+describe('infra: security baseline', () => {
+  test('storage accounts: TLS 1.2, HTTPS only, no public blob access', () => {
+    const accounts = declared('Microsoft.Storage/storageAccounts');
+    expect(accounts.length).toBeGreaterThanOrEqual(2);
+    for (const a of accounts) {
+      const facts = {
+        account: `${a.file}:${a.symbol}`,
+        tls: /\bminimumTlsVersion\s*:\s*'TLS1_2'/.test(a.body),
+        httpsOnly: /\bsupportsHttpsTrafficOnly\s*:\s*true\b/.test(a.body),
+        noPublicBlobs: /\ballowBlobPublicAccess\s*:\s*false\b/.test(a.body),
+      };
+      expect(facts).toEqual({ account: facts.account, tls: true, httpsOnly: true, noPublicBlobs: true });
+    }
+  });
+
+  test('only the data account allows shared keys (SAS signing); the host account is identity-only', () => {
+    const accounts = declared('Microsoft.Storage/storageAccounts');
+    const host = accounts.filter((a) => a.file.endsWith('host-storage.bicep'));
+    const data = accounts.filter((a) => a.file.endsWith('data-storage.bicep'));
+    expect(host).toHaveLength(1);
+    expect(data).toHaveLength(1);
+    expect(host[0].body).toMatch(/\ballowSharedKeyAccess\s*:\s*false\b/);
+    expect(data[0].body).toMatch(/\ballowSharedKeyAccess\s*:\s*true\b/);
+  });
+
+  test('function app: HTTPS only, TLS 1.2, no FTP, Key Vault references through its identity', () => {
+    const sites = declared('Microsoft.Web/sites');
+    expect(sites).toHaveLength(1);
+    const body = sites[0].body;
+    expect(body).toMatch(/\bhttpsOnly\s*:\s*true\b/);
+    expect(body).toMatch(/\bminTlsVersion\s*:\s*'1\.2'/);
+    expect(body).toMatch(/\bscmMinTlsVersion\s*:\s*'1\.2'/);
+    expect(body).toMatch(/\bftpsState\s*:\s*'Disabled'/);
+    expect(body).toMatch(/\bkeyVaultReferenceIdentity\s*:/);
+    expect(body).toMatch(/\bcors\s*:\s*\{[^}]*\ballowedOrigins\s*:/);
+  });
+
+  test('function app: Flex Consumption plan with Node runtime and per-instance HTTP concurrency', () => {
+    const plans = declared('Microsoft.Web/serverfarms');
+    expect(plans).toHaveLength(1);
+    expect(plans[0].body).toMatch(/\bname\s*:\s*'FC1'/);
+    expect(plans[0].body).toMatch(/\btier\s*:\s*'FlexConsumption'/);
+    expect(plans[0].body).toMatch(/\breserved\s*:\s*true\b/);
+    const site = declared('Microsoft.Web/sites')[0].body;
+    const config = braceBody(site, site.search(/\bfunctionAppConfig\s*:/));
+    expect(config).toMatch(/\bruntime\s*:\s*\{\s*name\s*:\s*'node'/);
+    expect(config).toMatch(/\bdeployment\s*:\s*\{\s*storage\s*:\s*\{\s*type\s*:\s*'blobContainer'/);
+    expect(config).toMatch(/\btriggers\s*:\s*\{\s*http\s*:\s*\{\s*perInstanceConcurrency\s*:/);
+    expect(code.get(MAIN)!).toMatch(/@allowed\(\[\s*'20'\s*'22'\s*\]\)\s*param\s+nodeRuntimeVersion\b/);
+  });
+
+  test('Key Vault uses RBAC authorization and soft delete', () => {
+    const vaults = declared('Microsoft.KeyVault/vaults');
+    expect(vaults).toHaveLength(1);
+    expect(vaults[0].body).toMatch(/\benableRbacAuthorization\s*:\s*true\b/);
+    expect(vaults[0].body).toMatch(/\benableSoftDelete\s*:\s*true\b/);
+    expect(vaults[0].body).not.toMatch(/\baccessPolicies\s*:/);
+  });
+
+  test('Application Insights accepts only Entra ID-authenticated telemetry', () => {
+    const components = declared('Microsoft.Insights/components');
+    expect(components).toHaveLength(1);
+    expect(components[0].body).toMatch(/\bDisableLocalAuth\s*:\s*true\b/);
+    expect(components[0].body).toMatch(/\bWorkspaceResourceId\s*:/);
+  });
+});
