@@ -51,6 +51,8 @@ function num(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
 function required(env: NodeJS.ProcessEnv, name: string): string {
   const v = env[name];
   if (!v) throw new Error(`setting ${name} is required`);
+  // Azure leaves the literal reference in place when a Key Vault reference fails to resolve.
+  if (v.startsWith('@Microsoft.KeyVault(')) throw new Error(`setting ${name} is an unresolved Key Vault reference`);
   return v;
 }
 

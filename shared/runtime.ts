@@ -3,11 +3,15 @@
  */
 import { loadConfig } from './config';
 import { Services, buildServices } from './services';
+import { startPollers } from './work/runtime-hooks';
 
 let services: Promise<Services> | undefined;
 
 export function getServices(): Promise<Services> {
-  services ??= buildServices(loadConfig(process.env)).catch((err) => {
+  services ??= buildServices(loadConfig(process.env)).then((svc) => {
+    startPollers(svc);
+    return svc;
+  }).catch((err) => {
     services = undefined; // let the next invocation retry (e.g. storage was briefly unreachable)
     throw err;
   });

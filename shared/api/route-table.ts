@@ -5,8 +5,9 @@
 import type { RouteDef } from './types';
 import { taskRoutes } from './routes/tasks';
 import { authRoutes } from './routes/auth';
+import { workRoutes } from './routes/work';
 
-export const routes: RouteDef[] = [...taskRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...authRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

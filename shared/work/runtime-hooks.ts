@@ -1,8 +1,9 @@
 /**
- * Attaches the claimWork pollers to a services instance (wakes them on new pending runs).
+ * Attaches the claimWork pollers to a services instance (so wakes reach them from the start).
  */
 import type { Services } from '../services';
+import { pollersOf } from './poller';
 
 export function startPollers(svc: Services): void {
-  void svc;
+  pollersOf(svc);
 }

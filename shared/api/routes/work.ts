@@ -1,0 +1,119 @@
+/**
+ * The worker side: claimWork, claimTask, reclaimTask and the three reports; plus the creator
+ * actions schedule, rerun and cancel.
+ */
+import { RouteDef, ApiRequest, ok } from '../types';
+import { notFound, conflict } from '../../errors';
+import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../tasks/resolve';
+import { taskStatus, TaskRecord } from '../../tasks/model';
+import { claimResponse, claimWork } from '../../work/claim';
+import { runCredentials } from '../../work/credentials';
+
+const runIdOf = (req: ApiRequest) => Number(req.params.runId);
+
+async function loadTask(req: ApiRequest): Promise<TaskRecord> {
+  const t = await req.services.tasks.load(req.params.taskId);
+  if (!t) throw notFound(`task ${req.params.taskId} not found`);
+  return t;
+}
+
+function report(name: string, path: string, outcome: (req: ApiRequest) => Outcome, input?: string): RouteDef {
+  return {
+    name,
+    service: 'queue',
+    method: 'POST',
+    route: `/task/<taskId>/runs/<runId>/${path}`,
+    scopes: 'queue:resolve-task:<taskId>/<runId>',
+    input,
+    handler: async (req) => ok({ status: await resolveRun(req.services, req.params.taskId, runIdOf(req), outcome(req)) }),
+  };
+}
+
+/** schedule/rerun/cancel: the task is loaded first (404), then scopes use its stored ids. */
+function creatorAction(verb: 'schedule' | 'rerun' | 'cancel', act: (req: ApiRequest, t: TaskRecord) => Promise<unknown>): RouteDef {
+  return {
+    name: `${verb}Task`,
+    service: 'queue',
+    method: 'POST',
+    route: `/task/<taskId>/${verb}`,
+    scopes: {
+      AnyOf: [
+        `queue:${verb}-task:<schedulerId>/<taskGroupId>/<taskId>`,
+        `queue:${verb}-task-in-project:<projectId>`,
+        { AllOf: [`queue:${verb}-task`, 'assume:scheduler-id:<schedulerId>/<taskGroupId>'] },
+      ],
+    },
+    handler: async (req) => {
+      const t = await loadTask(req);
+      const d = t.definition;
+      await req.authorize({ taskId: t.taskId, schedulerId: d.schedulerId, taskGroupId: d.taskGroupId, projectId: d.projectId });
+      return ok({ status: await act(req, t) });
+    },
+  };
+}
+
+export const workRoutes: RouteDef[] = [
+  {
+    name: 'claimWork',
+    service: 'queue',
+    method: 'POST',
+    route: '/claim-work/<taskQueueId*>',
+    scopes: { AllOf: ['queue:claim-work:<taskQueueId>', 'queue:worker-id:<workerGroup>/<workerId>'] },
+    input: 'claim-work-request',
+    handler: async (req) => {
+      const { workerGroup, workerId, tasks } = req.body;
+      await req.authorize({ taskQueueId: req.params.taskQueueId, workerGroup, workerId });
+      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, { workerGroup, workerId }, tasks) });
+    },
+  },
+  {
+    name: 'claimTask',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/claim',
+    scopes: { AllOf: ['queue:claim-task:<provisionerId>/<workerType>', 'queue:worker-id:<workerGroup>/<workerId>'] },
+    input: 'claim-task-request',
+    handler: async (req) => {
+      const t = await loadTask(req);
+      const { workerGroup, workerId } = req.body;
+      await req.authorize({ provisionerId: t.definition.provisionerId, workerType: t.definition.workerType, workerGroup, workerId });
+      const runId = runIdOf(req);
+      if (new Date(t.definition.deadline) <= req.services.now()) throw conflict(`task ${t.taskId} has passed its deadline`);
+      if (!t.runs[runId]) throw notFound(`run ${runId} of task ${t.taskId} not found`);
+      const outcome = await claimRun(req.services, t.taskId, runId, { workerGroup, workerId }, null, t);
+      if (outcome.kind === 'task-not-found') throw notFound(`task ${t.taskId} not found`);
+      if (outcome.kind === 'conflict') throw conflict(`cannot claim run ${runId} of task ${t.taskId}: ${outcome.reason}`);
+      return ok(claimResponse(req.services, outcome.task, outcome.run));
+    },
+  },
+  {
+    name: 'reclaimTask',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/reclaim',
+    scopes: 'queue:reclaim-task:<taskId>/<runId>',
+    handler: async (req) => {
+      const { task, run } = await reclaimRun(req.services, req.params.taskId, runIdOf(req));
+      return ok({
+        status: taskStatus(task),
+        runId: run.runId,
+        workerGroup: run.workerGroup,
+        workerId: run.workerId,
+        takenUntil: run.takenUntil,
+        credentials: runCredentials(
+          req.services.clients,
+          { taskId: task.taskId, runId: run.runId, workerGroup: run.workerGroup!, workerId: run.workerId!, takenUntil: run.takenUntil! },
+          task.definition.scopes,
+          req.services.now(),
+        ),
+      });
+    },
+  },
+  // Legacy: a reportCompleted body of {success: false} means failed.
+  report('reportCompleted', 'completed', (req) => (req.body && req.body.success === false ? { state: 'failed' } : { state: 'completed' }), 'report-completed-request'),
+  report('reportFailed', 'failed', () => ({ state: 'failed' })),
+  report('reportException', 'exception', (req) => ({ state: 'exception', reason: req.body.reason }), 'task-exception-request'),
+  creatorAction('schedule', (req, t) => scheduleTask(req.services, t)),
+  creatorAction('rerun', (req, t) => rerunTask(req.services, t)),
+  creatorAction('cancel', (req, t) => cancelTask(req.services, t)),
+];

@@ -1,0 +1,156 @@
+/**
+ * One hint poller per task queue per instance serves every waiting claimWork request, so many
+ * idle workers cost the same storage polls as one. It walks the priorities highest first, backs
+ * off on empty polls, and is woken at once when this instance makes a run pending.
+ */
+import type { Services } from '../services';
+import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
+import type { Hint } from '../tasks/pending';
+
+/** A leased hint stays invisible to other pollers while we try to claim it. */
+export const HINT_LEASE_S = 5 * 60;
+/** First and last sleep after an empty pass; woken early by local activity. */
+export const MIN_BACKOFF_MS = 100;
+export const MAX_BACKOFF_MS = 1000;
+/** Fetch rounds per priority per pass, so one busy priority cannot starve the loop forever. */
+const ROUNDS_PER_PRIORITY = 10;
+
+export interface LeasedHint {
+  hint: Partial<Hint>;
+  message: QueueMessage;
+  queue: CountedQueue;
+}
+
+interface Waiter {
+  want: number;
+  resolve: (hints: LeasedHint[]) => void;
+  timer: NodeJS.Timeout;
+}
+
+export class HintPoller {
+  private waiters: Waiter[] = [];
+  private running = false;
+  private wakeSleep: (() => void) | undefined;
+
+  constructor(
+    private readonly svc: Services,
+    readonly taskQueueId: string,
+  ) {}
+
+  /** Resolves with at least one leased hint, or [] once `untilMs` passes. */
+  request(want: number, untilMs: number): Promise<LeasedHint[]> {
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        want,
+        resolve,
+        timer: setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          resolve([]);
+        }, Math.max(0, untilMs - Date.now())),
+      };
+      this.waiters.push(waiter);
+      this.wake();
+      if (!this.running) void this.loop();
+    });
+  }
+
+  wake(): void {
+    this.wakeSleep?.();
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    let backoff = MIN_BACKOFF_MS;
+    try {
+      while (this.waiters.length) {
+        let got = 0;
+        try {
+          got = await this.pass();
+        } catch (err) {
+          this.svc.log.error('hint-poller-failed', { taskQueueId: this.taskQueueId, error: String((err as Error)?.message ?? err) });
+        }
+        if (got > 0) {
+          backoff = MIN_BACKOFF_MS;
+          continue;
+        }
+        if (!this.waiters.length) break;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, backoff);
+          this.wakeSleep = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this.wakeSleep = undefined;
+        backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** One walk over the priorities; returns how many hints were handed out. */
+  private async pass(): Promise<number> {
+    let handed = 0;
+    const priorities = await this.svc.pending.usedPriorities(this.taskQueueId);
+    for (const priority of priorities) {
+      const queue = this.svc.pending.queue(this.taskQueueId, priority);
+      for (let round = 0; round < ROUNDS_PER_PRIORITY && this.waiters.length; round++) {
+        const want = this.waiters.reduce((n, w) => n + w.want, 0);
+        const msgs = await queue.receive(Math.min(want, MAX_DEQUEUE), HINT_LEASE_S);
+        if (!msgs.length) break;
+        const leased = msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue }));
+        for (const l of leased) {
+          if (l.message.dequeueCount > 10) {
+            this.svc.log.warn('hint-dequeued-many-times', { taskQueueId: this.taskQueueId, dequeueCount: l.message.dequeueCount, taskId: l.hint.taskId, runId: l.hint.runId });
+          }
+        }
+        while (leased.length && this.waiters.length) {
+          const w = this.waiters.shift()!;
+          clearTimeout(w.timer);
+          const share = leased.splice(0, w.want);
+          handed += share.length;
+          w.resolve(share);
+        }
+        // Nobody is left to take these: make them visible again at once.
+        await Promise.all(leased.map((l) => queue.release(l.message.messageId, l.message.popReceipt, 0)));
+        if (msgs.length < Math.min(want, MAX_DEQUEUE)) break;
+      }
+      if (!this.waiters.length) break;
+    }
+    return handed;
+  }
+}
+
+/** The pollers of one services instance, woken by local createTask / rerun / retries. */
+export class Pollers {
+  private readonly pollers = new Map<string, HintPoller>();
+
+  constructor(private readonly svc: Services) {
+    svc.wakeListeners.add((taskQueueId) => this.pollers.get(taskQueueId)?.wake());
+  }
+
+  get(taskQueueId: string): HintPoller {
+    let p = this.pollers.get(taskQueueId);
+    if (!p) {
+      p = new HintPoller(this.svc, taskQueueId);
+      this.pollers.set(taskQueueId, p);
+    }
+    return p;
+  }
+}
+
+const registry = new WeakMap<Services, Pollers>();
+
+export function pollersOf(svc: Services): Pollers {
+  let p = registry.get(svc);
+  if (!p) {
+    p = new Pollers(svc);
+    registry.set(svc, p);
+  }
+  return p;
+}
