@@ -9,11 +9,28 @@ import { TaskStore } from './tasks/store';
 import { PendingQueues } from './tasks/pending';
 import { Triggers } from './tasks/triggers';
 import { TaskGroups } from './tasks/groups';
+import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 
+/**
+ * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
+ * them so a message leased by a call that then "crashed" comes back within the test.
+ */
+export interface Tuning {
+  /** A leased pending hint stays invisible to other pollers this long while we try to claim it. */
+  hintLeaseS: number;
+  /** A trigger message being handled stays invisible this long; if we crash it comes back then. */
+  triggerLeaseS: number;
+  /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
+  resolvedNetDelayS: number;
+}
+
+export const DEFAULT_TUNING: Tuning = { hintLeaseS: 5 * 60, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
+
 export interface Services extends TaskDeps {
   config: Config;
+  tuning: Tuning;
   clients: ClientStore;
   authenticator: Authenticator;
   startedAt: Date;
@@ -24,6 +41,7 @@ export interface Services extends TaskDeps {
 export interface ServiceOptions {
   log?: Logger;
   now?: () => Date;
+  tuning?: Partial<Tuning>;
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
@@ -39,15 +57,18 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     now,
   });
   const wakeListeners = new Set<(taskQueueId: string) => void>();
+  const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
   return {
     config,
+    tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
     tasks: new TaskStore(storage),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
-    triggers: new Triggers(storage, config.deadlineDelayS, now),
+    triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
+    expiry: new ExpiryIndex(storage),
     now,
     log,
     startedAt: now(),

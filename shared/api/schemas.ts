@@ -11,7 +11,8 @@ export const TASK_QUEUE_ID = '^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9]
 export const PRINTABLE = '^[\\x20-\\x7e]*$';
 export const PRIORITIES = ['highest', 'very-high', 'high', 'medium', 'low', 'very-low', 'lowest'] as const;
 export type Priority = (typeof PRIORITIES)[number];
-export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'superseded', 'intermittent-task'] as const;
+/** reportException reasons a worker may give; today's queue no longer accepts `superseded` (it stays a reasonResolved). */
+export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
 const identifier = { type: 'string', minLength: 1, maxLength: 38, pattern: IDENTIFIER };
 const slugid = { type: 'string', pattern: SLUGID };

@@ -4,16 +4,23 @@
  */
 import type { Services } from '../services';
 import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger } from '../tasks/triggers';
-import { resolveDeadline, expireClaim, finishResolution } from '../tasks/resolve';
+import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
+import { expireTask, TaskExpiryData } from '../tasks/expire';
+import type { ExpiryRow } from '../tasks/expiry';
 
-export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<void> {
-  await resolveDeadline(svc, t.taskId, t.deadline);
+export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
+  return resolveDeadline(svc, t.taskId, t.deadline);
 }
 
-export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<void> {
-  await expireClaim(svc, t.taskId, t.runId, t.takenUntil);
+export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<TriggerResult> {
+  return expireClaim(svc, t.taskId, t.runId, t.takenUntil);
 }
 
-export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise<void> {
+export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise<TriggerResult> {
   await finishResolution(svc, t.taskId);
 }
+
+/** Expirers by index-row kind; a kind without one is left in the index (and logged). */
+export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
+  task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
+};

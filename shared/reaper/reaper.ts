@@ -1,38 +1,66 @@
 /**
- * The reaper: drains the trigger queues whose messages have become visible. Its cost grows with
- * the number of triggers that fire, never with the number of stored tasks.
+ * The reaper: drains the trigger queues whose messages have become visible, then sweeps the
+ * expiry index. Its cost grows with the number of triggers that fire and records that expire,
+ * never with the number of stored tasks.
+ *
+ * The phases run one after another (claim expiry, deadlines, resolution safety nets, expiry), so
+ * a pass makes its storage calls in a fixed order: crash-safety tests rely on that to fail each
+ * call in turn. Overlapping passes (two instances) are safe: a message is leased by one of them,
+ * and duplicate triggers are re-checked against the task row by ETag-guarded writes.
  */
 import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
-import { handleDeadline, handleClaimExpired, handleResolved } from './handlers';
+import type { TriggerResult } from '../tasks/resolve';
+import { mapLimit } from '../limit';
+import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
 
-/** A message being handled stays invisible this long; if we crash it comes back afterwards. */
-export const TRIGGER_LEASE_S = 5 * 60;
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
+/** Expiry index rows handled per query page. */
+const EXPIRY_PAGE = 100;
+/** Expired records handled at once: each takes a handful of sequential storage calls. */
+const EXPIRY_CONCURRENCY = 16;
+/** A failed handler's message comes back at the next pass, then backs off to the lease. */
+const FIRST_RETRY_S = 0;
 
 export interface ReaperStats {
   deadline: number;
   claim: number;
   resolved: number;
+  expired: number;
+  deferred: number;
   failed: number;
 }
 
-async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Services, body: T) => Promise<void>, stats: ReaperStats): Promise<void> {
+/** Retry delay after the n-th failed delivery: 0, 4, 8, 16… seconds, capped by the lease. */
+function retryDelayS(dequeueCount: number, leaseS: number): number {
+  return dequeueCount <= 1 ? FIRST_RETRY_S : Math.min(leaseS, 2 ** dequeueCount);
+}
+
+async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Services, body: T) => Promise<TriggerResult>, stats: ReaperStats): Promise<void> {
   const q = svc.storage.trigger(queue);
+  const leaseS = svc.tuning.triggerLeaseS;
   for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
-    const msgs: QueueMessage[] = await q.receive(MAX_DEQUEUE, TRIGGER_LEASE_S);
+    const msgs: QueueMessage[] = await q.receive(MAX_DEQUEUE, leaseS);
     if (msgs.length === 0) return;
     await Promise.all(
       msgs.map(async (m) => {
         const body = decodeMessage<T>(m);
         try {
-          if (body) await handle(svc, body);
+          const result = body ? await handle(svc, body) : undefined;
+          if (result && result.retryAfterS > 0) {
+            // Not due yet by our clock: show it again when it is.
+            await q.release(m.messageId, m.popReceipt, result.retryAfterS);
+            stats.deferred++;
+            return;
+          }
+          // Deleted last: a crash before this line re-delivers the message and the handler redoes its work.
           await q.delete(m.messageId, m.popReceipt);
-          (stats[queue] as number)++;
+          stats[queue]++;
         } catch (err) {
           stats.failed++;
           svc.log.error('reaper-handler-failed', { queue, message: body as unknown as Record<string, unknown>, error: String((err as Error)?.message ?? err) });
+          await q.release(m.messageId, m.popReceipt, retryDelayS(m.dequeueCount, leaseS)).catch(() => undefined);
         }
       }),
     );
@@ -40,15 +68,40 @@ async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Servic
   }
 }
 
+/** Removes records whose `expires` has passed, driven by the expiry index. */
+async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
+  for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
+    const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
+    let stuck = 0;
+    await mapLimit(rows, EXPIRY_CONCURRENCY, async (row) => {
+      const expire = EXPIRERS[row.kind];
+      if (!expire) {
+        stuck++;
+        svc.log.warn('expiry-kind-unknown', { kind: row.kind, id: row.id });
+        return;
+      }
+      try {
+        await expire(svc, row);
+        await svc.expiry.remove(row); // last: a crash before this line redoes the (idempotent) deletes
+        stats.expired++;
+      } catch (err) {
+        stuck++;
+        stats.failed++;
+        svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
+      }
+    });
+    // Rows we could not remove would come back first; leave them for the next pass.
+    if (stuck || rows.length < EXPIRY_PAGE) return;
+  }
+}
+
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0 };
   const started = Date.now();
-  await Promise.all([
-    drain(svc, 'claim', handleClaimExpired, stats),
-    drain(svc, 'deadline', handleDeadline, stats),
-    drain(svc, 'resolved', handleResolved, stats),
-  ]);
-  await svc.storage.table('Indexes').upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: new Date().toJSON() }).catch(() => undefined);
+  await drain(svc, 'claim', handleClaimExpired, stats);
+  await drain(svc, 'deadline', handleDeadline, stats);
+  await drain(svc, 'resolved', handleResolved, stats);
+  await sweepExpired(svc, stats);
   svc.log.info('reaper-pass', { ...stats, ms: Date.now() - started });
   return stats;
 }

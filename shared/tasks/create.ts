@@ -110,6 +110,8 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   };
   encodeTask(record); // refuses oversized definitions before anything is written
 
+  // Written first, so every row this call may leave behind is found when the task expires.
+  await d.expiry.record('task', taskId, expires, { taskGroupId, dependencies: definition.dependencies });
   await d.groups.addMember(taskGroupId, taskId, definition.schedulerId, expires);
   await d.triggers.deadline(taskId, deadline);
   if (scheduleNow) {
@@ -118,19 +120,22 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     await d.pending.put(q.taskQueueId, priority, taskId, 0, hintId, deadline);
     record.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toJSON(), hintId });
   }
+  let task = record;
   if (!(await d.tasks.insert(record))) {
     const existing = await d.tasks.load(taskId);
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
     if (!jsonEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
-    return taskStatus(existing);
-  }
-  if (scheduleNow) {
+    // A retry of a create that may have stopped before its dependencies were tracked: redo that
+    // (idempotently) while the task is still waiting for them.
+    if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);
+    task = existing;
+  } else if (scheduleNow) {
     d.wake(q.taskQueueId);
     return taskStatus(record);
   }
-  const tracked = await trackDependencies(d, record);
+  const tracked = await trackDependencies(d, task);
   if (tracked.missing.length || tracked.expiring.length) {
     await d.groups.removeMember(taskGroupId, taskId);
     const parts: string[] = [];
@@ -138,5 +143,5 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     if (tracked.expiring.length) parts.push(`these dependencies expire before the task's deadline: ${tracked.expiring.join(', ')}`);
     throw new ApiError('InputError', `createTask: ${parts.join('; ')}`);
   }
-  return taskStatus((await d.tasks.load(taskId)) ?? record);
+  return taskStatus((await d.tasks.load(taskId)) ?? task);
 }

@@ -129,3 +129,9 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord): Promise<n
   } while (continuation);
   return scheduled;
 }
+
+/** One page of the tasks that depend on `taskId` (its dependents list). */
+export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
+  const page = await d.storage.table('TaskDeps').page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, limit, continuation, ['RowKey']);
+  return { taskIds: page.items.map((r) => r.rowKey.slice(2)), continuation: page.continuation };
+}

@@ -6,6 +6,7 @@ import type { TaskStore } from './store';
 import type { PendingQueues } from './pending';
 import type { Triggers } from './triggers';
 import type { TaskGroups } from './groups';
+import type { ExpiryIndex } from './expiry';
 import type { Logger } from '../log';
 
 export interface TaskDeps {
@@ -14,6 +15,7 @@ export interface TaskDeps {
   pending: PendingQueues;
   triggers: Triggers;
   groups: TaskGroups;
+  expiry: ExpiryIndex;
   now: () => Date;
   log: Logger;
   config: {

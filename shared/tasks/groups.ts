@@ -4,6 +4,7 @@
  */
 import { Storage, StorageConflict } from '../storage/storage';
 import { conflict } from '../errors';
+import { odata } from '../storage/keys';
 
 export const GROUP_RK = '~group';
 
@@ -13,6 +14,9 @@ export interface TaskGroupMeta {
   expires: string;
   sealed?: string;
 }
+
+/** Member row keys are taskIds (slugids), which all sort before the meta row's '~group'. */
+const MEMBERS_END = '~';
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
@@ -75,5 +79,27 @@ export class TaskGroups {
 
   async removeMember(taskGroupId: string, taskId: string): Promise<void> {
     await this.table.delete(taskGroupId, taskId);
+  }
+
+  /** Seals the group (irreversible; repeating it changes nothing). Undefined if there is no group. */
+  async seal(taskGroupId: string, now: Date): Promise<TaskGroupMeta | undefined> {
+    for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
+      const meta = await this.meta(taskGroupId);
+      if (!meta || meta.sealed) return meta;
+      try {
+        await this.table.merge({ partitionKey: taskGroupId, rowKey: GROUP_RK, sealed: now.toJSON() }, meta.etag);
+        return { ...meta, sealed: now.toJSON() };
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+      }
+    }
+    throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
+  }
+
+  /** One page of the group's members that have not expired by `now`. */
+  async memberPage(taskGroupId: string, limit: number, now: Date, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
+    const filter = `PartitionKey eq ${odata(taskGroupId)} and RowKey lt ${odata(MEMBERS_END)} and expires ge ${odata(now.toJSON())}`;
+    const page = await this.table.page(filter, limit, continuation, ['RowKey']);
+    return { taskIds: page.items.map((r) => r.rowKey), continuation: page.continuation };
   }
 }

@@ -8,6 +8,7 @@ import * as slugid from 'slugid';
 import { TaskDeps } from './deps';
 import { ReasonCreated, ReasonResolved, Run, TaskRecord, TaskStatus, isResolved, taskState, taskStatus } from './model';
 import { conflict, notFound } from '../errors';
+import type { TriggerRef } from './triggers';
 import { notifyDependents, scheduleRun0 } from './dependencies';
 
 /** Taskcluster allows at most 50 runs per task. */
@@ -56,11 +57,18 @@ export async function propagate(d: TaskDeps, t: TaskRecord): Promise<void> {
 export type ClaimOutcome = { kind: 'claimed'; task: TaskRecord; run: Run } | { kind: 'task-not-found' } | { kind: 'conflict'; reason: string };
 
 /**
- * Claims a pending run. With a hintId (claimWork), only the hint the run was scheduled with may
- * claim it, so duplicate hints never yield two claims; without one (claimTask), a repeat by the
- * same worker is idempotent.
+ * How a claim arrives: through a pending hint (claimWork) or directly (claimTask, `null`).
+ * `replayWithinS`: the worker that claimed a run through this hint gets the same claim back if it
+ * asks again this soon after (a retry of a claimWork whose response was lost to a crash).
  */
-export async function claimRun(d: TaskDeps, taskId: string, runId: number, worker: Worker, hintId: string | null, known?: TaskRecord): Promise<ClaimOutcome> {
+export type ClaimVia = { hintId: string; replayWithinS: number } | null;
+
+/**
+ * Claims a pending run. Through a hint, only the hint the run was scheduled with may claim it, so
+ * duplicate hints never yield two claims; directly (claimTask), a repeat by the same worker is
+ * idempotent.
+ */
+export async function claimRun(d: TaskDeps, taskId: string, runId: number, worker: Worker, via: ClaimVia, known?: TaskRecord): Promise<ClaimOutcome> {
   const t = known ?? (await d.tasks.load(taskId));
   if (!t) return { kind: 'task-not-found' };
   const now = d.now();
@@ -70,7 +78,7 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
   const takenUntil = new Date(now.getTime() + d.config.claimTimeoutS * 1000).toJSON();
   const claimable = (x: TaskRecord) => {
     const r = x.runs[runId];
-    return runId === x.runs.length - 1 && r.state === 'pending' && (hintId === null || r.hintId === hintId);
+    return runId === x.runs.length - 1 && r.state === 'pending' && (via === null || r.hintId === via.hintId);
   };
   if (claimable(t)) {
     // The expiry trigger exists before the run is running.
@@ -88,16 +96,17 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
     );
     if (!result) return { kind: 'task-not-found' };
     if (result.changed) return { kind: 'claimed', task: result.task, run: result.task.runs[runId] };
-    return settleClaim(result.task, runId, worker, hintId);
+    return settleClaim(result.task, runId, worker, via, now);
   }
-  return settleClaim(t, runId, worker, hintId);
+  return settleClaim(t, runId, worker, via, now);
 }
 
-function settleClaim(t: TaskRecord, runId: number, worker: Worker, hintId: string | null): ClaimOutcome {
+function settleClaim(t: TaskRecord, runId: number, worker: Worker, via: ClaimVia, now: Date): ClaimOutcome {
   const r = t.runs[runId];
   const isLast = runId === t.runs.length - 1;
-  // claimTask is idempotent for the worker that holds the claim; hints never re-claim.
-  if (hintId === null && isLast && r.state === 'running' && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId) {
+  const mine = isLast && r.state === 'running' && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
+  if (mine && via === null) return { kind: 'claimed', task: t, run: r };
+  if (mine && via && r.hintId === via.hintId && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) {
     return { kind: 'claimed', task: t, run: r };
   }
   return { kind: 'conflict', reason: `run ${runId} is ${isLast ? r.state : 'not the latest run'}` };
@@ -136,19 +145,26 @@ function reasonOf(o: Outcome): ReasonResolved {
 }
 
 /**
- * Resolves a running run. Repeating the same outcome is idempotent (200); a different outcome, or a
- * run that was never claimed, is a conflict. A retrying exception adds a pending run whose hint is
- * put first.
+ * Resolves a running run. Repeating the same outcome is idempotent (200); a different outcome, a
+ * run that was never claimed, or a run that later runs have overtaken is a conflict. A retrying
+ * exception adds a pending run whose hint is put first; repeating that report after the retry was
+ * claimed is still a 200 and never resolves the task (the task's state is its last run's).
  */
 export async function resolveRun(d: TaskDeps, taskId: string, runId: number, outcome: Outcome): Promise<TaskStatus> {
   const { task: t } = requireRun(await d.tasks.load(taskId), taskId, runId);
   const reason = reasonOf(outcome);
   const retryAs = RETRY_REASON[reason];
   const resolvable = (x: TaskRecord) => runId === x.runs.length - 1 && x.runs[runId].state === 'running';
+  const retries = (x: TaskRecord) => !!retryAs && x.retriesLeft > 0 && x.runs.length < MAX_RUNS;
   let hintId: string | undefined;
-  if (resolvable(t) && retryAs && t.retriesLeft > 0 && t.runs.length < MAX_RUNS) {
-    hintId = slugid.nice();
-    await d.pending.put(t.definition.taskQueueId, t.definition.priority, taskId, runId + 1, hintId, t.definition.deadline);
+  let net: TriggerRef | undefined;
+  if (resolvable(t)) {
+    if (retries(t)) {
+      hintId = slugid.nice();
+      await d.pending.put(t.definition.taskQueueId, t.definition.priority, taskId, runId + 1, hintId, t.definition.deadline);
+    } else if (t.hasDependents) {
+      net = await d.triggers.resolved(taskId, runId);
+    }
   }
   const now = d.now().toJSON();
   const result = await d.tasks.modify(
@@ -160,38 +176,60 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
       r.reasonResolved = reason;
       r.resolved = now;
       x.takenUntil = '';
-      if (retryAs && x.retriesLeft > 0 && x.runs.length < MAX_RUNS && hintId) {
+      if (retries(x) && hintId) {
         x.retriesLeft--;
-        x.runs.push({ runId: runId + 1, state: 'pending', reasonCreated: retryAs, scheduled: now, hintId });
+        x.runs.push({ runId: runId + 1, state: 'pending', reasonCreated: retryAs!, scheduled: now, hintId });
       }
       return true;
     },
     t,
   );
   if (!result) throw notFound(`task ${taskId} not found`);
-  const r = result.task.runs[runId];
-  if (r.state !== outcome.state || r.reasonResolved !== reason) {
-    throw conflict(`run ${runId} of task ${taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}; cannot resolve it as ${reason}`);
+  const after = result.task;
+  const r = after.runs[runId];
+  const last = after.runs.length - 1;
+  // The run must still be the latest, or be followed only by the retry this very report created.
+  const current = runId === last || (runId === last - 1 && !!retryAs && after.runs[last].reasonCreated === retryAs);
+  if (r.state !== outcome.state || r.reasonResolved !== reason || !current) {
+    throw conflict(`run ${runId} of task ${taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`);
   }
-  if (result.changed && lastRun(result.task)?.state === 'pending') d.wake(result.task.definition.taskQueueId);
-  await propagate(d, result.task);
-  return taskStatus(result.task);
+  if (result.changed && lastRun(after)?.state === 'pending') d.wake(after.definition.taskQueueId);
+  await propagate(d, after);
+  if (net) await d.triggers.done(net).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId, error: String(err?.message ?? err) }));
+  return taskStatus(after);
 }
 
-/** Claim expiry (reaper): acts only if the run still has the takenUntil the trigger was made for. */
-export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string): Promise<void> {
+/** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
+export type TriggerResult = void | { retryAfterS: number };
+
+function secondsUntil(at: string, now: Date): number {
+  return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
+}
+
+/**
+ * Claim expiry (reaper): acts only if the run still has the takenUntil the trigger was made for.
+ * The run keeps that takenUntil after expiring, so a re-delivered trigger (the reaper crashed after
+ * the write) recognises its own work and finishes the side effects.
+ */
+export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string): Promise<TriggerResult> {
   const t = await d.tasks.load(taskId);
   if (!t) return;
   const matches = (x: TaskRecord) => {
     const r = x.runs[runId];
     return !!r && r.state === 'running' && r.takenUntil === takenUntil && runId === x.runs.length - 1;
   };
+  const r0 = t.runs[runId];
+  if (r0 && r0.state === 'exception' && r0.reasonResolved === 'claim-expired' && r0.takenUntil === takenUntil) {
+    await propagate(d, t);
+    return;
+  }
   if (!matches(t)) return;
   const now = d.now();
-  if (new Date(takenUntil) > now) return; // visible early (clock skew): the trigger is re-put below
+  if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) }; // visible early (clock skew)
   if (deadlinePassed(t, now)) return; // the deadline trigger resolves it
+  const retries = (x: TaskRecord) => x.retriesLeft > 0 && x.runs.length < MAX_RUNS;
   let hintId: string | undefined;
-  if (t.retriesLeft > 0 && t.runs.length < MAX_RUNS) {
+  if (retries(t)) {
     hintId = slugid.nice();
     await d.pending.put(t.definition.taskQueueId, t.definition.priority, taskId, runId + 1, hintId, t.definition.deadline);
   }
@@ -202,7 +240,7 @@ export async function expireClaim(d: TaskDeps, taskId: string, runId: number, ta
       const r = x.runs[runId];
       Object.assign(r, { state: 'exception', reasonResolved: 'claim-expired', resolved: now.toJSON() });
       x.takenUntil = '';
-      if (hintId && x.retriesLeft > 0 && x.runs.length < MAX_RUNS) {
+      if (hintId && retries(x)) {
         x.retriesLeft--;
         x.runs.push({ runId: runId + 1, state: 'pending', reasonCreated: 'retry', scheduled: now.toJSON(), hintId });
       }
@@ -216,11 +254,16 @@ export async function expireClaim(d: TaskDeps, taskId: string, runId: number, ta
   await propagate(d, result.task);
 }
 
-/** Deadline (reaper): resolves every unresolved run, or adds an exception run to an unscheduled task. */
-export async function resolveDeadline(d: TaskDeps, taskId: string, deadline: string): Promise<void> {
+/**
+ * Deadline (reaper): resolves every unresolved run, or adds an exception run to an unscheduled
+ * task. A resolved task is left alone, but an interrupted propagation is finished.
+ */
+export async function resolveDeadline(d: TaskDeps, taskId: string, deadline: string): Promise<TriggerResult> {
   const t = await d.tasks.load(taskId);
   if (!t || t.definition.deadline !== deadline) return;
-  const now = d.now().toJSON();
+  const nowDate = d.now();
+  if (new Date(deadline) > nowDate) return { retryAfterS: secondsUntil(deadline, nowDate) }; // visible early (clock skew)
+  const now = nowDate.toJSON();
   const result = await d.tasks.modify(
     taskId,
     (x) => {
@@ -250,8 +293,14 @@ export async function finishResolution(d: TaskDeps, taskId: string): Promise<voi
 // ---- creator actions ----
 
 export async function cancelTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus> {
+  return (await cancelTaskOnce(d, t)).status;
+}
+
+/** cancelTask, also telling whether this call was the one that cancelled it (for cancelTaskGroup). */
+export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ status: TaskStatus; changed: boolean }> {
   const now = d.now();
   if (deadlinePassed(t, now)) throw conflict(`task ${t.taskId} has passed its deadline`);
+  const net = t.hasDependents && !isResolved(taskState(t)) ? await d.triggers.resolved(t.taskId, Math.max(0, t.runs.length - 1)) : undefined;
   const result = await d.tasks.modify(
     t.taskId,
     (x) => {
@@ -268,7 +317,8 @@ export async function cancelTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus
   );
   if (!result) throw notFound(`task ${t.taskId} not found`);
   await propagate(d, result.task);
-  return taskStatus(result.task);
+  if (net) await d.triggers.done(net).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: t.taskId, error: String(err?.message ?? err) }));
+  return { status: taskStatus(result.task), changed: result.changed };
 }
 
 export async function rerunTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus> {

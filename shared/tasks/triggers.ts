@@ -23,11 +23,19 @@ function delayS(at: Date, now: Date): number {
   return Math.min(MAX_VISIBILITY_S, Math.max(0, Math.ceil((at.getTime() - now.getTime()) / 1000)));
 }
 
+/** A trigger message we put and may delete again once its work is done. */
+export interface TriggerRef {
+  messageId: string;
+  popReceipt: string;
+}
+
 export class Triggers {
   constructor(
     private readonly storage: Storage,
     private readonly deadlineDelayS: number,
     private readonly now: () => Date,
+    /** How long the resolution safety net waits before it finishes an interrupted propagation. */
+    private readonly resolvedNetDelayS: number,
   ) {}
 
   async deadline(taskId: string, deadline: string): Promise<void> {
@@ -39,8 +47,16 @@ export class Triggers {
     await this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
   }
 
-  /** A safety net for dependency propagation: fires after `delayS` unless deleted first. */
-  async resolved(taskId: string, runId: number, delayS: number): Promise<{ messageId: string; popReceipt: string }> {
-    return this.storage.trigger('resolved').put({ taskId, runId } satisfies ResolvedTrigger, { visibilityS: delayS });
+  /**
+   * The safety net for dependency propagation from an API call: fires later unless `done` deletes
+   * it first, so dependents are scheduled even if the caller crashes and never retries.
+   */
+  async resolved(taskId: string, runId: number): Promise<TriggerRef> {
+    return this.storage.trigger('resolved').put({ taskId, runId } satisfies ResolvedTrigger, { visibilityS: this.resolvedNetDelayS });
+  }
+
+  /** Deletes a safety-net trigger whose work is done; failing to is harmless (it fires as a no-op). */
+  async done(ref: TriggerRef): Promise<void> {
+    await this.storage.trigger('resolved').delete(ref.messageId, ref.popReceipt);
   }
 }

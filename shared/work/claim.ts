@@ -2,7 +2,7 @@
  * claimWork and claimTask: turning pending runs into claims with run credentials.
  */
 import type { Services } from '../services';
-import { claimRun, Worker } from '../tasks/resolve';
+import { claimRun, ClaimOutcome, Worker } from '../tasks/resolve';
 import { Run, TaskRecord, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
 import { pollersOf, LeasedHint } from './poller';
@@ -31,10 +31,16 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
 
 export type Claim = ReturnType<typeof claimResponse>;
 
-/** Tries each leased hint; consumes used and stale hints, releases ones we failed on. */
+/**
+ * Tries each leased hint; consumes used and stale hints, releases ones we failed on (so a retry, or
+ * another worker, can use them at once).
+ */
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker): Promise<Claim[]> {
   const claims: Claim[] = [];
   const seen = new Set<string>();
+  // A retried claimWork gets back a claim it made but never received; a stale copy of the hint
+  // only reappears after a whole lease, too late to be mistaken for a retry.
+  const replayWithinS = svc.tuning.hintLeaseS / 2;
   for (const l of leased) {
     const { hint, message, queue } = l;
     const done = () => queue.delete(message.messageId, message.popReceipt);
@@ -49,8 +55,16 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
       continue;
     }
     seen.add(key);
+    let outcome: ClaimOutcome;
     try {
-      const outcome = await claimRun(svc, hint.taskId, hint.runId, worker, hint.hintId);
+      outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS });
+    } catch (err) {
+      svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
+      await queue.release(message.messageId, message.popReceipt, 0).catch(() => undefined);
+      if (claims.length === 0) throw err;
+      continue;
+    }
+    try {
       if (outcome.kind === 'claimed') {
         claims.push(claimResponse(svc, outcome.task, outcome.run));
         await done();
@@ -60,9 +74,8 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
         await done();
       }
     } catch (err) {
-      svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
-      await queue.release(message.messageId, message.popReceipt, 0).catch(() => undefined);
-      if (claims.length === 0) throw err;
+      // The claim stands; a hint we could not delete comes back after its lease and is then stale.
+      svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
     }
   }
   return claims;

@@ -7,8 +7,6 @@ import type { Services } from '../services';
 import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
 import type { Hint } from '../tasks/pending';
 
-/** A leased hint stays invisible to other pollers while we try to claim it. */
-export const HINT_LEASE_S = 5 * 60;
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
 export const MAX_BACKOFF_MS = 1000;
@@ -101,7 +99,7 @@ export class HintPoller {
       const queue = this.svc.pending.queue(this.taskQueueId, priority);
       for (let round = 0; round < ROUNDS_PER_PRIORITY && this.waiters.length; round++) {
         const want = this.waiters.reduce((n, w) => n + w.want, 0);
-        const msgs = await queue.receive(Math.min(want, MAX_DEQUEUE), HINT_LEASE_S);
+        const msgs = await queue.receive(Math.min(want, MAX_DEQUEUE), this.svc.tuning.hintLeaseS);
         if (!msgs.length) break;
         const leased = msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue }));
         for (const l of leased) {

@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { loadConfig } from '../../shared/config';
-import { buildServices, Services } from '../../shared/services';
+import { buildServices, Services, Tuning } from '../../shared/services';
 import { routes } from '../../shared/api/route-table';
 import { startHost, LocalHost } from '../../shared/local/host';
 import { timerFunctions } from '../../shared/reaper/timers';
@@ -27,7 +27,7 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
   const conn = process.env.TEST_STORAGE_CONNECTION;
   if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
   const port = await freePort();
@@ -45,7 +45,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     ...env,
   });
   const log = memoryLogger();
-  const services = await buildServices(config, { log });
+  const services = await buildServices(config, { log, tuning: opts.tuning });
   startPollers(services);
   const provider = async () => services;
   const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });

@@ -1,0 +1,125 @@
+/**
+ * Task groups (list, get, seal, cancel) and the dependents listing. Listings page over member or
+ * edge rows with opaque continuation tokens and load each listed task; rows whose task is gone
+ * (expired, or left by a create that failed) are skipped, so a page may be short.
+ */
+import { RouteDef, ApiRequest, ok } from '../types';
+import { conflict, notFound } from '../../errors';
+import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { TaskRecord, isResolved, taskState, taskStatus } from '../../tasks/model';
+import { cancelTaskOnce } from '../../tasks/resolve';
+import { dependentPage } from '../../tasks/dependencies';
+import { TaskGroupMeta } from '../../tasks/groups';
+import { mapLimit } from '../../limit';
+import type { Services } from '../../services';
+
+/** Task rows loaded at once for one listing page. */
+const LOAD_CONCURRENCY = 32;
+/** Member rows read per page while cancelling a whole group. */
+const CANCEL_PAGE = 1000;
+
+function groupInfo(m: TaskGroupMeta) {
+  return { taskGroupId: m.taskGroupId, schedulerId: m.schedulerId, expires: m.expires, ...(m.sealed ? { sealed: m.sealed } : {}) };
+}
+
+async function loadAll(svc: Services, taskIds: string[], keep: (t: TaskRecord) => boolean): Promise<TaskRecord[]> {
+  const loaded = await mapLimit(taskIds, LOAD_CONCURRENCY, (id) => svc.tasks.load(id));
+  return loaded.filter((t): t is TaskRecord => !!t && keep(t));
+}
+
+const entry = (t: TaskRecord) => ({ status: taskStatus(t), task: t.definition });
+const withToken = (c: string | undefined) => (c ? { continuationToken: encodeToken(c) } : {});
+
+async function groupMeta(req: ApiRequest): Promise<TaskGroupMeta> {
+  const meta = await req.services.groups.meta(req.params.taskGroupId);
+  if (!meta || new Date(meta.expires) < req.services.now()) throw notFound(`task group ${req.params.taskGroupId} not found`);
+  return meta;
+}
+
+export const groupRoutes: RouteDef[] = [
+  {
+    name: 'listTaskGroup',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-group/<taskGroupId>/list',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-task-group:<taskGroupId>',
+    handler: async (req) => {
+      const svc = req.services;
+      const meta = await groupMeta(req);
+      const page = await svc.groups.memberPage(meta.taskGroupId, pageLimit(req.query.limit), svc.now(), decodeToken<string>(req.query.continuationToken));
+      const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.taskGroupId === meta.taskGroupId);
+      return ok({ ...groupInfo(meta), tasks: tasks.map(entry), ...withToken(page.continuation) });
+    },
+  },
+  {
+    name: 'getTaskGroup',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-group/<taskGroupId>',
+    scopes: 'queue:list-task-group:<taskGroupId>',
+    handler: async (req) => ok(groupInfo(await groupMeta(req))),
+  },
+  {
+    name: 'sealTaskGroup',
+    service: 'queue',
+    method: 'POST',
+    route: '/task-group/<taskGroupId>/seal',
+    scopes: 'queue:seal-task-group:<schedulerId>/<taskGroupId>',
+    handler: async (req) => {
+      const meta = await groupMeta(req);
+      await req.authorize({ schedulerId: meta.schedulerId, taskGroupId: meta.taskGroupId });
+      const sealed = await req.services.groups.seal(meta.taskGroupId, req.services.now());
+      if (!sealed) throw notFound(`task group ${meta.taskGroupId} not found`);
+      return ok(groupInfo(sealed));
+    },
+  },
+  {
+    name: 'cancelTaskGroup',
+    service: 'queue',
+    method: 'POST',
+    route: '/task-group/<taskGroupId>/cancel',
+    scopes: 'queue:cancel-task-group:<schedulerId>/<taskGroupId>',
+    handler: async (req) => {
+      const svc = req.services;
+      const meta = await groupMeta(req);
+      await req.authorize({ schedulerId: meta.schedulerId, taskGroupId: meta.taskGroupId });
+      if (!meta.sealed) throw conflict(`task group ${meta.taskGroupId} must be sealed (sealTaskGroup) before it can be cancelled`);
+      let taskGroupSize = 0;
+      const taskIds: string[] = [];
+      let continuation: string | undefined;
+      do {
+        const page = await svc.groups.memberPage(meta.taskGroupId, CANCEL_PAGE, svc.now(), continuation);
+        const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.taskGroupId === meta.taskGroupId);
+        taskGroupSize += tasks.length;
+        const unresolved = tasks.filter((t) => !isResolved(taskState(t)) && new Date(t.definition.deadline) > svc.now());
+        await mapLimit(unresolved, LOAD_CONCURRENCY, async (t) => {
+          try {
+            if ((await cancelTaskOnce(svc, t)).changed) taskIds.push(t.taskId);
+          } catch (err) {
+            // Past its deadline meanwhile (the deadline reaper resolves it) or gone: not ours to count.
+            if ((err as { status?: number }).status !== 409 && (err as { status?: number }).status !== 404) throw err;
+          }
+        });
+        continuation = page.continuation;
+      } while (continuation);
+      return ok({ taskGroupId: meta.taskGroupId, taskGroupSize, cancelledCount: taskIds.length, taskIds });
+    },
+  },
+  {
+    name: 'listDependentTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/dependents',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-dependent-tasks:<taskId>',
+    handler: async (req) => {
+      const svc = req.services;
+      const taskId = req.params.taskId;
+      if (!(await svc.tasks.load(taskId))) throw notFound(`task ${taskId} not found`);
+      const page = await dependentPage(svc, taskId, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.dependencies.includes(taskId));
+      return ok({ taskId, tasks: tasks.map(entry), ...withToken(page.continuation) });
+    },
+  },
+];

@@ -1,0 +1,70 @@
+/**
+ * Removes an expired task and what hangs off it: its dependency edges (both directions), its
+ * task-group member row, the group's meta row once the whole group has expired, and the task row.
+ * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
+ * reapers sweeping the same row at once do no harm.
+ */
+import { StorageConflict } from '../storage/storage';
+import { odata } from '../storage/keys';
+import { GROUP_RK } from './groups';
+import { TASK_RK } from './model';
+import type { TaskDeps } from './deps';
+
+/** Entity-group transactions hold at most 100 operations. */
+const MAX_BATCH = 100;
+
+/** What the expiry index row of a task carries, so the sweep works even after the task row is gone. */
+export interface TaskExpiryData {
+  taskGroupId: string;
+  dependencies: string[];
+}
+
+export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData): Promise<void> {
+  const now = d.now();
+  const t = await d.tasks.load(taskId);
+  if (t && new Date(t.definition.expires) > now) {
+    // The index row of a createTask that lost to a different definition: the real task has its own.
+    if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId);
+    return;
+  }
+  const deps = t?.definition.dependencies ?? data.dependencies;
+  const taskGroupId = t?.definition.taskGroupId ?? data.taskGroupId;
+  const edges = d.storage.table('TaskDeps');
+  // Rows in this task's partition: what it waited for (r-*) and who waited for it (d-*).
+  if (!t || deps.length || t.hasDependents) {
+    let continuation: string | undefined;
+    do {
+      const page = await edges.page(`PartitionKey eq ${odata(taskId)}`, MAX_BATCH, continuation, ['RowKey']);
+      await deleteAll(edges, taskId, page.items.map((r) => r.rowKey));
+      continuation = page.continuation;
+    } while (continuation);
+  }
+  // This task in its dependencies' dependents lists.
+  for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
+  await d.groups.removeMember(taskGroupId, taskId);
+  const meta = await d.groups.meta(taskGroupId);
+  // The meta row's expires is the latest of its members', so only the last member to expire removes it.
+  if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, GROUP_RK, meta.etag));
+  if (t) await ignoreConflict(d.storage.table('Tasks').delete(taskId, TASK_RK, t.etag));
+}
+
+/** Deletes rows of one partition in batches; falls back to single deletes if someone else raced us. */
+async function deleteAll(table: ReturnType<TaskDeps['storage']['table']>, pk: string, rowKeys: string[]): Promise<void> {
+  for (let i = 0; i < rowKeys.length; i += MAX_BATCH) {
+    const chunk = rowKeys.slice(i, i + MAX_BATCH);
+    try {
+      await table.transact((tx) => chunk.forEach((rk) => tx.deleteEntity(pk, rk)));
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+      for (const rk of chunk) await table.delete(pk, rk);
+    }
+  }
+}
+
+async function ignoreConflict(p: Promise<void>): Promise<void> {
+  try {
+    await p;
+  } catch (err) {
+    if (!(err instanceof StorageConflict)) throw err;
+  }
+}
