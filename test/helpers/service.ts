@@ -32,7 +32,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
-  const root = { clientId: 'static/root', accessToken: generateAccessToken() };
+  const root = { clientId: 'static/root', accessToken: env.QUEUE_ROOT_ACCESS_TOKEN ?? generateAccessToken() };
   const config = loadConfig({
     QUEUE_STORAGE_CONNECTION: conn,
     QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
@@ -64,6 +64,22 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     runReaper: () => host.runTimer('reaper'),
     close: () => host.close(),
   };
+}
+
+/** Another instance of the same deployment (same storage names and secrets), as a scaled-out Functions app has. */
+export function startSecondInstance(svc: TestService, env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
+  const c = svc.services.config;
+  return startTestService(
+    {
+      QUEUE_STORAGE_PREFIX: c.storagePrefix,
+      QUEUE_ROOT_ACCESS_TOKEN: c.rootAccessToken,
+      QUEUE_TOKEN_ENCRYPTION_KEY: c.tokenEncryptionKey.toString('base64'),
+      QUEUE_CLAIM_TIMEOUT_S: String(c.claimTimeoutS),
+      QUEUE_CLAIM_WORK_POLL_S: String(c.claimWorkPollS),
+      ...env,
+    },
+    { tuning: svc.services.tuning, ...opts },
+  );
 }
 
 /** A minimal valid task definition for `taskQueueId`. */
