@@ -49,12 +49,13 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
       await done();
       continue;
     }
+    // Once a run is claimed in this batch, its other hints are stale. (Until then every hint is
+    // tried: a stale one may come before the one the run was scheduled with.)
     const key = `${hint.taskId}/${hint.runId}`;
     if (seen.has(key)) {
-      await done();
+      await done().catch(() => undefined);
       continue;
     }
-    seen.add(key);
     let outcome: ClaimOutcome;
     try {
       outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS });
@@ -66,6 +67,7 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
     }
     try {
       if (outcome.kind === 'claimed') {
+        seen.add(key);
         claims.push(claimResponse(svc, outcome.task, outcome.run));
         await done();
       } else if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {

@@ -1,0 +1,60 @@
+/**
+ * Crash-safety harness: run an operation with a storage failure injected right after its n-th
+ * storage call (the call takes effect, then the caller "crashes"), for n = 1, 2, … until the
+ * operation completes without reaching the fault. The scenario recovers (client retry, reaper
+ * pass) and checks the invariants after each n.
+ */
+import type { StorageMeter } from '../../shared/storage/counter';
+
+export interface FaultResult<T> {
+  value?: T & any;
+  error?: any;
+  /** Whether the operation reached its n-th storage call (and so failed after it). */
+  hit: boolean;
+  /** The storage operation that failed, e.g. `Tasks.insert`. */
+  failedOp?: string;
+}
+
+export type Faulty = <T>(op: () => Promise<T>) => Promise<FaultResult<T>>;
+
+/**
+ * Returns the storage operation failed at each n (the last n ran clean). `warm` runs before each
+ * armed operation to fill per-instance caches that expire on a timer (the auth roles cache), so
+ * every n sees the same sequence of calls.
+ */
+export async function eachStorageCall(
+  meter: StorageMeter,
+  scenario: (faulty: Faulty, n: number) => Promise<void>,
+  opts: { warm?: () => Promise<unknown>; max?: number } = {},
+): Promise<string[]> {
+  const max = opts.max ?? 60;
+  const failedOps: string[] = [];
+  for (let n = 1; n <= max; n++) {
+    let hit: boolean | undefined;
+    const faulty: Faulty = async (op) => {
+      await opts.warm?.();
+      meter.failAfterCall(n);
+      let value;
+      let error;
+      try {
+        value = await op();
+      } catch (err) {
+        error = err;
+      }
+      const calls = meter.disarm();
+      hit = calls >= n;
+      const failedOp = hit ? meter.armedOps[n - 1] : undefined;
+      if (failedOp) failedOps.push(failedOp);
+      return { value, error, hit, failedOp };
+    };
+    try {
+      await scenario(faulty, n);
+    } catch (err) {
+      (err as Error).message = `with a fault after storage call #${n} (${failedOps[n - 1] ?? 'not reached'}): ${(err as Error).message}`;
+      throw err;
+    }
+    if (hit === undefined) throw new Error('the scenario never ran its operation through faulty()');
+    if (!hit) return failedOps;
+  }
+  throw new Error(`the operation still made storage calls after ${max}`);
+}
