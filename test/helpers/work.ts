@@ -60,6 +60,6 @@ export async function reapUntil(svc: TestService, done: () => Promise<boolean>, 
     await svc.runReaper();
     if (await done()) return;
     if (Date.now() > end) throw new Error('reapUntil: condition not reached');
-    await sleep(250);
+    await sleep(100);
   }
 }

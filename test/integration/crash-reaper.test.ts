@@ -1,0 +1,103 @@
+/**
+ * Crash safety of the reaper's handlers: a failure after each storage call of a reaper pass that
+ * handles a claim expiry (with a retry, and without one but with a dependent) or a deadline (with a
+ * dependent). The next passes, on another instance, must finish the work: one retry run, the
+ * dependent scheduled once, nothing resolved twice.
+ */
+import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
+import { claim, reapUntil, runSummary, sleep, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { eachStorageCall } from '../helpers/crash';
+import { runReaper } from '../../shared/reaper/reaper';
+
+/** Waits until a trigger message is visible (peeking leases nothing and is not counted on A). */
+async function triggerVisible(queue: 'claim' | 'deadline', timeoutMs = 5000): Promise<void> {
+  const client = b.services.storage.trigger(queue).client;
+  const end = Date.now() + timeoutMs;
+  while ((await client.peekMessages({ numberOfMessages: 1 })).peekedMessageItems.length === 0) {
+    if (Date.now() > end) throw new Error(`no ${queue} trigger became visible`);
+    await sleep(50);
+  }
+}
+
+let a: TestService;
+let b: TestService;
+beforeAll(async () => {
+  const env = { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' };
+  a = await startTestService(env, { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } });
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: '0.5' });
+});
+afterAll(async () => {
+  await b?.close();
+  await a?.close();
+});
+
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(a.services.storage.meter, scenario);
+const reaperPassOnA = () => runReaper(a.services);
+
+async function claimableOnce(tq: string, taskId: string, runId = 0) {
+  const claims = await claim(b, tq, W1, 32);
+  expect(claims.map((c) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/${runId}`]);
+  expect(await claim(b, tq, W2, 32)).toEqual([]);
+}
+
+/** A task claimed through B, optionally with an all-resolved dependent. */
+async function claimed(retries: number, withDependent: boolean) {
+  const tq = uniqueQueue();
+  const taskId = slugid();
+  await b.queue().createTask(taskId, taskDef(tq, { retries }));
+  const dependent = slugid();
+  const depQueue = uniqueQueue();
+  if (withDependent) await b.queue().createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires: 'all-resolved' }));
+  const [c] = await claim(b, tq, W1, 1);
+  return { tq, taskId, dependent, depQueue, takenUntil: c.takenUntil as string };
+}
+
+test('claim expiry with a retry', async () => {
+  const ops = await sweep(async (faulty) => {
+    const t = await claimed(2, false);
+    await waitUntil(t.takenUntil, 0);
+    await triggerVisible('claim');
+    await faulty(reaperPassOnA);
+    await reapUntil(b, async () => (await status(b, t.taskId)).runs.length === 2);
+    // More passes change nothing.
+    await b.runReaper();
+    const s = await status(b, t.taskId);
+    expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired', 'pending']);
+    expect(s.retriesLeft).toBe(1);
+    await claimableOnce(t.tq, t.taskId, 1);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['claim.get', 'Tasks.get', 'pending.put', 'Tasks.update', 'claim.delete', 'deadline.get', 'resolved.get', 'Expiry.query']));
+}, 180_000);
+
+test('claim expiry without retries: the dependent is scheduled once', async () => {
+  await sweep(async (faulty) => {
+    const t = await claimed(0, true);
+    await waitUntil(t.takenUntil, 0);
+    await triggerVisible('claim');
+    await faulty(reaperPassOnA);
+    await reapUntil(b, async () => (await status(b, t.dependent)).state === 'pending');
+    expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired']);
+    expect((await status(b, t.dependent)).runs).toHaveLength(1);
+    await claimableOnce(t.depQueue, t.dependent);
+  });
+}, 180_000);
+
+test('deadline of a pending task: resolved once, the dependent scheduled once', async () => {
+  const ops = await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    const deadline = new Date(Date.now() + 1000).toJSON();
+    await b.queue().createTask(taskId, taskDef(tq, { deadline }));
+    const dependent = slugid();
+    const depQueue = uniqueQueue();
+    await b.queue().createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires: 'all-resolved' }));
+    await waitUntil(deadline, 0);
+    await triggerVisible('deadline');
+    await faulty(reaperPassOnA);
+    await reapUntil(b, async () => (await status(b, dependent)).state === 'pending');
+    expect(await runSummary(b, taskId)).toEqual(['exception/deadline-exceeded']);
+    await claimableOnce(depQueue, dependent);
+    expect(await claim(b, tq, W2, 32)).toEqual([]);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['deadline.get', 'Tasks.get', 'Tasks.update', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'deadline.delete']));
+}, 180_000);
