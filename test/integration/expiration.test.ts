@@ -1,0 +1,120 @@
+/**
+ * Expiration through the day-bucketed expiry index: tasks, task-group member and meta rows, and
+ * dependency edges disappear once `expires` passes; everything else stays. The sweep's cost
+ * follows what expires (an idle pass makes a fixed handful of calls), and it survives a crash
+ * after any of its storage calls.
+ */
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { reapUntil, uniqueQueue, waitUntil } from '../helpers/work';
+import { eachStorageCall } from '../helpers/crash';
+import { runReaper } from '../../shared/reaper/reaper';
+import { odata } from '../../shared/storage/keys';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_DEADLINE_DELAY_S: '0' });
+});
+afterAll(async () => svc?.close());
+
+const soon = (ms: number) => new Date(Date.now() + ms).toJSON();
+
+async function rows(table: 'TaskDeps' | 'TaskGroups' | 'Tasks' | 'Expiry', filter: string): Promise<string[]> {
+  const page = await svc.services.storage.table(table).page(filter, 1000);
+  return page.items.map((r) => `${r.partitionKey}/${r.rowKey}`);
+}
+const partition = (table: 'TaskDeps' | 'TaskGroups', pk: string) => rows(table, `PartitionKey eq ${odata(pk)}`);
+
+test('expired tasks, their group rows and their edges are removed; live ones stay', async () => {
+  const q = svc.queue();
+  const expires = soon(2500);
+  const g = slugid();
+  const x = slugid();
+  const y = slugid();
+  const z = slugid();
+  const h = slugid();
+  const w = slugid();
+  const longLived = slugid();
+  // x and y (y depends on x) expire soon in group g; z in g lives on. w is alone in group h.
+  await q.createTask(x, taskDef(uniqueQueue(), { taskGroupId: g, deadline: expires, expires }));
+  await q.createTask(y, taskDef(uniqueQueue(), { taskGroupId: g, deadline: expires, expires, dependencies: [x] }));
+  await q.createTask(z, taskDef(uniqueQueue(), { taskGroupId: g }));
+  await q.createTask(w, taskDef(uniqueQueue(), { taskGroupId: h, deadline: expires, expires }));
+  // A long-lived dependent of x (its deadline may not pass x's expiry).
+  await q.createTask(longLived, taskDef(uniqueQueue(), { deadline: expires, dependencies: [x] }));
+
+  expect((await q.listTaskGroup(g)).tasks).toHaveLength(3);
+  expect((await q.listDependentTasks(x)).tasks.map((t: any) => t.status.taskId).sort()).toEqual([y, longLived].sort());
+  expect(await partition('TaskDeps', y)).toEqual([`${y}/r-${x}`]);
+
+  await waitUntil(expires, 300);
+  await reapUntil(
+    svc,
+    async () =>
+      (await rows('Tasks', `PartitionKey eq ${odata(x)} or PartitionKey eq ${odata(w)}`)).length === 0 && (await q.status(longLived)).status.state === 'exception',
+  );
+
+  for (const gone of [x, y, w]) {
+    await expectError(q.task(gone), 404, 'ResourceNotFound');
+    await expectError(q.status(gone), 404, 'ResourceNotFound');
+  }
+  // Group g keeps its meta row and its live member; group h is gone entirely.
+  const list = await q.listTaskGroup(g);
+  expect(list.tasks.map((t: any) => t.status.taskId)).toEqual([z]);
+  expect(await partition('TaskGroups', g)).toEqual([`${g}/${z}`, `${g}/~group`].sort());
+  expect(await partition('TaskGroups', h)).toEqual([]);
+  await expectError(q.getTaskGroup(h), 404, 'ResourceNotFound');
+  // Edges of the expired tasks are gone in both directions; the live dependent keeps its own.
+  expect(await partition('TaskDeps', x)).toEqual([]);
+  expect(await partition('TaskDeps', y)).toEqual([]);
+  expect(await partition('TaskDeps', longLived)).toEqual([`${longLived}/r-${x}`]);
+  await expectError(q.listDependentTasks(x), 404, 'ResourceNotFound');
+  expect((await q.status(longLived)).status.state).toBe('exception');
+  expect((await q.task(z)).taskGroupId).toBe(g);
+
+  // The index keeps only rows that have not expired.
+  const due = await rows('Expiry', `RowKey lt ${odata(new Date().toJSON())}`);
+  expect(due).toEqual([]);
+  const left = await rows('Expiry', `RowKey ge ''`);
+  expect(left.some((r) => r.endsWith(`~task~${z}`))).toBe(true);
+  expect(left.some((r) => r.endsWith(`~task~${x}`) || r.endsWith(`~task~${w}`))).toBe(false);
+});
+
+test('a pass with nothing to expire costs a fixed handful of calls, whatever is stored', async () => {
+  // A deployment of its own, so no trigger of the other tests can fire during the measurement.
+  const fresh = await startTestService();
+  try {
+    for (let i = 0; i < 5; i++) await fresh.queue().createTask(slugid(), taskDef(uniqueQueue()));
+    const meter = fresh.services.storage.meter;
+    meter.startCounting();
+    await runReaper(fresh.services);
+    expect(meter.disarm()).toBe(4);
+    expect(meter.armedOps).toEqual(['claim.get', 'deadline.get', 'resolved.get', 'Expiry.query']);
+  } finally {
+    await fresh.close();
+  }
+});
+
+test('an expired task with edges and a group is cleaned up even if the sweep crashes after any storage call', async () => {
+  const b = await startSecondInstance(svc);
+  try {
+    const ops = await eachStorageCall(svc.services.storage.meter, async (faulty) => {
+      const expires = soon(1000);
+      const g = slugid();
+      const dep = slugid();
+      const t = slugid();
+      await b.queue().createTask(dep, taskDef(uniqueQueue(), { taskGroupId: g, deadline: expires, expires }));
+      await b.queue().createTask(t, taskDef(uniqueQueue(), { taskGroupId: g, deadline: expires, expires, dependencies: [dep] }));
+      await waitUntil(expires, 100);
+      await faulty(() => runReaper(svc.services));
+      await reapUntil(b, async () => (await rows('Tasks', `PartitionKey eq ${odata(t)} or PartitionKey eq ${odata(dep)}`)).length === 0);
+      await b.runReaper();
+      expect(await partition('TaskGroups', g)).toEqual([]);
+      expect(await partition('TaskDeps', t)).toEqual([]);
+      expect(await partition('TaskDeps', dep)).toEqual([]);
+      expect(await rows('Expiry', `RowKey lt ${odata(new Date().toJSON())}`)).toEqual([]);
+    });
+    expect(ops).toEqual(expect.arrayContaining(['Expiry.query', 'Tasks.get', 'TaskDeps.query', 'TaskDeps.transaction', 'TaskDeps.delete', 'TaskGroups.delete', 'TaskGroups.get', 'Tasks.delete', 'Expiry.delete']));
+  } finally {
+    await b.close();
+  }
+}, 180_000);
