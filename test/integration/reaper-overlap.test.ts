@@ -1,0 +1,117 @@
+/**
+ * Two instances of the app (same storage) running reaper passes at the same time, over duplicated
+ * triggers (as createTask retries and at-least-once delivery produce): nothing is resolved twice,
+ * no task gains an extra run, every dependent is scheduled once and is claimable once.
+ */
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { claim, runSummary, sleep, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { runReaper } from '../../shared/reaper/reaper';
+
+let a: TestService;
+let b: TestService;
+beforeAll(async () => {
+  const env = { QUEUE_CLAIM_WORK_POLL_S: '0.5', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' };
+  a = await startTestService(env);
+  b = await startSecondInstance(a);
+});
+afterAll(async () => {
+  await b?.close();
+  await a?.close();
+});
+
+/** Extra copies of every trigger a task has, put directly (the handlers must tolerate them). */
+const COPIES = 3;
+
+async function claimableOnce(tq: string, taskId: string, runId: number) {
+  const claims = await claim(b, tq, W1, 32);
+  expect(claims.map((c) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/${runId}`]);
+  expect(await claim(a, tq, W2, 32)).toEqual([]);
+}
+
+test('overlapping reaper passes on two instances', async () => {
+  const q = a.queue();
+  const deadline = new Date(Date.now() + 2000).toJSON();
+  const retrying: { taskId: string; tq: string }[] = [];
+  const final: { taskId: string; dependent: string; depQueue: string; kind: 'claim' | 'deadline' }[] = [];
+  const expiring: string[] = [];
+  let lastTakenUntil = '';
+
+  for (let i = 0; i < 4; i++) {
+    const t = { taskId: slugid(), tq: uniqueQueue() };
+    await q.createTask(t.taskId, taskDef(t.tq, { retries: 2 }));
+    const [c] = await claim(a, t.tq, W1, 1);
+    for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(t.taskId, 0, c.takenUntil);
+    lastTakenUntil = c.takenUntil;
+    retrying.push(t);
+  }
+  for (const kind of ['claim', 'claim', 'deadline', 'deadline', 'deadline'] as const) {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    const def = taskDef(tq, kind === 'claim' ? { retries: 0 } : { deadline });
+    // A createTask retried COPIES times leaves COPIES deadline triggers (and stale hints).
+    for (let k = 0; k < COPIES; k++) await q.createTask(taskId, def);
+    const dependent = slugid();
+    const depQueue = uniqueQueue();
+    await q.createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires: 'all-resolved' }));
+    if (kind === 'claim') {
+      const [c] = await claim(a, tq, W1, 1);
+      for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(taskId, 0, c.takenUntil);
+      lastTakenUntil = c.takenUntil;
+    }
+    final.push({ taskId, dependent, depQueue, kind });
+  }
+  const g = slugid();
+  for (let i = 0; i < 3; i++) {
+    const taskId = slugid();
+    await q.createTask(taskId, taskDef(uniqueQueue(), { taskGroupId: g, deadline, expires: deadline }));
+    expiring.push(taskId);
+  }
+
+  await waitUntil([deadline, lastTakenUntil].sort()[1], 1200);
+  const handled = { a: 0, b: 0 };
+  for (let pass = 0; pass < 4; pass++) {
+    const [s1, s2, s3] = await Promise.all([runReaper(a.services), runReaper(b.services), runReaper(a.services)]);
+    handled.a += s1.claim + s1.deadline + s3.claim + s3.deadline;
+    handled.b += s2.claim + s2.deadline;
+    await sleep(300);
+  }
+  // Both instances really took part (each trigger message is leased by one of them at a time).
+  expect(handled.a).toBeGreaterThan(0);
+  expect(handled.b).toBeGreaterThan(0);
+  // Every due trigger was handled exactly once: claim triggers (the claim's own plus COPIES) of 6
+  // claimed tasks, COPIES deadline triggers of 3 tasks, and one deadline trigger per expiring task.
+  expect(handled.a + handled.b).toBe(6 * (COPIES + 1) + 3 * COPIES + expiring.length);
+
+  for (const t of retrying) {
+    const s = await status(b, t.taskId);
+    expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired', 'pending']);
+    expect(s.retriesLeft).toBe(1);
+    await claimableOnce(t.tq, t.taskId, 1);
+  }
+  for (const t of final) {
+    const reason = t.kind === 'claim' ? 'claim-expired' : 'deadline-exceeded';
+    expect(await runSummary(b, t.taskId)).toEqual([`exception/${reason}`]);
+    expect(await runSummary(b, t.dependent)).toEqual(['pending']);
+    await claimableOnce(t.depQueue, t.dependent, 0);
+  }
+  for (const taskId of expiring) await expectError(b.queue().task(taskId), 404, 'ResourceNotFound');
+  await expectError(b.queue().getTaskGroup(g), 404, 'ResourceNotFound');
+
+  // Races were settled by ETags and idempotent deletes, never by errors.
+  const errors = [...a.log.records, ...b.log.records].filter((r) => r.level === 'error');
+  expect(errors).toEqual([]);
+}, 60_000);
+
+test('claimWork on two instances over duplicated hints: one claim in total', async () => {
+  for (let i = 0; i < 3; i++) {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    const def = taskDef(tq);
+    for (let k = 0; k < COPIES; k++) await a.queue().createTask(taskId, def);
+    // Each instance's poller leases different copies of the hint at the same time.
+    const [x, y] = await Promise.all([claim(a, tq, W1, 32), claim(b, tq, W2, 32)]);
+    const all = [...x, ...y];
+    expect(all).toHaveLength(1);
+    expect((await status(b, taskId)).runs).toEqual([expect.objectContaining({ state: 'running', workerId: all[0].workerId })]);
+  }
+});
