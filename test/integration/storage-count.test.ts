@@ -1,0 +1,77 @@
+/**
+ * Storage transactions of one simple lifecycle (createTask → claimWork → reportCompleted) plus the
+ * background work it causes (its claim-expiry and deadline triggers firing, and its expiry), in
+ * the steady state (caches warm, task queue known). Azure bills per transaction, so these counts
+ * are what a user pays for; the test pins them so a change that adds calls is noticed.
+ */
+import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
+import { claimOne, reapUntil, uniqueQueue } from '../helpers/work';
+import { runReaper } from '../../shared/reaper/reaper';
+
+let svc: TestService;
+/** Another instance on the same storage: the test's own probes go through it, off svc's meter. */
+let probe: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' });
+  probe = await startSecondInstance(svc);
+});
+afterAll(async () => {
+  await probe?.close();
+  await svc?.close();
+});
+
+type Counts = Record<string, number>;
+function diff(after: Counts, before: Counts): Counts {
+  const out: Counts = {};
+  for (const [k, v] of Object.entries(after)) if (v !== (before[k] ?? 0)) out[k] = v - (before[k] ?? 0);
+  return out;
+}
+const sum = (c: Counts) => Object.values(c).reduce((a, b) => a + b, 0);
+
+async function lifecycle(tq: string, lifetimeMs: number) {
+  const meter = svc.services.storage.meter;
+  const at = () => meter.snapshot().byOp;
+  const expires = new Date(Date.now() + lifetimeMs).toJSON();
+  const taskId = slugid();
+  await svc.auth().currentScopes(); // fill the auth cache outside the measurement
+  const s0 = at();
+  await svc.queue().createTask(taskId, taskDef(tq, { deadline: expires, expires }));
+  const s1 = at();
+  const c = await claimOne(svc, tq, taskId);
+  const s2 = at();
+  await svc.queue(c.credentials).reportCompleted(taskId, 0);
+  const s3 = at();
+  // Background: every pass costs a fixed 4 calls (three trigger polls and one index query);
+  // what the lifecycle adds on top is what its handlers do.
+  let passes = 0;
+  await reapUntil(svc, async () => {
+    passes++;
+    return (await probe.services.tasks.load(taskId)) === undefined;
+  }, 15_000);
+  await new Promise((r) => setTimeout(r, 1200));
+  await runReaper(svc.services); // a late claim or deadline trigger, if any, fires now
+  passes++;
+  const s4 = at();
+  const background = diff(s4, s3);
+  return {
+    createTask: diff(s1, s0),
+    claimWork: diff(s2, s1),
+    reportCompleted: diff(s3, s2),
+    background,
+    backgroundHandlers: sum(background) - 4 * passes,
+  };
+}
+
+test('a simple lifecycle costs few storage transactions', async () => {
+  const tq = uniqueQueue();
+  await lifecycle(tq, 2500); // warm-up: creates the pending queue, caches its priorities
+  const m = await lifecycle(tq, 2500);
+  // eslint-disable-next-line no-console
+  console.log('storage transactions per lifecycle', JSON.stringify(m, null, 1));
+  expect(m.createTask).toEqual({ 'Expiry.upsert': 1, 'TaskGroups.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.insert': 1 });
+  expect(m.claimWork).toEqual({ 'pending.get': 1, 'Tasks.get': 1, 'claim.put': 1, 'Tasks.update': 1, 'pending.delete': 1 });
+  expect(m.reportCompleted).toEqual({ 'Tasks.get': 1, 'Tasks.update': 1 });
+  // claim trigger (task read, message delete), deadline trigger (same), expiry (task read, member
+  // delete, group read, group delete, task delete, index delete).
+  expect(m.backgroundHandlers).toBe(10);
+}, 60_000);
