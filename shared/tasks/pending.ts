@@ -39,6 +39,8 @@ function base32(buf: Buffer): string {
 
 export class PendingQueues {
   private readonly ensured = new Map<string, number>();
+  /** Queues this process created without recording their priority as used (poll URLs). */
+  private readonly created = new Map<string, number>();
   private readonly usedCache = new Map<string, { at: number; priorities: Priority[] }>();
 
   constructor(
@@ -82,6 +84,21 @@ export class PendingQueues {
     });
     this.ensured.set(key, Date.now());
     this.usedCache.delete(taskQueueId);
+  }
+
+  /**
+   * Creates the queue (once per process per hour) without recording the priority as used, so
+   * handing out poll URLs for all seven priorities does not make the claimWork pollers poll them.
+   */
+  async ensureQueue(taskQueueId: string, priority: Priority): Promise<void> {
+    const key = `${taskQueueId}\n${priority}`;
+    const fresh = (m: Map<string, number>) => {
+      const at = m.get(key);
+      return at !== undefined && Date.now() - at < ENSURED_TTL_MS;
+    };
+    if (fresh(this.ensured) || fresh(this.created)) return;
+    await this.queue(taskQueueId, priority).create();
+    this.created.set(key, Date.now());
   }
 
   /** Puts a hint that lives until the task's deadline. */

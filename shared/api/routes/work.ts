@@ -8,6 +8,7 @@ import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, 
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
 import { runCredentials } from '../../work/credentials';
+import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
@@ -61,9 +62,12 @@ export const workRoutes: RouteDef[] = [
     scopes: { AllOf: ['queue:claim-work:<taskQueueId>', 'queue:worker-id:<workerGroup>/<workerId>'] },
     input: 'claim-work-request',
     handler: async (req) => {
-      const { workerGroup, workerId, tasks } = req.body;
+      const { workerGroup, workerId, tasks, xmlMessage } = req.body;
       await req.authorize({ taskQueueId: req.params.taskQueueId, workerGroup, workerId });
-      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, { workerGroup, workerId }, tasks) });
+      const worker = { workerGroup, workerId };
+      // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
+      if (xmlMessage !== undefined) return ok({ tasks: await claimFromXml(req.services, req.params.taskQueueId, worker, xmlMessage) });
+      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, worker, tasks) });
     },
   },
   {
