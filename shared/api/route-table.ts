@@ -6,8 +6,9 @@ import type { RouteDef } from './types';
 import { taskRoutes } from './routes/tasks';
 import { authRoutes } from './routes/auth';
 import { workRoutes } from './routes/work';
+import { artifactRoutes } from './routes/artifacts';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...authRoutes, ...artifactRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;
