@@ -29,7 +29,7 @@ async function claimedTask(overrides: Record<string, unknown> = {}) {
 
 /** What a generic worker does: one PUT with only Content-Type and Content-Length. */
 async function plainPut(putUrl: string, contentType: string, body: Buffer): Promise<number> {
-  const r = await fetch(putUrl, { method: 'PUT', headers: { 'content-type': contentType, 'content-length': String(body.length) }, body });
+  const r = await fetch(putUrl, { method: 'PUT', headers: { 'content-type': contentType, 'content-length': String(body.length) }, body: new Uint8Array(body) });
   await r.arrayBuffer();
   return r.status;
 }
