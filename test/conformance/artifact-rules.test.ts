@@ -117,6 +117,13 @@ describe('createArtifact checks', () => {
     expect(info.contentLength).toBe(1234);
   });
 
+  test('finishArtifact is only for object artifacts: 404 when missing, 400 otherwise', async () => {
+    const { taskId, wq } = await claimedTask();
+    await expectError(wq.finishArtifact(taskId, 0, 'public/none', { uploadId: slugid() }), 404, 'ResourceNotFound');
+    await wq.createArtifact(taskId, 0, 'public/s3', s3());
+    await expectError(wq.finishArtifact(taskId, 0, 'public/s3', { uploadId: slugid() }), 400, 'InputError');
+  });
+
   test('a crash after any storage call of createArtifact is repaired by the client retrying', async () => {
     const { taskId, wq } = await claimedTask();
     const meter = svc.services.storage.meter;

@@ -65,6 +65,8 @@ describe('s3 artifacts', () => {
     const before = await download(got.url);
     expect(before).toMatchObject({ status: 200, type: 'text/plain; charset=utf-8' });
     expect(before.bytes.equals(log)).toBe(true);
+    // The container is private: the blob URL without its signature is refused.
+    expect((await download(got.url.split('?')[0])).status).not.toBe(200);
 
     // A raw GET sees the 303 with Location, the storage-type header and the JSON body.
     const raw = await fetch(queueUrl(`/task/${taskId}/runs/0/artifacts/${encodeURIComponent(name)}`), { redirect: 'manual' });
