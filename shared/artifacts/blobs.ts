@@ -24,6 +24,8 @@ export const PUT_URL_TTL_MS = 45 * 60 * 1000;
 const PUT_URL_DRIFT_MS = 10 * 1000;
 /** Download SAS URLs live 30 minutes, as the real queue's signed GET URLs do. */
 export const GET_URL_TTL_MS = 30 * 60 * 1000;
+/** The first two bytes of every gzip stream (RFC 1952). */
+const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
 /** Azure caps blob names at 1024 characters. */
 const MAX_BLOB_NAME = 1024;
 
@@ -75,17 +77,46 @@ export class ArtifactBlobs {
   /**
    * Commits the uploaded block with the artifact's content type. Returns false when no block was
    * ever uploaded (Azure answers 400 InvalidBlockList), so the caller keeps the artifact pending.
+   *
+   * Generic-worker gzips most artifacts in transit and says so only in a `Content-Encoding` header,
+   * which Put Block does not keep; it does declare the *original* size as `contentLength`. So when
+   * a length was declared, the first bytes and the stored size are checked: gzip magic and a size
+   * different from the declared one mean the upload was gzip-encoded, and the blob is served with
+   * `Content-Encoding: gzip` as S3 would have. Without a declared length nothing is guessed.
    */
-  async commit(blobName: string, contentType: string): Promise<boolean> {
-    return this.storage.meter.run('artifacts.commit', async () => {
+  async commit(blobName: string, contentType: string, declaredLength?: number): Promise<boolean> {
+    const blob = this.blob(blobName);
+    const committed = await this.storage.meter.run('artifacts.commit', async () => {
       try {
-        await this.blob(blobName).commitBlockList([BLOCK_ID], { blobHTTPHeaders: { blobContentType: contentType } });
+        await blob.commitBlockList([BLOCK_ID], { blobHTTPHeaders: { blobContentType: contentType } });
         return true;
       } catch (err) {
         const e = err as { statusCode?: number; code?: string };
         if (e.statusCode === 400 && e.code === 'InvalidBlockList') return false;
         throw err;
       }
+    });
+    if (!committed || declaredLength === undefined) return committed;
+    if (await this.gzipEncoded(blob, declaredLength)) {
+      await this.storage.meter.run('artifacts.setHeaders', () => blob.setHTTPHeaders({ blobContentType: contentType, blobContentEncoding: 'gzip' }));
+    }
+    return true;
+  }
+
+  /** Reads the first bytes (and, from Content-Range, the size) of a committed blob. */
+  private async gzipEncoded(blob: BlockBlobClient, declaredLength: number): Promise<boolean> {
+    return this.storage.meter.run('artifacts.sniff', async () => {
+      let head: Buffer;
+      let size: number;
+      try {
+        const r = await blob.download(0, GZIP_MAGIC.length);
+        head = await readAll(r.readableStreamBody);
+        size = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode === 416) return false; // empty blob
+        throw err;
+      }
+      return size !== declaredLength && head.length === GZIP_MAGIC.length && head.equals(GZIP_MAGIC);
     });
   }
 
@@ -100,4 +131,11 @@ export class ArtifactBlobs {
   async exists(blobName: string): Promise<boolean> {
     return this.storage.meter.run('artifacts.exists', () => this.blob(blobName).exists());
   }
+}
+
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
+  if (!stream) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
+  return Buffer.concat(chunks);
 }

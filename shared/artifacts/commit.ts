@@ -15,7 +15,7 @@ const COMMIT_CONCURRENCY = 8;
  */
 export async function commitIfPending(storage: Storage, a: ArtifactRecord): Promise<void> {
   if (a.storageType !== 's3' || !a.uncommitted) return;
-  const committed = await new ArtifactBlobs(storage).commit(blobNameFor(a.taskId, a.runId, a.name), a.contentType);
+  const committed = await new ArtifactBlobs(storage).commit(blobNameFor(a.taskId, a.runId, a.name), a.contentType, a.contentLength);
   if (committed) await new ArtifactStore(storage).markCommitted(a);
 }
 

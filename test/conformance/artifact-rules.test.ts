@@ -258,12 +258,27 @@ describe('storage cost', () => {
     await fetch(res.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '1' }, body: 'x' });
     const firstRead = await count(() => svc.queue().getArtifact(taskId, 0, 'public/three'));
     const secondRead = await count(() => svc.queue().getArtifact(taskId, 0, 'public/three'));
+    const sized = await wq.createArtifact(taskId, 0, 'public/sized', { ...s3(expires), contentLength: 1 });
+    await fetch(sized.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '1' }, body: 'x' });
+    const sizedRead = await count(() => svc.queue().getArtifact(taskId, 0, 'public/sized'));
     // Task read + index upsert + insert; a second artifact with the same expiry skips the index.
     expect(first).toBe(3);
     expect(second).toBe(2);
-    // First read: row + commit + merge; later reads: just the row.
+    // First read: row + commit + merge (+ a 2-byte read when a length was declared); later: the row.
     expect(firstRead).toBe(3);
+    expect(sizedRead).toBe(4);
     expect(secondRead).toBe(1);
-    console.log(JSON.stringify({ createFirst: first, createSameExpiry: second, firstRead, laterRead: secondRead }));
+
+    // Resolving: one query for pending uploads, then a commit and a merge per pending upload.
+    const bare = await claimedTask();
+    const resolveBare = await count(() => bare.wq.reportCompleted(bare.taskId, 0));
+    const busy = await claimedTask();
+    for (const name of ['public/p1', 'public/p2']) {
+      const r = await busy.wq.createArtifact(busy.taskId, 0, name, s3(expires));
+      await fetch(r.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '1' }, body: 'x' });
+    }
+    const resolveBusy = await count(() => busy.wq.reportCompleted(busy.taskId, 0));
+    expect(resolveBusy - resolveBare).toBe(4);
+    console.log(JSON.stringify({ createFirst: first, createSameExpiry: second, firstRead, firstReadWithLength: sizedRead, laterRead: secondRead, reportCompletedNoArtifacts: resolveBare, reportCompletedTwoPending: resolveBusy }));
   });
 });

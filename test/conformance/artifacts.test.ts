@@ -3,6 +3,7 @@
  * through the 303, reference/link/error artifacts, and who may read what.
  */
 import crypto from 'node:crypto';
+import zlib from 'node:zlib';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { ArtifactBlobs, blobNameFor } from '../../shared/artifacts/blobs';
 import { ArtifactStore } from '../../shared/artifacts/store';
@@ -107,6 +108,27 @@ describe('s3 artifacts', () => {
     expect(got.type).toBe('application/octet-stream');
     expect(got.bytes.length).toBe(big.length);
     expect(crypto.createHash('sha256').update(got.bytes).digest('hex')).toBe(crypto.createHash('sha256').update(big).digest('hex'));
+  });
+
+  test('a gzip-encoded upload as generic-worker sends it is served with Content-Encoding: gzip; a .gz file is served as is', async () => {
+    const { taskId, wq } = await claimedTask();
+    const text = Buffer.from('hello from the task log\n'.repeat(200));
+    const gz = zlib.gzipSync(text);
+    // generic-worker: contentLength is the original size; the PUT body is gzipped and says so.
+    const res = await wq.createArtifact(taskId, 0, 'public/logs/live_backing.log', { storageType: 's3', contentType: 'text/plain; charset=utf-8', expires: inAnHour(), contentLength: text.length });
+    const put = await fetch(res.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(gz.length), 'content-encoding': 'gzip' }, body: new Uint8Array(gz) });
+    expect(put.status).toBe(201);
+    // A compressed file uploaded as is (identity): its declared length is its size.
+    await uploadS3(wq, taskId, 0, 'public/dist.tar.gz', 'application/gzip', gz);
+    await wq.reportCompleted(taskId, 0);
+
+    const log = await fetch((await svc.queue().getArtifact(taskId, 0, 'public/logs/live_backing.log')).url);
+    expect(log.headers.get('content-encoding')).toBe('gzip');
+    expect(log.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(Buffer.from(await log.arrayBuffer()).equals(text)).toBe(true); // fetch decodes gzip
+    const dist = await fetch((await svc.queue().getArtifact(taskId, 0, 'public/dist.tar.gz')).url);
+    expect(dist.headers.get('content-encoding')).toBeNull();
+    expect(Buffer.from(await dist.arrayBuffer()).equals(gz)).toBe(true);
   });
 
   test('re-creating refreshes the upload URL and a new upload replaces the content', async () => {
