@@ -7,8 +7,9 @@ import { taskRoutes } from './routes/tasks';
 import { authRoutes } from './routes/auth';
 import { workRoutes } from './routes/work';
 import { pollRoutes } from './routes/polls';
+import { artifactRoutes } from './routes/artifacts';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...pollRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;
