@@ -18,8 +18,10 @@ export interface Hint {
 
 /** How long a process trusts that a queue exists and its priority is recorded. */
 const ENSURED_TTL_MS = 60 * 60 * 1000;
-/** How long pollers trust the list of priorities a task queue uses. */
-export const USED_PRIORITIES_TTL_MS = 30 * 1000;
+/** How long pollers trust the list of priorities a task queue uses (another instance may add one). */
+export const USED_PRIORITIES_TTL_MS = 5 * 1000;
+/** An empty list is trusted only briefly, so the first task of a new task queue is seen fast. */
+export const NO_PRIORITIES_TTL_MS = 1000;
 
 function base32(buf: Buffer): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -112,7 +114,8 @@ export class PendingQueues {
   /** Priorities with a pending queue for this task queue, highest first (cached briefly). */
   async usedPriorities(taskQueueId: string, fresh = false): Promise<Priority[]> {
     const hit = this.usedCache.get(taskQueueId);
-    if (!fresh && hit && Date.now() - hit.at < USED_PRIORITIES_TTL_MS) return hit.priorities;
+    const ttl = hit && hit.priorities.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
+    if (!fresh && hit && Date.now() - hit.at < ttl) return hit.priorities;
     const page = await this.storage.table('TaskQueues').page(`PartitionKey eq ${odata(encodeKey(taskQueueId))} and RowKey ge 'p' and RowKey lt 'q'`, 10);
     const set = new Set(page.items.map((r) => r.priority as Priority));
     const priorities = PRIORITIES.filter((p) => set.has(p));
