@@ -34,6 +34,8 @@ const WORKER_TYPE = /^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$/;
 const MAX_CONCURRENCY = 32;
 /** Default reclaim margin: the interaction documents advise reclaiming a few minutes early. */
 const DEFAULT_RECLAIM_MARGIN_S = 180;
+/** Run credentials expire at takenUntil: a smaller margin leaves no time for the reclaim call and its retries. */
+const MIN_RECLAIM_MARGIN_S = 30;
 
 export class UsageError extends Error {}
 
@@ -58,7 +60,7 @@ Options:
   --work-dir DIR           where task directories go (default: <tmp>/tc-worker-<workerId>)
   --proxy                  give each task TASKCLUSTER_PROXY_URL, a local proxy that signs
                            requests with the run's credentials, limited to task.scopes
-  --reclaim-margin S       reclaim this many seconds before takenUntil (default ${DEFAULT_RECLAIM_MARGIN_S};
+  --reclaim-margin S       reclaim this many seconds before takenUntil (${MIN_RECLAIM_MARGIN_S}.., default ${DEFAULT_RECLAIM_MARGIN_S};
                            never later than half way through the claim)
   --max-tasks N            exit after running N tasks
   -h, --help
@@ -160,7 +162,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     protocol,
     workDir: path.resolve(s('work-dir') ?? path.join(os.tmpdir(), `tc-worker-${workerId}`)),
     proxy: values.proxy === true,
-    reclaimMarginS: int('reclaim-margin', s('reclaim-margin'), DEFAULT_RECLAIM_MARGIN_S, 0, 24 * 3600),
+    reclaimMarginS: int('reclaim-margin', s('reclaim-margin'), DEFAULT_RECLAIM_MARGIN_S, MIN_RECLAIM_MARGIN_S, 24 * 3600),
     maxTasks: s('max-tasks') === undefined ? undefined : int('max-tasks', s('max-tasks'), 1, 1, Number.MAX_SAFE_INTEGER),
   };
 }
