@@ -61,7 +61,8 @@ export function runCommand(opts: RunOptions): Promise<RunResult> {
     const onAbort = () => stop({ kind: 'stopped', reason: opts.signal!.reason });
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
-    for (const s of [child.stdout!, child.stderr!]) s.on('data', (chunk: Buffer) => opts.output.write(chunk));
+    // pipe (not 'data' + write) so a chatty command is slowed down by the log file, not buffered in memory.
+    for (const s of [child.stdout!, child.stderr!]) s.pipe(opts.output, { end: false });
 
     child.on('error', (err: NodeJS.ErrnoException) => {
       // Only start-up failures matter; a failed kill is handled by the exit path.

@@ -10,11 +10,15 @@ export const WORKER_PREFIX = '[taskcluster-worker]';
 
 export class TaskLog {
   private closed = false;
+  /** The first write error (e.g. ENOSPC); the log is then incomplete and must not pass as the task's log. */
+  error: NodeJS.ErrnoException | undefined;
 
   private constructor(
     readonly file: string,
     readonly stream: fs.WriteStream,
-  ) {}
+  ) {
+    stream.on('error', (err) => (this.error ??= err));
+  }
 
   static async open(file: string): Promise<TaskLog> {
     const stream = fs.createWriteStream(file, { flags: 'a' });
@@ -32,6 +36,10 @@ export class TaskLog {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await new Promise<void>((resolve) => this.stream.end(resolve));
+    if (this.stream.destroyed) return;
+    await new Promise<void>((resolve) => {
+      this.stream.once('error', () => resolve());
+      this.stream.end(() => resolve());
+    });
   }
 }

@@ -120,6 +120,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   const uploadLog = async (): Promise<void> => {
     if (!taskLog) return;
     await taskLog.close();
+    if (taskLog.error) throw taskLog.error; // e.g. ENOSPC: resource-unavailable
     await uploader.uploadFile(LIVE_LOG_NAME, taskLog.file, { contentType: 'text/plain', expires: taskExpires });
   };
 

@@ -8,6 +8,8 @@ import type { Claim, WorkerLog } from './types';
 import type { WorkSource } from './protocols/source';
 import type { Outcome } from './task-run';
 import { messageOf } from './types';
+import { sleep } from './sleep';
+import { ERROR_BACKOFF_MS } from './protocols/source';
 
 export interface WorkerDeps {
   source: WorkSource;
@@ -48,7 +50,14 @@ export class Worker {
         await Promise.race([...this.running.values(), aborted]);
         continue;
       }
-      const claims = await source.claim(free, signal);
+      let claims: Claim[] = [];
+      try {
+        claims = await source.claim(free, signal);
+      } catch (err) {
+        // Sources handle their own failures; this is a bug, but running tasks must still be seen through.
+        log.error('claim-crashed', { message: messageOf(err) });
+        await sleep(ERROR_BACKOFF_MS, signal);
+      }
       // Claims that arrive after shutdown began still start: runTask sees the aborted signal and
       // reports worker-shutdown at once, so they are retried instead of waiting for claim expiry.
       for (const c of claims) this.start(c);
