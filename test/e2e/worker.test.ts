@@ -7,7 +7,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { installStubs, Stubs, ArtifactStub, realArtifacts } from './spec-stubs';
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
 import { PRIORITIES } from '../../shared/api/schemas';
 
@@ -17,13 +16,11 @@ const NODE = process.execPath;
 const LOG = 'public/logs/live.log';
 
 let svc: TestService;
-let stubs: Stubs;
 let creds: { clientId: string; accessToken: string };
 const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   buildWorker();
-  stubs = await installStubs();
   svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) });
   // The worker gets exactly the scopes the interaction documents list, nothing more.
   const clientId = 'e2e/worker';
@@ -38,7 +35,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop(5000)));
   await svc?.close();
-  await stubs?.close();
 });
 
 const newQueue = () => `e2e/q${Math.random().toString(36).slice(2, 10)}`;
@@ -73,14 +69,8 @@ function resolved(taskId: string, runId = 0, timeoutMs = 40_000): Promise<any> {
 
 type Artifact = { storageType: 's3'; text: string; contentType: string | null } | { storageType: 'error'; reason: string; message: string };
 
-/** An artifact as a consumer sees it: through getArtifact once it exists, else from the stand-in. */
+/** An artifact as a consumer sees it: through getArtifact and its redirect. */
 async function readArtifact(taskId: string, runId: number, name: string): Promise<Artifact | undefined> {
-  if (stubs.artifacts) {
-    const a = stubs.artifacts.artifacts.get(ArtifactStub.key(taskId, runId, name));
-    if (!a) return undefined;
-    if (a.storageType === 'error') return { storageType: 'error', reason: a.reason!, message: a.message! };
-    return a.body ? { storageType: 's3', text: a.body.toString('utf8'), contentType: a.contentType ?? null } : undefined;
-  }
   try {
     const r = await svc.queue().getArtifact(taskId, runId, name);
     const res = await fetch(r.url);
@@ -152,11 +142,6 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(await readArtifact(taskId, 0, 'public/never-written.txt')).toMatchObject({ storageType: 'error', reason: 'file-missing-on-worker' });
     // No hint is left behind in the Azure pending queues (for pollTaskUrls: the worker deleted it).
     expect(await pendingMessages(tq)).toBe(0);
-    if (stubs.artifacts) {
-      // A plain PUT: content-type and content-length only (plus what HTTP itself needs).
-      const a = stubs.artifacts.artifacts.get(ArtifactStub.key(taskId, 0, 'public/result.txt'))!;
-      expect(a.putHeaders!.filter((h) => !['host', 'connection', 'content-type', 'content-length'].includes(h))).toEqual([]);
-    }
   });
 
   test('a non-zero exit is failed, with the log and artifacts still uploaded', async () => {
@@ -316,7 +301,7 @@ test('--proxy lets the task call the queue with task.scopes, and not with the ru
   expect(await worker.stop()).toBe(0);
 });
 
-(realArtifacts ? test : test.skip)('artifacts are downloadable through getArtifact; error artifacts answer 424', async () => {
+test('artifacts are downloadable through getArtifact; error artifacts answer 424', async () => {
   // Skipped until the artifact endpoints (issue 5) are in the route table.
   const tq = newQueue();
   const worker = startWorker(tq, 'claimWork');
@@ -341,7 +326,7 @@ test('--proxy lets the task call the queue with task.scopes, and not with the ru
   expect(await worker.stop()).toBe(0);
 });
 
-(realArtifacts ? test : test.skip)('the demo runs its task graph as planned', async () => {
+test('the demo runs its task graph as planned', async () => {
   // Skipped until the artifact endpoints (issue 5) are in the route table: the graph needs them.
   const { spawnSync } = await import('node:child_process');
   const r = spawnSync(NODE, [path.join(E2E_DIST, 'bin', 'demo.js'), '--exit'], { encoding: 'utf8', timeout: 170_000, env: { PATH: process.env.PATH ?? '' } });
