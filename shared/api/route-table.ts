@@ -6,8 +6,9 @@ import type { RouteDef } from './types';
 import { taskRoutes } from './routes/tasks';
 import { authRoutes } from './routes/auth';
 import { workRoutes } from './routes/work';
+import { opsRoutes } from './routes/ops';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...authRoutes, ...opsRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;
