@@ -173,6 +173,27 @@ export function indexOps(before: TaskRecord | undefined, after: TaskRecord | und
   return group(ops);
 }
 
+/**
+ * Extra changes for when a partition's transaction failed (a writer was out of order or an earlier
+ * index write was lost in a crash): remove rows of earlier states that this write assumed were
+ * already gone, for the changed runs and the run before them, and re-record that run's outcome.
+ */
+export function repairOps(before: TaskRecord | undefined, after: TaskRecord | undefined): IndexOp[] {
+  if (!before || !after) return [];
+  const ops: IndexOp[] = [];
+  const changed = after.runs.filter((a) => before.runs[a.runId]?.state !== a.state);
+  if (!changed.length) return ops;
+  for (const a of changed) {
+    if (isResolvedRun(a) && before.runs[a.runId]?.state === 'running') ops.push({ op: 'remove', row: pendingRow(after, a) });
+  }
+  const prev = after.runs[changed[0].runId - 1];
+  if (prev && isResolvedRun(prev)) {
+    ops.push({ op: 'remove', row: pendingRow(after, prev) }, { op: 'upsert', row: resolvedRow(after, prev) });
+    if (prev.started && prev.workerGroup) ops.push({ op: 'remove', row: claimedRow(after, prev) }, { op: 'upsert', row: workerRow(after, prev) });
+  }
+  return ops;
+}
+
 function group(ops: IndexOp[]): Map<string, IndexOp[]> {
   const m = new Map<string, IndexOp[]>();
   for (const o of ops) {
@@ -190,7 +211,7 @@ const MAX_BATCH = 100;
  * Applies one partition's changes: one transaction in the common case; if it fails because a row
  * was missing or already there (an out-of-order or repeated writer), each change alone.
  */
-export async function applyOps(storage: Storage, ops: IndexOp[]): Promise<void> {
+export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp[] = []): Promise<void> {
   const table = storage.table('Indexes');
   if (ops.length <= MAX_BATCH) {
     try {
@@ -206,7 +227,8 @@ export async function applyOps(storage: Storage, ops: IndexOp[]): Promise<void> 
       if (!(err instanceof StorageConflict)) throw err;
     }
   }
-  for (const o of ops) {
+  const keys = new Set(ops.map((o) => o.row.rowKey));
+  for (const o of [...ops, ...repair.filter((r) => !keys.has(r.row.rowKey))]) {
     const { partitionKey: pk, rowKey: rk } = o.row;
     if (o.op === 'upsert') await table.upsert(o.row);
     else if (o.op === 'create') {

@@ -9,7 +9,7 @@ import type { TaskObserver } from '../tasks/store';
 import type { Logger } from '../log';
 import { currentActor } from './actor';
 import { HistoryEntry, historyKeys, historyRows } from './history';
-import { applyOps, indexOps } from './indexes';
+import { applyOps, indexOps, repairOps } from './indexes';
 
 export function opsObserver(storage: Storage, log: Logger, now: () => Date): TaskObserver {
   // Entries computed for a write, logged once the write has taken effect.
@@ -26,11 +26,12 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
       const ctx = currentActor();
       if (ctx) ctx.transitions += entries.filter((e) => e.runId !== undefined).length;
       const task = (after ?? before)!;
-      for (const e of entries) {
-        log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, ...e });
+      for (const { event, ...e } of entries) {
+        log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }
       try {
-        await Promise.all([...indexOps(before, after).values()].map((ops) => applyOps(storage, ops)));
+        const repair = repairOps(before, after);
+        await Promise.all([...indexOps(before, after)].map(([pk, ops]) => applyOps(storage, ops, repair.filter((r) => r.row.partitionKey === pk))));
       } catch (err) {
         // The task write stands; the index catches up at the task's next transition (see indexes.ts).
         log.error('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });
