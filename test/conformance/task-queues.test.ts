@@ -100,7 +100,7 @@ test('listPendingTasks and listClaimedTasks return definitions and worker identi
   let token: string | undefined;
   let pages = 0;
   do {
-    const r = await q.listPendingTasks(tq, { limit: 2, ...(token ? { continuationToken: token } : {}) });
+    const r: any = await q.listPendingTasks(tq, { limit: 2, ...(token ? { continuationToken: token } : {}) });
     expect(r.tasks.length).toBeLessThanOrEqual(2);
     seen.push(...r.tasks);
     token = r.continuationToken;
@@ -119,7 +119,7 @@ test('listPendingTasks and listClaimedTasks return definitions and worker identi
   const claimed: any[] = [];
   token = undefined;
   do {
-    const r = await q.listClaimedTasks(tq, { limit: 2, ...(token ? { continuationToken: token } : {}) });
+    const r: any = await q.listClaimedTasks(tq, { limit: 2, ...(token ? { continuationToken: token } : {}) });
     claimed.push(...r.tasks);
     token = r.continuationToken;
   } while (token);
@@ -143,7 +143,7 @@ test('listTaskQueues / getTaskQueue list queues with tasks or workers; provision
   const all: any[] = [];
   let token: string | undefined;
   do {
-    const r = await q.listTaskQueues({ limit: 1, ...(token ? { continuationToken: token } : {}) });
+    const r: any = await q.listTaskQueues({ limit: 1, ...(token ? { continuationToken: token } : {}) });
     expect(r.taskQueues.length).toBeLessThanOrEqual(1);
     all.push(...r.taskQueues);
     token = r.continuationToken;
