@@ -4,6 +4,9 @@
  */
 import type { Services } from '../services';
 
+/** A probe must answer quickly: storage that has not answered by then counts as unreachable. */
+export const STORAGE_PROBE_TIMEOUT_MS = 3000;
+
 export interface Health {
   healthy: boolean;
   /** Why it is unhealthy (empty when healthy). */
@@ -18,7 +21,15 @@ export async function checkHealth(svc: Services): Promise<Health> {
   const h: Health = { healthy: true, problems: [], storage: 'ok', reaper: { staleAfterS } };
   let row: Record<string, unknown> | undefined;
   try {
-    row = await svc.storage.table('Indexes').get('reaper', 'last-run');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${STORAGE_PROBE_TIMEOUT_MS} ms`)), STORAGE_PROBE_TIMEOUT_MS);
+    });
+    try {
+      row = await Promise.race([svc.storage.table('Indexes').get('reaper', 'last-run'), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   } catch (err) {
     h.storage = 'unreachable';
     h.problems.push(`table storage is unreachable: ${String((err as Error)?.message ?? err).split('\n')[0]}`);
