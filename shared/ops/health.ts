@@ -21,15 +21,8 @@ export async function checkHealth(svc: Services): Promise<Health> {
   const h: Health = { healthy: true, problems: [], storage: 'ok', reaper: { staleAfterS } };
   let row: Record<string, unknown> | undefined;
   try {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${STORAGE_PROBE_TIMEOUT_MS} ms`)), STORAGE_PROBE_TIMEOUT_MS);
-    });
-    try {
-      row = await Promise.race([svc.storage.table('Indexes').get('reaper', 'last-run'), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // Abort (with the SDK's retries) rather than leave a probe running past its answer.
+    row = await svc.storage.table('Indexes').get('reaper', 'last-run', { abortSignal: AbortSignal.timeout(STORAGE_PROBE_TIMEOUT_MS) });
   } catch (err) {
     h.storage = 'unreachable';
     h.problems.push(`table storage is unreachable: ${String((err as Error)?.message ?? err).split('\n')[0]}`);

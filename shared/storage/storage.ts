@@ -86,10 +86,10 @@ export class CountedTable {
     });
   }
 
-  async get<T extends Entity = Entity>(pk: string, rk: string): Promise<(T & { etag: string }) | undefined> {
+  async get<T extends Entity = Entity>(pk: string, rk: string, opts: { abortSignal?: AbortSignal } = {}): Promise<(T & { etag: string }) | undefined> {
     return this.meter.run(`${this.name}.get`, async () => {
       try {
-        const e = await this.client.getEntity(pk, rk, { disableTypeConversion: false });
+        const e = await this.client.getEntity(pk, rk, { disableTypeConversion: false, abortSignal: opts.abortSignal });
         return e as unknown as T & { etag: string };
       } catch (err) {
         if (statusOf(err) === 404) return undefined;
