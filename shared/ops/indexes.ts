@@ -19,9 +19,15 @@
  * task can land out of order (e.g. a retry's pending row written after another instance already
  * claimed that run), so a delete that finds nothing leaves a tombstone (`live: false`) and creates
  * never overwrite (insert, 409 = a later state is already recorded). Resolved and worker rows hold
- * complete facts and are upserted. Counts read only `live` rows before their task's deadline, so a
- * row left behind by a crash between the task write and its index write stops counting at the
- * task's deadline at the latest, and is replaced at the task's next transition.
+ * complete facts and are upserted. If a crash loses an index write (between the task write and its
+ * index write), the task's next transition finds a row missing, and its fallback also removes the
+ * earlier-state rows of the changed runs and of the run before them (repairOps). Counts read only
+ * `live` rows of tasks before their deadline, so a row nothing repairs (a lost write for a final
+ * resolution) stops counting at the task's deadline at the latest.
+ *
+ * Exactness: pending/claimed counts are exact with respect to the task rows except in the instant
+ * between a task write and its index write (one storage call) and after such a crash as above.
+ * Stale or duplicate pending hints never count: rows follow task rows, not queue messages.
  */
 import { Entity, Storage, StorageConflict } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
