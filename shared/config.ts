@@ -33,7 +33,13 @@ export interface Config {
   publicQueueEndpoint?: string;
   /** Maximum task deadline in days from now. */
   maxTaskDeadlineDays: number;
+  /** Schemes the poll-URL SAS allows; unset: https only, unless the queue endpoint is http (Azurite). */
+  sasProtocol?: SasProtocol;
 }
+
+/** Values of the SAS `spr` field (Azure and Azurite reject a request whose scheme it excludes). */
+export const SAS_PROTOCOLS = ['https', 'https,http'] as const;
+export type SasProtocol = (typeof SAS_PROTOCOLS)[number];
 
 /** Default claim timeout: workers reclaim about 3 minutes before takenUntil, so keep it well above that. */
 const DEFAULT_CLAIM_TIMEOUT_S = 1200;
@@ -76,6 +82,7 @@ export const SETTING_NAMES = [
   'QUEUE_REAPER_STALE_S',
   'QUEUE_PUBLIC_QUEUE_ENDPOINT',
   'QUEUE_MAX_TASK_DEADLINE_DAYS',
+  'QUEUE_SAS_PROTOCOL',
 ] as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -84,6 +91,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (key.length !== 32) throw new Error('setting QUEUE_TOKEN_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
   const rootAccessToken = required(env, 'QUEUE_ROOT_ACCESS_TOKEN');
   if (rootAccessToken.length < 22) throw new Error('setting QUEUE_ROOT_ACCESS_TOKEN must be at least 22 characters');
+  const sasProtocol = env.QUEUE_SAS_PROTOCOL || undefined;
+  if (sasProtocol !== undefined && !(SAS_PROTOCOLS as readonly string[]).includes(sasProtocol)) {
+    throw new Error(`setting QUEUE_SAS_PROTOCOL must be one of ${SAS_PROTOCOLS.join(' | ')}, got '${sasProtocol}'`);
+  }
   const publicUrl = required(env, 'QUEUE_PUBLIC_URL').replace(/\/+$/, '');
   new URL(publicUrl); // throws on a malformed URL
   return {
@@ -101,5 +112,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reaperStaleS: num(env, 'QUEUE_REAPER_STALE_S', DEFAULT_REAPER_STALE_S),
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),
+    sasProtocol: sasProtocol as SasProtocol | undefined,
   };
 }

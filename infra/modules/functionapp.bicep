@@ -221,6 +221,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_REAPER_STALE_S: string(reaperStaleSeconds)
     QUEUE_PUBLIC_QUEUE_ENDPOINT: publicQueueEndpoint
     QUEUE_MAX_TASK_DEADLINE_DAYS: string(maxTaskDeadlineDays)
+    // Poll-URL SAS tokens are valid over HTTPS only in Azure (the http fallback exists for Azurite).
+    QUEUE_SAS_PROTOCOL: 'https'
   }
 }
 

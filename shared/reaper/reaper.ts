@@ -5,6 +5,7 @@
 import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import { handleDeadline, handleClaimExpired, handleResolved } from './handlers';
+import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 
 /** A message being handled stays invisible this long; if we crash it comes back afterwards. */
@@ -54,6 +55,7 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
       drain(svc, 'claim', handleClaimExpired, stats),
       drain(svc, 'deadline', handleDeadline, stats),
       drain(svc, 'resolved', handleResolved, stats),
+      expireArtifacts(svc),
     ]),
   );
   await svc.storage.table('Indexes').upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: new Date().toJSON() }).catch(() => undefined);

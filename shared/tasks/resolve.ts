@@ -9,6 +9,7 @@ import { TaskDeps } from './deps';
 import { ReasonCreated, ReasonResolved, Run, TaskRecord, TaskStatus, isResolved, taskState, taskStatus } from './model';
 import { conflict, notFound } from '../errors';
 import { notifyDependents, scheduleRun0 } from './dependencies';
+import { commitRunUploads } from '../artifacts/commit';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -175,6 +176,8 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
   }
   if (result.changed && lastRun(result.task)?.state === 'pending') d.wake(result.task.definition.taskQueueId);
   await propagate(d, result.task);
+  // Uploads end with the report, so commit them now (one query when none is pending).
+  await commitRunUploads(d.storage, taskId, runId);
   return taskStatus(result.task);
 }
 

@@ -6,6 +6,7 @@ import { claimRun, Worker } from '../tasks/resolve';
 import { Run, TaskRecord, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
 import { pollersOf, LeasedHint } from './poller';
+import type { Hint } from '../tasks/pending';
 
 /** A hint for a task that does not exist yet may be racing its createTask; retry it this soon. */
 const YOUNG_HINT_RETRY_S = 5;
@@ -31,40 +32,64 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
 
 export type Claim = ReturnType<typeof claimResponse>;
 
+/** Claims from one batch run side by side (four storage calls each), bounded to spare the account. */
+const CLAIM_PARALLELISM = 8;
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  });
+  await Promise.all(lanes);
+  return out;
+}
+
 /** Tries each leased hint; consumes used and stale hints, releases ones we failed on. */
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker): Promise<Claim[]> {
-  const claims: Claim[] = [];
   const seen = new Set<string>();
+  const usable: (LeasedHint & { hint: Hint })[] = [];
+  const garbage: LeasedHint[] = [];
   for (const l of leased) {
-    const { hint, message, queue } = l;
+    if (!svc.pending.verify(l.hint)) {
+      svc.log.warn('hint-invalid', { queue: l.queue.name, messageId: l.message.messageId });
+      garbage.push(l);
+      continue;
+    }
+    const key = `${l.hint.taskId}/${l.hint.runId}`;
+    if (seen.has(key)) garbage.push(l);
+    else {
+      seen.add(key);
+      usable.push(l as LeasedHint & { hint: Hint });
+    }
+  }
+  await Promise.all(garbage.map((l) => l.queue.delete(l.message.messageId, l.message.popReceipt)));
+  let firstError: unknown;
+  const results = await mapLimit(usable, CLAIM_PARALLELISM, async ({ hint, message, queue }): Promise<Claim | undefined> => {
     const done = () => queue.delete(message.messageId, message.popReceipt);
-    if (!svc.pending.verify(hint)) {
-      svc.log.warn('hint-invalid', { queue: queue.name, messageId: message.messageId });
-      await done();
-      continue;
-    }
-    const key = `${hint.taskId}/${hint.runId}`;
-    if (seen.has(key)) {
-      await done();
-      continue;
-    }
-    seen.add(key);
     try {
       const outcome = await claimRun(svc, hint.taskId, hint.runId, worker, hint.hintId);
       if (outcome.kind === 'claimed') {
-        claims.push(claimResponse(svc, outcome.task, outcome.run));
         await done();
-      } else if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
+        return claimResponse(svc, outcome.task, outcome.run);
+      }
+      if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
         await queue.release(message.messageId, message.popReceipt, YOUNG_HINT_RETRY_S);
       } else {
         await done();
       }
     } catch (err) {
+      firstError ??= err;
       svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
       await queue.release(message.messageId, message.popReceipt, 0).catch(() => undefined);
-      if (claims.length === 0) throw err;
     }
-  }
+    return undefined;
+  });
+  const claims = results.filter((c): c is Claim => c !== undefined);
+  if (claims.length === 0 && firstError) throw firstError;
   return claims;
 }
 

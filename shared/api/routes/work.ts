@@ -8,6 +8,7 @@ import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, 
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
 import { runCredentials } from '../../work/credentials';
+import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
@@ -61,15 +62,18 @@ export const workRoutes: RouteDef[] = [
     scopes: { AllOf: ['queue:claim-work:<taskQueueId>', 'queue:worker-id:<workerGroup>/<workerId>'] },
     input: 'claim-work-request',
     handler: async (req) => {
-      const { workerGroup, workerId, tasks } = req.body;
+      const { workerGroup, workerId, tasks, xmlMessage } = req.body;
       await req.authorize({ taskQueueId: req.params.taskQueueId, workerGroup, workerId });
+      const worker = { workerGroup, workerId };
       // One worker-row read per call (quarantine + throttled "seen"); a quarantined worker waits out the poll.
       const w = await req.services.workers.seen(req.params.taskQueueId, workerGroup, workerId);
       if (req.services.workers.isQuarantined(w)) {
         await new Promise((r) => setTimeout(r, req.services.config.claimWorkPollS * 1000));
         return ok({ tasks: [] });
       }
-      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, { workerGroup, workerId }, tasks) });
+      // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
+      if (xmlMessage !== undefined) return ok({ tasks: await claimFromXml(req.services, req.params.taskQueueId, worker, xmlMessage) });
+      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, worker, tasks) });
     },
   },
   {
