@@ -59,15 +59,21 @@ browserTest(
       await page.goto(`${svc.rootUrl}/api/dashboard#task=${taskId}`);
       await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'pending', undefined, { timeout: 15_000 });
       const claims = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'dash-worker', tasks: 2 })).tasks;
+      expect(claims).toHaveLength(2);
       for (const c of claims) {
         const wq = svc.queue(c.credentials);
-        if (c.status.taskId === taskId) await wq.reportCompleted(taskId, 0);
+        if (c.status.taskId === taskId) {
+          const expires = new Date(Date.now() + 3600_000).toJSON();
+          await wq.createArtifact(taskId, 0, 'public/logs/live.log', { storageType: 'reference', url: 'https://example.com/log', contentType: 'text/plain', expires });
+          await wq.reportCompleted(taskId, 0);
+        }
         else await wq.reportFailed(failing, 0);
       }
       await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'completed', undefined, { timeout: 20_000 });
       const history = await page.locator('section:has(h2:text("History")) tbody tr').allTextContents();
       expect(history.length).toBe(4);
       expect(history[0]).toMatch(/resolved.*completed/);
+      await page.waitForSelector('section:has(h2:text("Artifacts")) td:text("public/logs/live.log")', { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-task.png'), fullPage: true });
 
       // The overview shows the failure; the queue view quarantines the worker.
