@@ -27,6 +27,8 @@ export interface Config {
   deadlineDelayS: number;
   /** NCRONTAB schedule of the reaper timer. */
   reaperSchedule: string;
+  /** The health endpoint fails once the reaper has not finished a pass for this long. */
+  reaperStaleS: number;
   /** Queue endpoint workers can reach, for SAS poll URLs (defaults to the storage endpoint). */
   publicQueueEndpoint?: string;
   /** Maximum task deadline in days from now. */
@@ -43,6 +45,8 @@ export type SasProtocol = (typeof SAS_PROTOCOLS)[number];
 const DEFAULT_CLAIM_TIMEOUT_S = 1200;
 /** The real queue's long-poll; the JS client times out a request after 30 s. */
 const DEFAULT_CLAIM_WORK_POLL_S = 20;
+/** Five minutes without a reaper pass: many missed runs of any sensible schedule, so it is down. */
+const DEFAULT_REAPER_STALE_S = 300;
 /** Grace after a deadline so a worker reporting at the last second still wins. */
 const DEFAULT_DEADLINE_DELAY_S = 60;
 
@@ -75,6 +79,7 @@ export const SETTING_NAMES = [
   'QUEUE_CLAIM_WORK_POLL_S',
   'QUEUE_DEADLINE_DELAY_S',
   'QUEUE_REAPER_SCHEDULE',
+  'QUEUE_REAPER_STALE_S',
   'QUEUE_PUBLIC_QUEUE_ENDPOINT',
   'QUEUE_MAX_TASK_DEADLINE_DAYS',
   'QUEUE_SAS_PROTOCOL',
@@ -104,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimWorkPollS: num(env, 'QUEUE_CLAIM_WORK_POLL_S', DEFAULT_CLAIM_WORK_POLL_S),
     deadlineDelayS: num(env, 'QUEUE_DEADLINE_DELAY_S', DEFAULT_DEADLINE_DELAY_S),
     reaperSchedule: env.QUEUE_REAPER_SCHEDULE || '*/10 * * * * *',
+    reaperStaleS: num(env, 'QUEUE_REAPER_STALE_S', DEFAULT_REAPER_STALE_S),
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),
     sasProtocol: sasProtocol as SasProtocol | undefined,

@@ -11,12 +11,16 @@ import { Triggers } from './tasks/triggers';
 import { TaskGroups } from './tasks/groups';
 import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
+import { WorkerRegistry } from './ops/workers';
+import { opsObserver } from './ops/observer';
 
 export interface Services extends TaskDeps {
   config: Config;
   clients: ClientStore;
   authenticator: Authenticator;
   startedAt: Date;
+  /** Task queues and workers (seen, quarantine). */
+  workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
 }
@@ -44,13 +48,14 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage),
+    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now),
     groups: new TaskGroups(storage),
     now,
     log,
     startedAt: now(),
+    workers: new WorkerRegistry(storage, now),
     wakeListeners,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };

@@ -8,8 +8,9 @@ import { authRoutes } from './routes/auth';
 import { workRoutes } from './routes/work';
 import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
+import { opsRoutes } from './routes/ops';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

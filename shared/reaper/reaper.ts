@@ -6,6 +6,7 @@ import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import { handleDeadline, handleClaimExpired, handleResolved } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
+import { runAs } from '../ops/actor';
 
 /** A message being handled stays invisible this long; if we crash it comes back afterwards. */
 export const TRIGGER_LEASE_S = 5 * 60;
@@ -41,16 +42,23 @@ async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Servic
   }
 }
 
+/**
+ * One pass. Each run it resolves or retries is logged as its own `task-transition` event (actor
+ * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
+ */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
   const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, failed: 0 };
   const started = Date.now();
-  await Promise.all([
-    drain(svc, 'claim', handleClaimExpired, stats),
-    drain(svc, 'deadline', handleDeadline, stats),
-    drain(svc, 'resolved', handleResolved, stats),
-    expireArtifacts(svc),
-  ]);
+  const actor = { actor: 'reaper', transitions: 0 };
+  await runAs(actor, () =>
+    Promise.all([
+      drain(svc, 'claim', handleClaimExpired, stats),
+      drain(svc, 'deadline', handleDeadline, stats),
+      drain(svc, 'resolved', handleResolved, stats),
+      expireArtifacts(svc),
+    ]),
+  );
   await svc.storage.table('Indexes').upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: new Date().toJSON() }).catch(() => undefined);
-  svc.log.info('reaper-pass', { ...stats, ms: Date.now() - started });
+  svc.log.info('reaper-pass', { ...stats, transitions: actor.transitions, ms: Date.now() - started });
   return stats;
 }
