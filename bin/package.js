@@ -2,7 +2,8 @@
 'use strict';
 /**
  * Builds the deployment package for the function app: .package/app.zip, containing
- *   dist/**.js          the compiled app (run `npm run build` first; maps and typings are left out)
+ *   dist/**.js          the compiled app (run `npm run build` first; maps, typings and the
+ *                       local-only parts — local host, bench, reference worker, demo — are left out)
  *   host.json
  *   package.json        its "main" glob tells the Functions host which files to load
  *   node_modules/       production dependencies only, installed fresh with
@@ -24,6 +25,8 @@ const ROOT = path.resolve(__dirname, '..');
 const OUT_DIR = path.join(ROOT, '.package');
 const STAGING = path.join(OUT_DIR, 'app');
 const ZIP_PATH = path.join(OUT_DIR, 'app.zip');
+/** Compiled code that only runs on a developer machine (it needs devDependencies such as azurite). */
+const LOCAL_ONLY = ['shared/local/', 'bench/', 'bin/', 'worker/'];
 
 /** Classic ZIP limits; beyond them ZIP64 would be needed, which the fallback writer does not do. */
 const ZIP_MAX_ENTRIES = 0xffff;
@@ -77,7 +80,7 @@ function stage() {
   fs.rmSync(OUT_DIR, { recursive: true, force: true });
   fs.mkdirSync(STAGING, { recursive: true });
 
-  const js = walk(dist, (rel) => rel.endsWith('.js'));
+  const js = walk(dist, (rel) => rel.endsWith('.js') && !LOCAL_ONLY.some((p) => rel.startsWith(p)));
   if (js.length === 0) fail('dist/ holds no .js files; run `npm run build` first');
   for (const rel of js) copyFile(path.join(dist, rel), path.join(STAGING, 'dist', rel));
   if (!js.some((rel) => /^functions\/[^/]+\.js$/.test(rel))) {

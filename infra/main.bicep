@@ -153,6 +153,10 @@ param deadlineDelaySeconds int = 60
 @description('QUEUE_REAPER_SCHEDULE: NCRONTAB (6 fields, UTC) of the reaper timer.')
 param reaperSchedule string = '*/15 * * * * *'
 
+@description('QUEUE_REAPER_STALE_S: the health endpoint (/api/queue/v1/__heartbeat__) answers 500 once the reaper has not finished a pass for this many seconds.')
+@minValue(1)
+param reaperStaleSeconds int = 300
+
 @description('QUEUE_MAX_TASK_DEADLINE_DAYS: maximum task deadline, in days from now. Delayed trigger messages are capped by the 7-day storage queue visibility limit.')
 @minValue(1)
 param maxTaskDeadlineDays int = 5
@@ -270,6 +274,7 @@ module functionApp 'modules/functionapp.bicep' = {
     claimWorkPollSeconds: claimWorkPollSeconds
     deadlineDelaySeconds: deadlineDelaySeconds
     reaperSchedule: reaperSchedule
+    reaperStaleSeconds: reaperStaleSeconds
     maxTaskDeadlineDays: maxTaskDeadlineDays
   }
 }

@@ -39,4 +39,5 @@ param claimTimeoutSeconds = 1200
 param claimWorkPollSeconds = 20
 param deadlineDelaySeconds = 60
 param reaperSchedule = '*/15 * * * * *'
+param reaperStaleSeconds = 300
 param maxTaskDeadlineDays = 5

@@ -27,16 +27,26 @@ export interface Config {
   deadlineDelayS: number;
   /** NCRONTAB schedule of the reaper timer. */
   reaperSchedule: string;
+  /** The health endpoint fails once the reaper has not finished a pass for this long. */
+  reaperStaleS: number;
   /** Queue endpoint workers can reach, for SAS poll URLs (defaults to the storage endpoint). */
   publicQueueEndpoint?: string;
   /** Maximum task deadline in days from now. */
   maxTaskDeadlineDays: number;
+  /** Schemes the poll-URL SAS allows; unset: https only, unless the queue endpoint is http (Azurite). */
+  sasProtocol?: SasProtocol;
 }
+
+/** Values of the SAS `spr` field (Azure and Azurite reject a request whose scheme it excludes). */
+export const SAS_PROTOCOLS = ['https', 'https,http'] as const;
+export type SasProtocol = (typeof SAS_PROTOCOLS)[number];
 
 /** Default claim timeout: workers reclaim about 3 minutes before takenUntil, so keep it well above that. */
 const DEFAULT_CLAIM_TIMEOUT_S = 1200;
 /** The real queue's long-poll; the JS client times out a request after 30 s. */
 const DEFAULT_CLAIM_WORK_POLL_S = 20;
+/** Five minutes without a reaper pass: many missed runs of any sensible schedule, so it is down. */
+const DEFAULT_REAPER_STALE_S = 300;
 /** Grace after a deadline so a worker reporting at the last second still wins. */
 const DEFAULT_DEADLINE_DELAY_S = 60;
 
@@ -69,8 +79,10 @@ export const SETTING_NAMES = [
   'QUEUE_CLAIM_WORK_POLL_S',
   'QUEUE_DEADLINE_DELAY_S',
   'QUEUE_REAPER_SCHEDULE',
+  'QUEUE_REAPER_STALE_S',
   'QUEUE_PUBLIC_QUEUE_ENDPOINT',
   'QUEUE_MAX_TASK_DEADLINE_DAYS',
+  'QUEUE_SAS_PROTOCOL',
 ] as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -79,6 +91,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (key.length !== 32) throw new Error('setting QUEUE_TOKEN_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
   const rootAccessToken = required(env, 'QUEUE_ROOT_ACCESS_TOKEN');
   if (rootAccessToken.length < 22) throw new Error('setting QUEUE_ROOT_ACCESS_TOKEN must be at least 22 characters');
+  const sasProtocol = env.QUEUE_SAS_PROTOCOL || undefined;
+  if (sasProtocol !== undefined && !(SAS_PROTOCOLS as readonly string[]).includes(sasProtocol)) {
+    throw new Error(`setting QUEUE_SAS_PROTOCOL must be one of ${SAS_PROTOCOLS.join(' | ')}, got '${sasProtocol}'`);
+  }
   const publicUrl = required(env, 'QUEUE_PUBLIC_URL').replace(/\/+$/, '');
   new URL(publicUrl); // throws on a malformed URL
   return {
@@ -93,7 +109,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimWorkPollS: num(env, 'QUEUE_CLAIM_WORK_POLL_S', DEFAULT_CLAIM_WORK_POLL_S),
     deadlineDelayS: num(env, 'QUEUE_DEADLINE_DELAY_S', DEFAULT_DEADLINE_DELAY_S),
     reaperSchedule: env.QUEUE_REAPER_SCHEDULE || '*/10 * * * * *',
+    reaperStaleS: num(env, 'QUEUE_REAPER_STALE_S', DEFAULT_REAPER_STALE_S),
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),
+    sasProtocol: sasProtocol as SasProtocol | undefined,
   };
 }

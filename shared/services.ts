@@ -12,6 +12,8 @@ import { TaskGroups } from './tasks/groups';
 import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
+import { WorkerRegistry } from './ops/workers';
+import { opsObserver } from './ops/observer';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -34,6 +36,8 @@ export interface Services extends TaskDeps {
   clients: ClientStore;
   authenticator: Authenticator;
   startedAt: Date;
+  /** Task queues and workers (seen, quarantine). */
+  workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
 }
@@ -64,7 +68,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage),
+    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
@@ -72,6 +76,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     now,
     log,
     startedAt: now(),
+    workers: new WorkerRegistry(storage, now),
     wakeListeners,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };

@@ -31,6 +31,7 @@ test('the zip holds compiled code, host.json and production dependencies only', 
   expect(entries.some((e) => e.startsWith('node_modules/@azure/data-tables/'))).toBe(true);
   expect(entries.filter((e) => e.endsWith('.ts') && !e.startsWith('node_modules/'))).toEqual([]);
   expect(entries.filter((e) => /^(test|infra|functions|shared)\//.test(e))).toEqual([]);
+  expect(entries.filter((e) => /^dist\/(shared\/local|bench|bin|worker)\//.test(e))).toEqual([]);
   for (const dev of ['azurite', 'jest', 'typescript', 'taskcluster-client']) {
     expect(entries.some((e) => e.startsWith(`node_modules/${dev}/`))).toBe(false);
   }

@@ -112,6 +112,9 @@ param deadlineDelaySeconds int
 @description('QUEUE_REAPER_SCHEDULE')
 param reaperSchedule string
 
+@description('QUEUE_REAPER_STALE_S')
+param reaperStaleSeconds int
+
 @description('QUEUE_MAX_TASK_DEADLINE_DAYS')
 param maxTaskDeadlineDays int
 
@@ -215,8 +218,11 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_CLAIM_WORK_POLL_S: string(claimWorkPollSeconds)
     QUEUE_DEADLINE_DELAY_S: string(deadlineDelaySeconds)
     QUEUE_REAPER_SCHEDULE: reaperSchedule
+    QUEUE_REAPER_STALE_S: string(reaperStaleSeconds)
     QUEUE_PUBLIC_QUEUE_ENDPOINT: publicQueueEndpoint
     QUEUE_MAX_TASK_DEADLINE_DAYS: string(maxTaskDeadlineDays)
+    // Poll-URL SAS tokens are valid over HTTPS only in Azure (the http fallback exists for Azurite).
+    QUEUE_SAS_PROTOCOL: 'https'
   }
 }
 

@@ -13,6 +13,7 @@ import { validate } from './schemas';
 import type { ApiRequest, ApiResponse, RouteDef } from './types';
 import type { Services } from '../services';
 import { InjectedFault, invocationTally } from '../storage/counter';
+import { ActorContext, runAs } from '../ops/actor';
 
 /** lib-api's input limit; the function host caps bodies at 100 MB anyway. */
 export const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -101,10 +102,11 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
 
   return async function handler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
     const tally = { calls: 0 };
-    return invocationTally.run(tally, () => handle(request, context, tally));
+    const actor: ActorContext = { transitions: 0 };
+    return invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
   };
 
-  async function handle(request: HttpRequest, context: InvocationContext, tally: { calls: number }): Promise<HttpResponseInit> {
+  async function handle(request: HttpRequest, context: InvocationContext, tally: { calls: number }, actor: ActorContext): Promise<HttpResponseInit> {
     const started = Date.now();
     const errCtx: ErrorContext = { method: def.name, params: {}, payload: {} };
     let svc: Services | undefined;
@@ -141,6 +143,9 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
           port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
           authorization: request.headers.get('authorization') ?? undefined,
           contentType: request.headers.get('content-type') ?? undefined,
+        }).then((c) => {
+          actor.actor = c.clientId; // task history names who made each transition
+          return c;
         }));
       let authorized = def.scopes === null;
       const authorize = async (p: Record<string, unknown>) => {

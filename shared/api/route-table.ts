@@ -6,9 +6,12 @@ import type { RouteDef } from './types';
 import { taskRoutes } from './routes/tasks';
 import { authRoutes } from './routes/auth';
 import { workRoutes } from './routes/work';
+import { pollRoutes } from './routes/polls';
+import { artifactRoutes } from './routes/artifacts';
+import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...authRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

@@ -19,7 +19,6 @@ const LOCAL_REAPER_SCHEDULE = '*/5 * * * * *';
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const root = path.resolve(__dirname, '..', '..', '..');
   loadLocalSettings(env, path.join(root, 'local.settings.json'));
-  if (env.QUEUE_STORAGE_CONNECTION === 'UseDevelopmentStorage=true' && !env.QUEUE_USE_EXTERNAL_AZURITE) delete env.QUEUE_STORAGE_CONNECTION;
   ensureLocalSecrets(env, path.join(root, '.local'));
   const port = Number(env.PORT || 7071);
   env.QUEUE_PUBLIC_URL ||= `http://localhost:${port}`;

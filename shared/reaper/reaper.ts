@@ -13,6 +13,8 @@ import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../stora
 import type { TriggerResult } from '../tasks/resolve';
 import { mapLimit } from '../limit';
 import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
+import { expireArtifacts } from '../artifacts/expiry';
+import { runAs } from '../ops/actor';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -95,13 +97,23 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
   }
 }
 
+/**
+ * One pass. Each run it resolves or retries is logged as its own `task-transition` event (actor
+ * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
+ */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
   const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0 };
   const started = Date.now();
-  await drain(svc, 'claim', handleClaimExpired, stats);
-  await drain(svc, 'deadline', handleDeadline, stats);
-  await drain(svc, 'resolved', handleResolved, stats);
-  await sweepExpired(svc, stats);
-  svc.log.info('reaper-pass', { ...stats, ms: Date.now() - started });
+  const actor = { actor: 'reaper', transitions: 0 };
+  await runAs(actor, async () => {
+    await drain(svc, 'claim', handleClaimExpired, stats);
+    await drain(svc, 'deadline', handleDeadline, stats);
+    await drain(svc, 'resolved', handleResolved, stats);
+    await sweepExpired(svc, stats);
+    await expireArtifacts(svc);
+  });
+  // Health (shared/ops/health.ts) reads this stamp to tell whether the reaper runs.
+  await svc.storage.table('Indexes').upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: new Date().toJSON() }).catch(() => undefined);
+  svc.log.info('reaper-pass', { ...stats, transitions: actor.transitions, ms: Date.now() - started });
   return stats;
 }

@@ -2,7 +2,7 @@
  * The only code that talks to Azure Storage. Tables, queues and the artifact container are reached
  * through small counted wrappers, so every storage transaction is metered in one place.
  */
-import { TableClient, TableTransaction } from '@azure/data-tables';
+import { TableClient, TableTransaction, TableTransactionResponse } from '@azure/data-tables';
 import { QueueClient, QueueServiceClient, StorageSharedKeyCredential as QueueKey } from '@azure/storage-queue';
 import { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { StorageMeter } from './counter';
@@ -86,10 +86,10 @@ export class CountedTable {
     });
   }
 
-  async get<T extends Entity = Entity>(pk: string, rk: string): Promise<(T & { etag: string }) | undefined> {
+  async get<T extends Entity = Entity>(pk: string, rk: string, opts: { abortSignal?: AbortSignal } = {}): Promise<(T & { etag: string }) | undefined> {
     return this.meter.run(`${this.name}.get`, async () => {
       try {
-        const e = await this.client.getEntity(pk, rk, { disableTypeConversion: false });
+        const e = await this.client.getEntity(pk, rk, { disableTypeConversion: false, abortSignal: opts.abortSignal });
         return e as unknown as T & { etag: string };
       } catch (err) {
         if (statusOf(err) === 404) return undefined;
@@ -148,14 +148,18 @@ export class CountedTable {
     });
   }
 
-  /** Deletes; a missing entity is fine. With an etag, throws StorageConflict('etag') on mismatch. */
-  async delete(pk: string, rk: string, etag = '*'): Promise<void> {
-    await this.meter.run(`${this.name}.delete`, async () => {
+  /**
+   * Deletes; a missing entity is fine (returns false). With an etag, throws StorageConflict('etag')
+   * on mismatch.
+   */
+  async delete(pk: string, rk: string, etag = '*'): Promise<boolean> {
+    return this.meter.run(`${this.name}.delete`, async () => {
       try {
         await this.client.deleteEntity(pk, rk, { etag });
+        return true;
       } catch (err) {
         const s = statusOf(err);
-        if (s === 404) return;
+        if (s === 404) return false;
         if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
         throw err;
       }
@@ -163,12 +167,12 @@ export class CountedTable {
   }
 
   /** One entity-group transaction (same partition, ≤100 operations); billed as one transaction. */
-  async transact(build: (tx: TableTransaction) => void): Promise<void> {
+  async transact(build: (tx: TableTransaction) => void): Promise<TableTransactionResponse> {
     const tx = new TableTransaction();
     build(tx);
-    await this.meter.run(`${this.name}.transaction`, async () => {
+    return this.meter.run(`${this.name}.transaction`, async () => {
       try {
-        await this.client.submitTransaction(tx.actions);
+        return await this.client.submitTransaction(tx.actions);
       } catch (err) {
         const s = statusOf(err);
         if (s === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);

@@ -7,7 +7,6 @@
 import { StorageConflict } from '../storage/storage';
 import { odata } from '../storage/keys';
 import { GROUP_RK } from './groups';
-import { TASK_RK } from './model';
 import type { TaskDeps } from './deps';
 
 /** Entity-group transactions hold at most 100 operations. */
@@ -45,7 +44,8 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   const meta = await d.groups.meta(taskGroupId);
   // The meta row's expires is the latest of its members', so only the last member to expire removes it.
   if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, GROUP_RK, meta.etag));
-  if (t) await ignoreConflict(d.storage.table('Tasks').delete(taskId, TASK_RK, t.etag));
+  // The task row with its history, and its operator index rows.
+  if (t) await d.tasks.delete(taskId, t);
 }
 
 /** Deletes rows of one partition in batches; falls back to single deletes if someone else raced us. */
@@ -61,7 +61,7 @@ async function deleteAll(table: ReturnType<TaskDeps['storage']['table']>, pk: st
   }
 }
 
-async function ignoreConflict(p: Promise<void>): Promise<void> {
+async function ignoreConflict(p: Promise<unknown>): Promise<void> {
   try {
     await p;
   } catch (err) {

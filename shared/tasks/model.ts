@@ -70,6 +70,8 @@ export interface TaskRecord {
   hasDependents: boolean;
   /** runId whose resolution has been propagated to dependents (-1 = none yet). */
   dependentsNotified: number;
+  /** Number of history rows written for this task (shared/ops/history.ts); absent = 0. */
+  historySeq?: number;
   etag?: string;
 }
 
@@ -151,6 +153,7 @@ export function encodeTask(t: TaskRecord): Entity {
     takenUntil: t.takenUntil,
     hasDependents: t.hasDependents,
     dependentsNotified: t.dependentsNotified,
+    historySeq: t.historySeq ?? 0,
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -175,6 +178,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     takenUntil: (e.takenUntil as string) ?? '',
     hasDependents: Boolean(e.hasDependents),
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
+    historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     etag: e.etag,
   };
 }

@@ -18,8 +18,10 @@ export interface Hint {
 
 /** How long a process trusts that a queue exists and its priority is recorded. */
 const ENSURED_TTL_MS = 60 * 60 * 1000;
-/** How long pollers trust the list of priorities a task queue uses. */
-export const USED_PRIORITIES_TTL_MS = 30 * 1000;
+/** How long pollers trust the list of priorities a task queue uses (another instance may add one). */
+export const USED_PRIORITIES_TTL_MS = 5 * 1000;
+/** An empty list is trusted only briefly, so the first task of a new task queue is seen fast. */
+export const NO_PRIORITIES_TTL_MS = 1000;
 
 function base32(buf: Buffer): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
@@ -39,6 +41,8 @@ function base32(buf: Buffer): string {
 
 export class PendingQueues {
   private readonly ensured = new Map<string, number>();
+  /** Queues this process created without recording their priority as used (poll URLs). */
+  private readonly created = new Map<string, number>();
   private readonly usedCache = new Map<string, { at: number; priorities: Priority[] }>();
 
   constructor(
@@ -84,6 +88,21 @@ export class PendingQueues {
     this.usedCache.delete(taskQueueId);
   }
 
+  /**
+   * Creates the queue (once per process per hour) without recording the priority as used, so
+   * handing out poll URLs for all seven priorities does not make the claimWork pollers poll them.
+   */
+  async ensureQueue(taskQueueId: string, priority: Priority): Promise<void> {
+    const key = `${taskQueueId}\n${priority}`;
+    const fresh = (m: Map<string, number>) => {
+      const at = m.get(key);
+      return at !== undefined && Date.now() - at < ENSURED_TTL_MS;
+    };
+    if (fresh(this.ensured) || fresh(this.created)) return;
+    await this.queue(taskQueueId, priority).create();
+    this.created.set(key, Date.now());
+  }
+
   /** Puts a hint that lives until the task's deadline. */
   async put(taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string): Promise<void> {
     await this.ensure(taskQueueId, priority);
@@ -95,7 +114,8 @@ export class PendingQueues {
   /** Priorities with a pending queue for this task queue, highest first (cached briefly). */
   async usedPriorities(taskQueueId: string, fresh = false): Promise<Priority[]> {
     const hit = this.usedCache.get(taskQueueId);
-    if (!fresh && hit && Date.now() - hit.at < USED_PRIORITIES_TTL_MS) return hit.priorities;
+    const ttl = hit && hit.priorities.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
+    if (!fresh && hit && Date.now() - hit.at < ttl) return hit.priorities;
     const page = await this.storage.table('TaskQueues').page(`PartitionKey eq ${odata(encodeKey(taskQueueId))} and RowKey ge 'p' and RowKey lt 'q'`, 10);
     const set = new Set(page.items.map((r) => r.priority as Priority));
     const priorities = PRIORITIES.filter((p) => set.has(p));

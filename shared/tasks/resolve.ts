@@ -10,6 +10,7 @@ import { ReasonCreated, ReasonResolved, Run, TaskRecord, TaskStatus, isResolved,
 import { conflict, notFound } from '../errors';
 import type { TriggerRef } from './triggers';
 import { notifyDependents, scheduleRun0 } from './dependencies';
+import { commitRunUploads } from '../artifacts/commit';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -195,6 +196,8 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
   }
   if (result.changed && lastRun(after)?.state === 'pending') d.wake(after.definition.taskQueueId);
   await propagate(d, after);
+  // Uploads end with the report, so commit them now (one query when none is pending).
+  await commitRunUploads(d.storage, taskId, runId);
   if (net) await d.triggers.done(net).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId, error: String(err?.message ?? err) }));
   return taskStatus(after);
 }

@@ -2,14 +2,32 @@
  * Loading and changing task rows. Every change is a read-modify-write guarded by the row's ETag;
  * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
  */
-import { Storage, StorageConflict } from '../storage/storage';
+import { Entity, Storage, StorageConflict } from '../storage/storage';
 import { TASK_RK, TaskRecord, decodeTask, encodeTask } from './model';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
 const MAX_MODIFY_ATTEMPTS = 10;
+/** Entity-group transactions hold at most 100 operations. */
+const MAX_BATCH = 100;
+
+/**
+ * Hooks around task writes (shared/ops/observer.ts): rows for the task's own partition written in
+ * the same entity-group transaction as the task row (history), then a follow-up after the write
+ * took effect (indexes, events; must not throw).
+ */
+export interface TaskObserver {
+  /** May set `after.historySeq`; rows must be in partition `after.taskId`. */
+  rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
+  written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
+  /** Row keys to delete with the task (its history). */
+  extraKeys?(taskId: string): Promise<string[]>;
+}
 
 export class TaskStore {
-  constructor(private readonly storage: Storage) {}
+  constructor(
+    private readonly storage: Storage,
+    private readonly observer?: TaskObserver,
+  ) {}
 
   private get table() {
     return this.storage.table('Tasks');
@@ -23,12 +41,29 @@ export class TaskStore {
   /** Inserts a new task row; returns false if the taskId is taken. */
   async insert(t: TaskRecord): Promise<boolean> {
     try {
-      t.etag = await this.table.insert(encodeTask(t));
-      return true;
+      const extra = this.observer?.rowsFor(undefined, t) ?? [];
+      t.etag = await this.write(t.taskId, encodeTask(t), extra);
     } catch (err) {
       if (err instanceof StorageConflict) return false;
       throw err;
     }
+    await this.observer?.written(undefined, t);
+    return true;
+  }
+
+  /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */
+  private async write(taskId: string, row: Entity, extra: Entity[], etag?: string): Promise<string> {
+    if (!extra.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
+    const r = await this.table.transact((tx) => {
+      if (etag) tx.updateEntity(row, 'Replace', { etag });
+      else tx.createEntity(row);
+      for (const e of extra) tx.upsertEntity(e, 'Replace');
+    });
+    const newEtag = r.subResponses[0]?.etag;
+    if (newEtag) return newEtag;
+    const reread = await this.table.get(taskId, TASK_RK);
+    if (!reread) throw new StorageConflict('missing', `Tasks: ${taskId} gone after write`);
+    return reread.etag;
   }
 
   /**
@@ -45,18 +80,40 @@ export class TaskStore {
       copy.etag = current.etag;
       if (!fn(copy)) return { task: current, changed: false };
       try {
-        copy.etag = await this.table.update(encodeTask(copy), current.etag!);
-        return { task: copy, changed: true };
+        const extra = this.observer?.rowsFor(current, copy) ?? [];
+        copy.etag = await this.write(taskId, encodeTask(copy), extra, current.etag!);
       } catch (err) {
         if (err instanceof StorageConflict && err.reason === 'etag') continue;
         if (err instanceof StorageConflict && err.reason === 'missing') return undefined;
         throw err;
       }
+      await this.observer?.written(current, copy);
+      return { task: copy, changed: true };
     }
     throw new Error(`task ${taskId}: too many concurrent modifications`);
   }
 
-  async delete(taskId: string): Promise<void> {
-    await this.table.delete(taskId, TASK_RK);
+  /**
+   * Deletes the task row and its history: a just-created task whose dependencies were missing, or
+   * an expired one (`known` saves a read). The rows share the task's partition, so they go in
+   * entity-group transactions, the task row in the last one: a crash in between leaves a task
+   * without history, never history without a task. Its index rows go first, while the task row
+   * still exists to say which they are, so a repeat after a crash finds them again.
+   */
+  async delete(taskId: string, known?: TaskRecord): Promise<void> {
+    const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
+    if (before) await this.observer!.written(before, undefined);
+    const keys = [...((await this.observer?.extraKeys?.(taskId)) ?? []), TASK_RK];
+    for (let i = 0; i < keys.length; i += MAX_BATCH) {
+      const chunk = keys.slice(i, i + MAX_BATCH);
+      try {
+        if (chunk.length === 1) await this.table.delete(taskId, chunk[0]);
+        else await this.table.transact((tx) => chunk.forEach((rk) => tx.deleteEntity(taskId, rk)));
+      } catch (err) {
+        // A row was already gone (another deleter): fall back to one by one.
+        if (!(err instanceof StorageConflict)) throw err;
+        for (const rk of chunk) await this.table.delete(taskId, rk);
+      }
+    }
   }
 }

@@ -6,6 +6,8 @@ import { claimRun, ClaimOutcome, Worker } from '../tasks/resolve';
 import { Run, TaskRecord, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
 import { pollersOf, LeasedHint } from './poller';
+import type { Hint } from '../tasks/pending';
+import { mapLimit } from '../limit';
 
 /** A hint for a task that does not exist yet may be racing its createTask; retry it this soon. */
 const YOUNG_HINT_RETRY_S = 5;
@@ -31,55 +33,66 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
 
 export type Claim = ReturnType<typeof claimResponse>;
 
+/** Claims from one batch run side by side (four storage calls each), bounded to spare the account. */
+const CLAIM_PARALLELISM = 8;
+
 /**
- * Tries each leased hint; consumes used and stale hints, releases ones we failed on (so a retry, or
- * another worker, can use them at once).
+ * Tries the leased hints: runs side by side, and for each run its hints one after another until
+ * one claims it (a stale copy may come before the one the run was scheduled with). Consumes used
+ * and stale hints; releases the ones we failed on, so a retry (or another worker) can use them at
+ * once.
  */
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker): Promise<Claim[]> {
-  const claims: Claim[] = [];
-  const seen = new Set<string>();
   // A retried claimWork gets back a claim it made but never received; a stale copy of the hint
   // only reappears after a whole lease, too late to be mistaken for a retry.
   const replayWithinS = svc.tuning.hintLeaseS / 2;
+  const byRun = new Map<string, (LeasedHint & { hint: Hint })[]>();
+  const garbage: LeasedHint[] = [];
   for (const l of leased) {
-    const { hint, message, queue } = l;
-    const done = () => queue.delete(message.messageId, message.popReceipt);
-    if (!svc.pending.verify(hint)) {
-      svc.log.warn('hint-invalid', { queue: queue.name, messageId: message.messageId });
-      await done();
+    if (!svc.pending.verify(l.hint)) {
+      svc.log.warn('hint-invalid', { queue: l.queue.name, messageId: l.message.messageId });
+      garbage.push(l);
       continue;
     }
-    // Once a run is claimed in this batch, its other hints are stale. (Until then every hint is
-    // tried: a stale one may come before the one the run was scheduled with.)
-    const key = `${hint.taskId}/${hint.runId}`;
-    if (seen.has(key)) {
-      await done().catch(() => undefined);
-      continue;
-    }
-    let outcome: ClaimOutcome;
-    try {
-      outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS });
-    } catch (err) {
-      svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
-      await queue.release(message.messageId, message.popReceipt, 0).catch(() => undefined);
-      if (claims.length === 0) throw err;
-      continue;
-    }
-    try {
-      if (outcome.kind === 'claimed') {
-        seen.add(key);
-        claims.push(claimResponse(svc, outcome.task, outcome.run));
-        await done();
-      } else if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
-        await queue.release(message.messageId, message.popReceipt, YOUNG_HINT_RETRY_S);
-      } else {
-        await done();
-      }
-    } catch (err) {
-      // The claim stands; a hint we could not delete comes back after its lease and is then stale.
-      svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
-    }
+    const key = `${l.hint.taskId}/${l.hint.runId}`;
+    byRun.set(key, [...(byRun.get(key) ?? []), l as LeasedHint & { hint: Hint }]);
   }
+  const remove = (l: LeasedHint) => l.queue.delete(l.message.messageId, l.message.popReceipt);
+  await Promise.all(garbage.map(remove));
+  let firstError: unknown;
+  const results = await mapLimit([...byRun.values()], CLAIM_PARALLELISM, async (hints): Promise<Claim | undefined> => {
+    for (let i = 0; i < hints.length; i++) {
+      const { hint, message, queue } = hints[i];
+      let outcome: ClaimOutcome;
+      try {
+        outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS });
+      } catch (err) {
+        firstError ??= err;
+        svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
+        await Promise.all(hints.slice(i).map((l) => l.queue.release(l.message.messageId, l.message.popReceipt, 0).catch(() => undefined)));
+        return undefined;
+      }
+      try {
+        if (outcome.kind === 'claimed') {
+          // The claim stands even if cleanup fails: an undeleted hint comes back after its lease, stale.
+          await Promise.all(hints.slice(i).map(remove)).catch((err) =>
+            svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) }),
+          );
+          return claimResponse(svc, outcome.task, outcome.run);
+        }
+        if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
+          await queue.release(message.messageId, message.popReceipt, YOUNG_HINT_RETRY_S);
+        } else {
+          await remove(hints[i]);
+        }
+      } catch (err) {
+        svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
+      }
+    }
+    return undefined;
+  });
+  const claims = results.filter((c): c is Claim => c !== undefined);
+  if (claims.length === 0 && firstError) throw firstError;
   return claims;
 }
 

@@ -47,7 +47,8 @@ export class HintPoller {
         }, Math.max(0, untilMs - Date.now())),
       };
       this.waiters.push(waiter);
-      this.wake();
+      // A new waiter joins the running loop's schedule: waking it here would make idle cost grow
+      // with the rate at which workers arrive instead of staying flat.
       if (!this.running) void this.loop();
     });
   }

@@ -8,6 +8,7 @@ import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, 
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
 import { runCredentials } from '../../work/credentials';
+import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
@@ -61,9 +62,18 @@ export const workRoutes: RouteDef[] = [
     scopes: { AllOf: ['queue:claim-work:<taskQueueId>', 'queue:worker-id:<workerGroup>/<workerId>'] },
     input: 'claim-work-request',
     handler: async (req) => {
-      const { workerGroup, workerId, tasks } = req.body;
+      const { workerGroup, workerId, tasks, xmlMessage } = req.body;
       await req.authorize({ taskQueueId: req.params.taskQueueId, workerGroup, workerId });
-      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, { workerGroup, workerId }, tasks) });
+      const worker = { workerGroup, workerId };
+      // One worker-row read per call (quarantine + throttled "seen"); a quarantined worker waits out the poll.
+      const w = await req.services.workers.seen(req.params.taskQueueId, workerGroup, workerId);
+      if (req.services.workers.isQuarantined(w)) {
+        await new Promise((r) => setTimeout(r, req.services.config.claimWorkPollS * 1000));
+        return ok({ tasks: [] });
+      }
+      // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
+      if (xmlMessage !== undefined) return ok({ tasks: await claimFromXml(req.services, req.params.taskQueueId, worker, xmlMessage) });
+      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, worker, tasks) });
     },
   },
   {
@@ -80,6 +90,8 @@ export const workRoutes: RouteDef[] = [
       const runId = runIdOf(req);
       if (new Date(t.definition.deadline) <= req.services.now()) throw conflict(`task ${t.taskId} has passed its deadline`);
       if (!t.runs[runId]) throw notFound(`run ${runId} of task ${t.taskId} not found`);
+      // A quarantined worker gets `{}`, as Taskcluster answers.
+      if (req.services.workers.isQuarantined(await req.services.workers.seen(t.definition.taskQueueId, workerGroup, workerId))) return ok({});
       const outcome = await claimRun(req.services, t.taskId, runId, { workerGroup, workerId }, null, t);
       if (outcome.kind === 'task-not-found') throw notFound(`task ${t.taskId} not found`);
       if (outcome.kind === 'conflict') throw conflict(`cannot claim run ${runId} of task ${t.taskId}: ${outcome.reason}`);
@@ -94,6 +106,7 @@ export const workRoutes: RouteDef[] = [
     scopes: 'queue:reclaim-task:<taskId>/<runId>',
     handler: async (req) => {
       const { task, run } = await reclaimRun(req.services, req.params.taskId, runIdOf(req));
+      await req.services.workers.seen(task.definition.taskQueueId, run.workerGroup!, run.workerId!);
       return ok({
         status: taskStatus(task),
         runId: run.runId,

@@ -1,0 +1,297 @@
+/**
+ * The benchmark phases that drive the service over HTTP with taskcluster-client v87, as workers
+ * and task creators would.
+ */
+import { Instance, newTaskId, sleep, taskDef } from './harness';
+import { MeterDelta, meterWindow, percentile, round, runLoops } from './stats';
+import { pollersOf } from '../shared/work/poller';
+import { runReaper, ReaperStats } from '../shared/reaper/reaper';
+
+const WORKER = { workerGroup: 'bench', workerId: 'w' };
+/** Give up on a phase step that should take milliseconds but hangs (e.g. a lost hint). */
+const STEP_TIMEOUT_MS = 30_000;
+/** After an unexpected error, pause briefly so a failing loop does not spin. */
+const ERROR_PAUSE_MS = 50;
+
+export interface Errors {
+  count: number;
+  first: string[];
+}
+
+function noteError(errors: Errors, err: unknown): void {
+  errors.count++;
+  if (errors.first.length < 3) errors.first.push(String((err as Error)?.message ?? err).split('\n')[0]);
+}
+
+const newErrors = (): Errors => ({ count: 0, first: [] });
+
+async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('timed out waiting for a condition');
+    await sleep(2);
+  }
+}
+
+/** createTask → claimWork (tasks: 1, until it gets one) → reportCompleted with the claim's credentials. */
+async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number): Promise<void> {
+  await root.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
+  for (;;) {
+    const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: 1 });
+    if (!tasks.length) continue;
+    const c = tasks[0];
+    await inst.queue(c.credentials).reportCompleted(c.status.taskId, c.runId);
+    return;
+  }
+}
+
+// ---- (a) pickup latency ----
+
+export interface PickupResult {
+  samples: number;
+  p50Ms: number;
+  p95Ms: number;
+  maxMs: number;
+  errors: Errors;
+}
+
+/**
+ * A worker waits in claimWork on `claimer`; after a random pause, a task is created through
+ * `creator` (the same instance, or another one that shares the storage but cannot wake this
+ * instance's poller). Latency: from just before createTask is sent until the claim arrives.
+ */
+export async function pickupLatency(claimer: Instance, creator: Instance, taskQueueId: string, samples: number, maxPauseMs: number): Promise<PickupResult> {
+  const root = claimer.queue();
+  const creatorRoot = creator.queue();
+  const poller = pollersOf(claimer.services).get(taskQueueId);
+  // Warm up: a first task created on the claiming instance records the priority there.
+  await lifecycle(claimer, root, taskQueueId);
+  const latencies: number[] = [];
+  const errors = newErrors();
+  for (let i = 0; i < samples; i++) {
+    try {
+      const claimed = root.claimWork(taskQueueId, { ...WORKER, tasks: 1 });
+      await waitFor(() => poller.waiting > 0);
+      await sleep(Math.random() * maxPauseMs);
+      const t0 = performance.now();
+      await creatorRoot.createTask(newTaskId(), taskDef(taskQueueId));
+      const { tasks } = await claimed;
+      const t1 = performance.now();
+      if (tasks.length !== 1) throw new Error(`claimWork returned ${tasks.length} tasks`);
+      latencies.push(t1 - t0);
+      await claimer.queue(tasks[0].credentials).reportCompleted(tasks[0].status.taskId, tasks[0].runId);
+    } catch (err) {
+      noteError(errors, err);
+    }
+  }
+  return {
+    samples: latencies.length,
+    p50Ms: round(percentile(latencies, 50), 1),
+    p95Ms: round(percentile(latencies, 95), 1),
+    maxMs: round(Math.max(...latencies), 1),
+    errors,
+  };
+}
+
+// ---- (b) closed-loop lifecycle throughput ----
+
+export interface ThroughputResult {
+  concurrency: number;
+  completed: number;
+  seconds: number;
+  perSecond: number;
+  storage: MeterDelta;
+  errors: Errors;
+}
+
+/** `concurrency` loops run whole lifecycles until `count` are started or `durationMs` passes. */
+export async function closedLoop(
+  inst: Instance,
+  taskQueueId: string,
+  opts: { concurrency: number; durationMs?: number; count?: number; deadlineInMs?: number },
+): Promise<ThroughputResult> {
+  const root = inst.queue();
+  const errors = newErrors();
+  let started = 0;
+  let completed = 0;
+  const stopAt = opts.durationMs === undefined ? Infinity : Date.now() + opts.durationMs;
+  const meter = meterWindow(inst.services.storage.meter);
+  const t0 = performance.now();
+  await runLoops(opts.concurrency, async () => {
+    if (Date.now() >= stopAt || (opts.count !== undefined && started >= opts.count)) return false;
+    started++;
+    try {
+      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs);
+      completed++;
+    } catch (err) {
+      noteError(errors, err);
+      await sleep(ERROR_PAUSE_MS);
+    }
+    return true;
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage: meter.stop(), errors };
+}
+
+// ---- (c) backlog drain ----
+
+export interface BacklogResult {
+  tasks: number;
+  createPerSecond: number;
+  drainLoops: number;
+  claimBatch: number;
+  claimed: number;
+  drainSeconds: number;
+  claimedPerSecond: number;
+  meanBatch: number;
+  drainStorage: MeterDelta;
+  errors: Errors;
+}
+
+/** Creates `tasks` tasks, then `loops` workers drain them with claimWork(tasks: `batch`). */
+export async function backlogDrain(inst: Instance, taskQueueId: string, opts: { tasks: number; createConcurrency: number; loops: number; batch: number }): Promise<BacklogResult> {
+  const root = inst.queue();
+  const errors = newErrors();
+  let created = 0;
+  const c0 = performance.now();
+  await runLoops(opts.createConcurrency, async () => {
+    if (created >= opts.tasks) return false;
+    created++;
+    try {
+      await root.createTask(newTaskId(), taskDef(taskQueueId));
+    } catch (err) {
+      created--;
+      noteError(errors, err);
+      await sleep(ERROR_PAUSE_MS);
+    }
+    return true;
+  });
+  const createSeconds = (performance.now() - c0) / 1000;
+
+  let claimed = 0;
+  let batches = 0;
+  let drainedAt = 0;
+  const meter = meterWindow(inst.services.storage.meter);
+  const d0 = performance.now();
+  await runLoops(opts.loops, async () => {
+    if (claimed >= opts.tasks) return false;
+    try {
+      const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: opts.batch });
+      if (!tasks.length) return false; // the poll window passed without work: the backlog is gone
+      claimed += tasks.length;
+      batches++;
+      if (claimed >= opts.tasks && !drainedAt) drainedAt = performance.now();
+    } catch (err) {
+      noteError(errors, err);
+      await sleep(ERROR_PAUSE_MS);
+    }
+    return true;
+  });
+  const drainSeconds = ((drainedAt || performance.now()) - d0) / 1000;
+  return {
+    tasks: opts.tasks,
+    createPerSecond: round(opts.tasks / createSeconds, 1),
+    drainLoops: opts.loops,
+    claimBatch: opts.batch,
+    claimed,
+    drainSeconds: round(drainSeconds),
+    claimedPerSecond: round(claimed / drainSeconds, 1),
+    meanBatch: round(claimed / Math.max(1, batches), 1),
+    drainStorage: meter.stop(),
+    errors,
+  };
+}
+
+// ---- (d) storage transactions per lifecycle, background included ----
+
+export interface LifecycleCostResult {
+  lifecycles: number;
+  foreground: MeterDelta;
+  background: MeterDelta;
+  reaper: ReaperStats & { passes: number };
+  errors: Errors;
+}
+
+/**
+ * Runs `count` lifecycles whose deadlines are `deadlineInMs` out on an instance with a short claim
+ * timeout, waits until every claim-expiry and deadline trigger is due, then runs the reaper until
+ * all of them are drained. Foreground = the API calls; background = the reaper's work for them.
+ */
+export async function lifecycleCost(inst: Instance, taskQueueId: string, opts: { count: number; concurrency: number; deadlineInMs: number }): Promise<LifecycleCostResult> {
+  const fg = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, count: opts.count, deadlineInMs: opts.deadlineInMs });
+  const claimTimeoutMs = inst.services.config.claimTimeoutS * 1000;
+  const deadlineDelayMs = inst.services.config.deadlineDelayS * 1000;
+  // Every trigger is visible by then: the last deadline (+ delay) and the last claim expiry.
+  const dueAt = Math.max(Date.now() + opts.deadlineInMs + deadlineDelayMs, Date.now() + claimTimeoutMs) + 1000;
+  await sleep(dueAt - Date.now());
+  const meter = meterWindow(inst.services.storage.meter);
+  const reaper = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0, passes: 0 };
+  const until = Date.now() + STEP_TIMEOUT_MS;
+  while ((reaper.claim < fg.completed || reaper.deadline < fg.completed) && Date.now() < until) {
+    const s = await runReaper(inst.services);
+    reaper.passes++;
+    for (const k of ['deadline', 'claim', 'resolved', 'failed'] as const) reaper[k] += s[k];
+    if (s.claim + s.deadline === 0) await sleep(250);
+  }
+  return { lifecycles: fg.completed, foreground: fg.storage, background: meter.stop(), reaper, errors: fg.errors };
+}
+
+// ---- (e) idle polling cost ----
+
+export interface IdleResult {
+  workers: number;
+  seconds: number;
+  transactionsPerSecond: number;
+  byOp: Record<string, number>;
+}
+
+/**
+ * Workers wait in claimWork on one task queue with no work; storage transactions are counted over
+ * a window after a warm-up. Returns one figure per entry of `workerCounts` (workers are added,
+ * their first requests spread over one poll window).
+ */
+export async function idlePolling(inst: Instance, taskQueueId: string, workerCounts: number[], opts: { warmupMs: number; windowMs: number }): Promise<{ results: IdleResult[]; errors: Errors }> {
+  const root = inst.queue();
+  // The task queue must have been used, or there is no pending queue to poll.
+  await lifecycle(inst, root, taskQueueId);
+  const errors = newErrors();
+  let stop = false;
+  const loops: Promise<void>[] = [];
+  // Real workers are not synchronized: spread the new ones' first requests over one poll window.
+  const spreadMs = inst.services.config.claimWorkPollS * 1000;
+  const addWorkers = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const delayMs = loops.length === 0 ? 0 : Math.random() * spreadMs;
+      loops.push(
+        (async () => {
+          await sleep(delayMs);
+          while (!stop) {
+            try {
+              const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: 1 });
+              if (tasks.length) noteError(errors, new Error('an idle worker got a task'));
+            } catch (err) {
+              noteError(errors, err);
+              await sleep(ERROR_PAUSE_MS);
+            }
+          }
+        })(),
+      );
+    }
+  };
+  const results: IdleResult[] = [];
+  for (const n of workerCounts) {
+    addWorkers(n - loops.length);
+    await sleep(opts.warmupMs);
+    const meter = meterWindow(inst.services.storage.meter);
+    const w0 = performance.now();
+    await sleep(opts.windowMs);
+    const d = meter.stop();
+    const seconds = (performance.now() - w0) / 1000;
+    const byOp: Record<string, number> = {};
+    for (const [op, count] of Object.entries(d.byOp)) byOp[op] = round(count / seconds);
+    results.push({ workers: n, seconds: round(seconds), transactionsPerSecond: round(d.total / seconds), byOp });
+  }
+  stop = true;
+  await Promise.all(loops);
+  return { results, errors };
+}

@@ -1,0 +1,175 @@
+/**
+ * `npm run bench`: starts the service on embedded Azurite and measures pickup latency, lifecycle
+ * throughput, backlog drain, storage transactions per lifecycle (background included), idle
+ * polling cost and the raw Azurite ceiling, then prints a table and one JSON line.
+ */
+import { startAzurite } from '../shared/local/azurite';
+import { newDeployment, peakRssOf, RssSampler, startInstance, Instance } from './harness';
+import { backlogDrain, closedLoop, idlePolling, lifecycleCost, pickupLatency } from './phases';
+import { rawCeiling, RAW_SEQUENCE } from './raw';
+import { addDeltas, perUnit, round } from './stats';
+import { mb, table, verdict, Row } from './report';
+
+/** Targets the figures are compared against (reported, never enforced). */
+const TARGETS = {
+  pickupP50Ms: 100,
+  transactionsPerLifecycle: 12,
+  /** "Independent of waiting workers": 50 idle workers may cost at most this factor of 1. */
+  idleRatioMax: 1.5,
+  throughputVsRawMin: 0.5,
+  hostRssBytes: 300 * 1024 * 1024,
+};
+
+/** Phase sizes, chosen to keep the whole run near two minutes on a 2-core machine. */
+const SIZES = {
+  pickupSamples: 50,
+  pickupMaxPauseMs: 200,
+  crossPickupSamples: 12,
+  /** Longer than the poller's 1 s maximum back-off, so the wait reaches its steady state. */
+  crossPickupMaxPauseMs: 2500,
+  concurrency: 16,
+  throughputMs: 15_000,
+  rawMs: 10_000,
+  backlogTasks: 500,
+  backlogLoops: 4,
+  backlogBatch: 32,
+  costLifecycles: 64,
+  costDeadlineMs: 8_000,
+  costClaimTimeoutS: 3,
+  idleWorkers: [1, 50],
+  /** One poll window (4 s) plus a little, so every added worker is waiting before counting. */
+  idleWarmupMs: 5_000,
+  idleWindowMs: 8_000,
+};
+
+const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const rss = new RssSampler();
+  phase('starting embedded Azurite');
+  const azurite = await startAzurite();
+  const conn = azurite.connectionString;
+  const instances: Instance[] = [];
+  try {
+    // A and B serve one deployment (two instances of the app); D and E have their own storage names.
+    const depA = newDeployment(conn, 'a');
+    const A = await startInstance('A', depA, { QUEUE_CLAIM_WORK_POLL_S: '5' });
+    const B = await startInstance('B', depA, { QUEUE_CLAIM_WORK_POLL_S: '5' });
+    instances.push(A, B);
+
+    phase('(a) pickup latency, same instance');
+    const pickup = await pickupLatency(A, A, 'bench/pickup', SIZES.pickupSamples, SIZES.pickupMaxPauseMs);
+    phase('(a) pickup latency, task created on another instance');
+    const crossPickup = await pickupLatency(A, B, 'bench/pickup-x', SIZES.crossPickupSamples, SIZES.crossPickupMaxPauseMs);
+
+    phase(`(b) closed-loop lifecycles, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`);
+    const loop = await closedLoop(A, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
+    phase(`(f) raw Azurite ceiling, concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`);
+    const raw = await rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs });
+
+    phase(`(c) backlog: ${SIZES.backlogTasks} tasks, ${SIZES.backlogLoops} loops claiming ${SIZES.backlogBatch}`);
+    const backlog = await backlogDrain(A, 'bench/backlog', { tasks: SIZES.backlogTasks, createConcurrency: SIZES.concurrency, loops: SIZES.backlogLoops, batch: SIZES.backlogBatch });
+
+    phase(`(d) storage per lifecycle: ${SIZES.costLifecycles} lifecycles, claim timeout ${SIZES.costClaimTimeoutS} s, deadlines ${SIZES.costDeadlineMs / 1000} s out, then the reaper`);
+    const D = await startInstance('D', newDeployment(conn, 'd'), {
+      QUEUE_CLAIM_TIMEOUT_S: String(SIZES.costClaimTimeoutS),
+      QUEUE_DEADLINE_DELAY_S: '0',
+      QUEUE_CLAIM_WORK_POLL_S: '5',
+    });
+    instances.push(D);
+    const cost = await lifecycleCost(D, 'bench/cost', { count: SIZES.costLifecycles, concurrency: SIZES.concurrency, deadlineInMs: SIZES.costDeadlineMs });
+    const n = Math.max(1, cost.lifecycles);
+    const fgPer = perUnit(cost.foreground, n);
+    const bgPer = perUnit(cost.background, n);
+    const totalPer = perUnit(addDeltas(cost.foreground, cost.background), n);
+
+    phase(`(e) idle polling: ${SIZES.idleWorkers.join(' then ')} workers in claimWork`);
+    const E = await startInstance('E', newDeployment(conn, 'e'), { QUEUE_CLAIM_WORK_POLL_S: '4' });
+    instances.push(E);
+    const idle = await idlePolling(E, 'bench/idle', SIZES.idleWorkers, { warmupMs: SIZES.idleWarmupMs, windowMs: SIZES.idleWindowMs });
+
+    rss.stop();
+    const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);
+    const azuritePeak = peakRssOf(azurite.pid);
+    const idle1 = idle.results[0];
+    const idleN = idle.results[idle.results.length - 1];
+    const idleRatio = idle1.transactionsPerSecond > 0 ? idleN.transactionsPerSecond / idle1.transactionsPerSecond : NaN;
+    const vsRaw = raw.perSecond > 0 ? loop.perSecond / raw.perSecond : NaN;
+    const loopFgPer = perUnit(loop.storage, Math.max(1, loop.completed));
+    const warnings = instances.reduce((s, i) => s + i.log.warnings, 0);
+    const serviceErrors = instances.reduce((s, i) => s + i.log.errors, 0);
+    const clientErrors = pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count;
+
+    const rows: Row[] = [
+      { metric: '(a) pickup p50, same instance', value: `${pickup.p50Ms} ms`, target: `<= ${TARGETS.pickupP50Ms} ms`, verdict: verdict(pickup.p50Ms <= TARGETS.pickupP50Ms) },
+      { metric: '(a) pickup p95, same instance', value: `${pickup.p95Ms} ms` },
+      { metric: `(a) samples`, value: String(pickup.samples) },
+      { metric: '(a) pickup p50, created on another instance', value: `${crossPickup.p50Ms} ms`, target: 'informative' },
+      { metric: '(a) pickup p95, created on another instance', value: `${crossPickup.p95Ms} ms` },
+      { metric: `(a) samples (pause 0-${SIZES.crossPickupMaxPauseMs} ms)`, value: String(crossPickup.samples) },
+      { metric: `(b) lifecycles/s, concurrency ${loop.concurrency}`, value: String(loop.perSecond), target: `>= ${TARGETS.throughputVsRawMin * 100}% of (f)`, verdict: verdict(vsRaw >= TARGETS.throughputVsRawMin) },
+      { metric: '(b) lifecycles completed', value: `${loop.completed} in ${loop.seconds} s` },
+      { metric: '(b) storage tx per lifecycle (foreground)', value: String(loopFgPer.total) },
+      { metric: `(f) raw lifecycles/s, concurrency ${raw.concurrency}`, value: String(raw.perSecond) },
+      { metric: '(f) raw storage tx/s', value: String(raw.transactionsPerSecond) },
+      { metric: '(b)/(f) throughput ratio', value: `${round(vsRaw * 100, 1)}%` },
+      { metric: `(c) create rate (${backlog.tasks} tasks, conc. ${SIZES.concurrency})`, value: `${backlog.createPerSecond}/s` },
+      { metric: `(c) drain: claimed/s (${backlog.drainLoops} loops x ${backlog.claimBatch})`, value: String(backlog.claimedPerSecond) },
+      { metric: '(c) claimed, mean batch', value: `${backlog.claimed}, ${backlog.meanBatch}` },
+      { metric: '(c) storage tx per claimed task (drain)', value: String(round(backlog.drainStorage.total / Math.max(1, backlog.claimed))) },
+      { metric: '(d) storage tx per lifecycle, foreground', value: String(fgPer.total) },
+      { metric: '(d) storage tx per lifecycle, background', value: String(bgPer.total) },
+      { metric: '(d) storage tx per lifecycle, total', value: String(totalPer.total), target: `<= ${TARGETS.transactionsPerLifecycle}`, verdict: verdict(totalPer.total <= TARGETS.transactionsPerLifecycle) },
+      ...idle.results.map((r) => ({ metric: `(e) idle storage tx/s, ${r.workers} waiting worker(s)`, value: String(r.transactionsPerSecond) })),
+      { metric: `(e) ratio ${idleN.workers} workers / ${idle1.workers}`, value: String(round(idleRatio)), target: `<= ${TARGETS.idleRatioMax}`, verdict: verdict(idleRatio <= TARGETS.idleRatioMax) },
+      { metric: 'host RSS peak (bench process: hosts + clients)', value: mb(hostPeak), target: `< ${mb(TARGETS.hostRssBytes)}`, verdict: verdict(hostPeak < TARGETS.hostRssBytes) },
+      { metric: 'Azurite RSS peak (child process)', value: mb(azuritePeak) },
+      { metric: 'client errors / service warnings / errors', value: `${clientErrors} / ${warnings} / ${serviceErrors}` },
+      { metric: 'total run time', value: `${round((Date.now() - started) / 1000, 1)} s` },
+    ];
+    console.log(table('Taskcluster queue on Azurite: benchmark', rows));
+
+    const opRows = (per: ReturnType<typeof perUnit>): Row[] => Object.entries(per.byOp).map(([op, v]) => ({ metric: op, value: String(v) }));
+    console.log(table(`(d) foreground storage tx per lifecycle, by op (${cost.lifecycles} lifecycles)`, opRows(fgPer)));
+    console.log(table(`(d) background storage tx per lifecycle, by op (reaper: ${cost.reaper.claim} claim, ${cost.reaper.deadline} deadline triggers, ${cost.reaper.passes} pass(es))`, opRows(bgPer)));
+    console.log(table(`(c) drain storage tx per claimed task, by op`, opRows(perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)))));
+    console.log(table(`(e) idle storage tx/s by op, ${idleN.workers} workers`, Object.entries(idleN.byOp).map(([op, v]) => ({ metric: op, value: String(v) }))));
+    console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
+    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle].flatMap((p) => p.errors.first);
+    if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
+
+    const summary = {
+      pickup: { sameInstance: pickup, crossInstance: crossPickup },
+      throughput: { concurrency: loop.concurrency, completed: loop.completed, seconds: loop.seconds, lifecyclesPerSecond: loop.perSecond, foregroundTxPerLifecycle: loopFgPer.total },
+      raw: { ...raw, sequence: RAW_SEQUENCE },
+      throughputVsRaw: round(vsRaw, 3),
+      backlog: { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
+      perLifecycle: { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
+      idle: { results: idle.results, ratio: round(idleRatio, 3) },
+      rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },
+      errors: { client: clientErrors, serviceWarnings: warnings, serviceErrors },
+      targets: {
+        pickupP50: { target: TARGETS.pickupP50Ms, value: pickup.p50Ms, met: pickup.p50Ms <= TARGETS.pickupP50Ms },
+        transactionsPerLifecycle: { target: TARGETS.transactionsPerLifecycle, value: totalPer.total, met: totalPer.total <= TARGETS.transactionsPerLifecycle },
+        idleIndependent: { target: TARGETS.idleRatioMax, value: round(idleRatio, 3), met: idleRatio <= TARGETS.idleRatioMax },
+        throughputVsRaw: { target: TARGETS.throughputVsRawMin, value: round(vsRaw, 3), met: vsRaw >= TARGETS.throughputVsRawMin },
+        hostRss: { target: TARGETS.hostRssBytes, value: hostPeak, met: hostPeak < TARGETS.hostRssBytes },
+      },
+      seconds: round((Date.now() - started) / 1000, 1),
+    };
+    console.log('\n' + JSON.stringify(summary));
+  } finally {
+    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    await azurite.stop();
+  }
+}
+
+main().then(
+  // Client HTTP agents and SDK pipelines keep sockets around; nothing is left worth waiting for.
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

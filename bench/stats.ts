@@ -1,0 +1,61 @@
+/**
+ * Small helpers for figures: percentiles and storage-meter deltas.
+ */
+import type { StorageMeter } from '../shared/storage/counter';
+
+export type OpCounts = Record<string, number>;
+export interface MeterDelta {
+  total: number;
+  byOp: OpCounts;
+}
+
+/** Nearest-rank percentile of unsorted samples. */
+export function percentile(samples: number[], p: number): number {
+  if (!samples.length) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+export function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** Starts counting now; `stop()` returns what the meter counted since. */
+export function meterWindow(meter: StorageMeter): { stop(): MeterDelta } {
+  const before = meter.snapshot();
+  return {
+    stop() {
+      const after = meter.snapshot();
+      const byOp: OpCounts = {};
+      for (const [op, n] of Object.entries(after.byOp)) {
+        const d = n - (before.byOp[op] ?? 0);
+        if (d) byOp[op] = d;
+      }
+      return { total: after.total - before.total, byOp };
+    },
+  };
+}
+
+/** Divides every count by `n` (e.g. per lifecycle), sorted by op name. */
+export function perUnit(d: MeterDelta, n: number, digits = 2): MeterDelta {
+  const byOp: OpCounts = {};
+  for (const op of Object.keys(d.byOp).sort()) byOp[op] = round(d.byOp[op] / n, digits);
+  return { total: round(d.total / n, digits), byOp };
+}
+
+export function addDeltas(a: MeterDelta, b: MeterDelta): MeterDelta {
+  const byOp: OpCounts = { ...a.byOp };
+  for (const [op, n] of Object.entries(b.byOp)) byOp[op] = (byOp[op] ?? 0) + n;
+  return { total: a.total + b.total, byOp };
+}
+
+/** Runs `body(loop)` on `concurrency` parallel loops, each until its body returns false. */
+export async function runLoops(concurrency: number, body: (loop: number) => Promise<boolean>): Promise<void> {
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, loop) => {
+      while (await body(loop));
+    }),
+  );
+}

@@ -1,0 +1,158 @@
+/**
+ * Artifact endpoints: create (and the object-only finish), downloads (303 / 424), content
+ * descriptors, info and listings.
+ */
+import '../../artifacts/schemas';
+import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
+import { inputError, notFound } from '../../errors';
+import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { createArtifact } from '../../artifacts/create';
+import { contentOf, resolveArtifact } from '../../artifacts/read';
+import { ArtifactStore } from '../../artifacts/store';
+import { listingEntry } from '../../artifacts/model';
+import type { Template } from '../../auth/scopes';
+
+const GET_ARTIFACT_SCOPES: Template = { AllOf: [{ for: 'name', in: 'names', each: 'queue:get-artifact:<name>' }] };
+const STORAGE_TYPE_HEADER = 'x-taskcluster-artifact-storage-type';
+
+const runIdOf = (req: ApiRequest) => Number(req.params.runId);
+const authorizeNames = (req: ApiRequest) => (names: string[]) => req.authorize({ names });
+
+/** The latest runId of a task; 404 when the task is missing or has no runs. */
+async function latestRunId(req: ApiRequest): Promise<number> {
+  const t = await req.services.tasks.load(req.params.taskId);
+  if (!t) throw notFound('Task not found');
+  if (t.runs.length === 0) throw notFound("Task doesn't have any runs");
+  return t.runs.length - 1;
+}
+
+/** 303 to the bytes (s3, reference) with a JSON `{storageType, url}` body, or 424 for errors. */
+async function download(req: ApiRequest, runId: number): Promise<ApiResponse> {
+  const a = await resolveArtifact(req.services, req.params.taskId, runId, req.params.name, authorizeNames(req));
+  const c = await contentOf(req.services, a);
+  const headers: Record<string, string> = { [STORAGE_TYPE_HEADER]: c.storageType };
+  if (c.storageType === 'error') return { status: 424, headers, body: { reason: c.reason, message: c.message } };
+  return { status: 303, headers: { ...headers, location: c.url }, body: { storageType: c.storageType, url: c.url } };
+}
+
+async function content(req: ApiRequest, runId: number): Promise<ApiResponse> {
+  const a = await resolveArtifact(req.services, req.params.taskId, runId, req.params.name, authorizeNames(req));
+  return ok(await contentOf(req.services, a));
+}
+
+async function info(req: ApiRequest, runId: number): Promise<ApiResponse> {
+  const a = await new ArtifactStore(req.services.storage).get(req.params.taskId, runId, req.params.name);
+  if (!a) throw notFound('Artifact not found');
+  return ok(listingEntry(a));
+}
+
+async function list(req: ApiRequest, runId: number): Promise<ApiResponse> {
+  const limit = pageLimit(req.query.limit);
+  const token = decodeToken<{ c: string }>(req.query.continuationToken);
+  const page = await new ArtifactStore(req.services.storage).page(req.params.taskId, runId, limit, token?.c);
+  const body: Record<string, unknown> = { artifacts: page.items.map(listingEntry) };
+  if (page.continuation) body.continuationToken = encodeToken({ c: page.continuation });
+  return ok(body);
+}
+
+export const artifactRoutes: RouteDef[] = [
+  {
+    name: 'createArtifact',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
+    scopes: 'queue:create-artifact:<taskId>/<runId>',
+    input: 'create-artifact-request',
+    handler: async (req) => ok(await createArtifact(req.services, req.params.taskId, runIdOf(req), req.params.name, req.body)),
+  },
+  {
+    // Only object artifacts are finished, and this deployment creates none.
+    name: 'finishArtifact',
+    service: 'queue',
+    method: 'PUT',
+    route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
+    scopes: 'queue:create-artifact:<taskId>/<runId>',
+    input: 'finish-artifact-request',
+    handler: async (req) => {
+      const { taskId, name } = req.params;
+      const runId = runIdOf(req);
+      const [a, t] = await Promise.all([new ArtifactStore(req.services.storage).get(taskId, runId, name), req.services.tasks.load(taskId)]);
+      if (!a || !t || !t.runs[runId]) throw notFound(`Artifact with taskId \`${taskId}\`, runId ${runId}, name \`${name}\` not found`);
+      throw inputError('Only object artifacts can be finished');
+    },
+  },
+  {
+    name: 'getArtifact',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
+    scopes: GET_ARTIFACT_SCOPES,
+    handler: (req) => download(req, runIdOf(req)),
+  },
+  {
+    name: 'getLatestArtifact',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/artifacts/<name*>',
+    scopes: GET_ARTIFACT_SCOPES,
+    handler: async (req) => {
+      // Permission first, so a 404 for the task reveals nothing to a caller without it.
+      await req.authorize({ names: [req.params.name] });
+      return download(req, await latestRunId(req));
+    },
+  },
+  {
+    name: 'listArtifacts',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/artifacts',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-artifacts:<taskId>:<runId>',
+    handler: async (req) => {
+      const runId = runIdOf(req);
+      if (runId > (await latestRunId(req))) throw notFound(`Task with taskId: \`${req.params.taskId}\` has no run with runId: ${runId}`);
+      return list(req, runId);
+    },
+  },
+  {
+    name: 'listLatestArtifacts',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/artifacts',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-artifacts:<taskId>',
+    handler: async (req) => list(req, await latestRunId(req)),
+  },
+  {
+    name: 'artifactInfo',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/artifact-info/<name*>',
+    scopes: 'queue:list-artifacts:<taskId>:<runId>',
+    handler: (req) => info(req, runIdOf(req)),
+  },
+  {
+    name: 'latestArtifactInfo',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/artifact-info/<name*>',
+    scopes: 'queue:list-artifacts:<taskId>',
+    handler: async (req) => info(req, await latestRunId(req)),
+  },
+  {
+    name: 'artifact',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/artifact-content/<name*>',
+    scopes: GET_ARTIFACT_SCOPES,
+    handler: (req) => content(req, runIdOf(req)),
+  },
+  {
+    name: 'latestArtifact',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/artifact-content/<name*>',
+    scopes: GET_ARTIFACT_SCOPES,
+    handler: async (req) => content(req, await latestRunId(req)),
+  },
+];

@@ -1,0 +1,472 @@
+/**
+ * Operator endpoints: Taskcluster's task-queue, provisioner, worker-type and worker calls (as
+ * taskcluster-client v87 names and routes them), the health check, and this queue's own queries
+ * (task history, tasks by state and time, latest tasks, counts by state) plus the dashboard.
+ */
+import { ApiRequest, RouteDef, ok } from '../types';
+import { badArgs, notFound } from '../../errors';
+import { pageLimit } from '../continuation';
+import { registerSchema } from '../schemas';
+import { taskStatus } from '../../tasks/model';
+import { checkHealth } from '../../ops/health';
+import { readHistory } from '../../ops/history';
+import { ActiveState, ResolvedState, countActive, listActive, listLatest, listResolved, queuePk, queueStateCounts, workerStateCounts, IndexRow } from '../../ops/indexes';
+import { QueueInfo } from '../../ops/workers';
+import { dashboardPage } from '../../ops/dashboard-page';
+
+registerSchema('quarantine-worker-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    quarantineUntil: { type: 'string', format: 'date-time' },
+    quarantineInfo: { type: 'string', maxLength: 4000, default: '' },
+  },
+  required: ['quarantineUntil'],
+});
+registerSchema('update-worker-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: { expires: { type: 'string', format: 'date-time' } },
+  required: ['expires'],
+});
+
+/** Operator queries that load a task per item page by this much at most. */
+const MAX_LOADED_PAGE = 100;
+/** Default window of resolved counts: the last day. */
+const DEFAULT_COUNT_WINDOW_MS = 24 * 3600 * 1000;
+
+const ACTIVE: ActiveState[] = ['unscheduled', 'pending', 'running'];
+const RESOLVED: ResolvedState[] = ['completed', 'failed', 'exception'];
+
+const page = (continuation: string | undefined) => (continuation ? { continuationToken: continuation } : {});
+const queueOf = (req: ApiRequest) => `${req.params.provisionerId}/${req.params.workerType}`;
+
+function date(req: ApiRequest, name: string): string | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  const t = Date.parse(raw);
+  if (Number.isNaN(t)) throw badArgs(`${name} must be a date-time, got '${raw}'`);
+  return new Date(t).toJSON();
+}
+
+function sinceOrDefault(req: ApiRequest): string {
+  return date(req, 'since') ?? new Date(req.services.now().getTime() - DEFAULT_COUNT_WINDOW_MS).toJSON();
+}
+
+function resolvedState(raw: string | undefined): ResolvedState | undefined {
+  if (raw === undefined) return undefined;
+  if (!(RESOLVED as string[]).includes(raw)) throw badArgs(`state must be one of ${RESOLVED.join(', ')}, got '${raw}'`);
+  return raw as ResolvedState;
+}
+
+function queueResponse(q: QueueInfo) {
+  return { taskQueueId: q.taskQueueId, description: q.description, stability: q.stability, expires: q.expires, lastDateActive: q.lastDateActive };
+}
+
+function workerTypeResponse(q: QueueInfo) {
+  return { workerType: q.workerType, provisionerId: q.provisionerId, taskQueueId: q.taskQueueId, description: q.description, stability: q.stability, expires: q.expires, lastDateActive: q.lastDateActive };
+}
+
+/** Provisioners synthesized from their task queues. */
+function provisioners(queues: QueueInfo[]) {
+  const byId = new Map<string, { provisionerId: string; stability: string; description: string; expires: string; lastDateActive: string; actions: unknown[] }>();
+  for (const q of queues) {
+    const p = byId.get(q.provisionerId);
+    if (!p) byId.set(q.provisionerId, { provisionerId: q.provisionerId, stability: 'experimental', description: '', expires: q.expires, lastDateActive: q.lastDateActive, actions: [] });
+    else {
+      if (q.expires > p.expires) p.expires = q.expires;
+      if (q.lastDateActive > p.lastDateActive) p.lastDateActive = q.lastDateActive;
+    }
+  }
+  return [...byId.values()];
+}
+
+/** In-memory paging over a sorted list, keyed by the last id returned. */
+function slice<T>(items: T[], id: (t: T) => string, req: ApiRequest) {
+  const after = req.query.continuationToken;
+  const limit = pageLimit(req.query.limit);
+  const rest = after ? items.filter((x) => id(x) > after) : items;
+  const out = rest.slice(0, limit);
+  return { items: out, continuationToken: rest.length > limit ? id(out[out.length - 1]) : undefined };
+}
+
+/**
+ * Loads the task of each index row and keeps those whose run is still in `state`; a row the task
+ * contradicts is deleted (it was left by a crash or is about to be replaced by its writer).
+ */
+async function withTasks(req: ApiRequest, rows: IndexRow[], state: 'pending' | 'running') {
+  const svc = req.services;
+  const loaded = await Promise.all(rows.map(async (r) => ({ r, t: await svc.tasks.load(r.taskId) })));
+  const keep: { r: IndexRow; t: NonNullable<(typeof loaded)[number]['t']> }[] = [];
+  for (const { r, t } of loaded) {
+    const run = t?.runs[r.runId!];
+    if (t && run && run.state === state) keep.push({ r, t });
+    else await svc.storage.table('Indexes').delete(queuePk(r.taskQueueId), r.rowKey);
+  }
+  return keep;
+}
+
+function indexEntry(r: IndexRow) {
+  const { rowKey: _k, deadline: _d, ...rest } = r;
+  void _k;
+  void _d;
+  return rest;
+}
+
+async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string }) {
+  const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit, 20));
+  const r = await listLatest(req.services.storage, by, limit, req.query.continuationToken);
+  const tasks = await Promise.all(
+    r.rows.map(async (row) => {
+      const t = await req.services.tasks.load(row.taskId);
+      return t ? { taskId: row.taskId, name: row.name, taskQueueId: row.taskQueueId, taskGroupId: row.taskGroupId, created: row.created, status: taskStatus(t) } : undefined;
+    }),
+  );
+  return ok({ tasks: tasks.filter((x) => x !== undefined), ...page(r.continuation) });
+}
+
+const workerRoute = '/provisioners/<provisionerId>/worker-types/<workerType>/workers/<workerGroup>/<workerId>';
+
+/** This queue's own operator queries (served, as a taskcluster-client reference, by opsReference). */
+export const opsQueryRoutes: RouteDef[] = [
+  {
+    name: 'taskHistory',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/history',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:status:<taskId>',
+    description: 'Every run transition of a task (who, when, from which state, why), newest first.',
+    handler: async (req) => {
+      const r = await readHistory(req.services.storage, req.params.taskId, pageLimit(req.query.limit), req.query.continuationToken);
+      if (!r.entries.length && !req.query.continuationToken && !(await req.services.tasks.load(req.params.taskId))) {
+        throw notFound(`task ${req.params.taskId} not found`);
+      }
+      return ok({ taskId: req.params.taskId, history: r.entries, ...page(r.continuation) });
+    },
+  },
+  {
+    name: 'listTaskQueueTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/tasks',
+    query: ['state', 'since', 'until', 'continuationToken', 'limit'],
+    scopes: 'queue:list-tasks:<taskQueueId>',
+    description: "A task queue's tasks in one state: unscheduled, pending, running (oldest first) or completed/failed/exception runs resolved in [since, until] (newest first).",
+    handler: async (req) => {
+      const state = req.query.state ?? 'pending';
+      const { taskQueueId } = req.params;
+      const limit = pageLimit(req.query.limit);
+      const r = (ACTIVE as string[]).includes(state)
+        ? await listActive(req.services.storage, taskQueueId, state as ActiveState, req.services.now(), limit, req.query.continuationToken)
+        : await listResolved(req.services.storage, taskQueueId, { state: resolvedState(state), since: date(req, 'since'), until: date(req, 'until') }, limit, req.query.continuationToken);
+      return ok({ taskQueueId, state, tasks: r.rows.map(indexEntry), ...page(r.continuation) });
+    },
+  },
+  {
+    name: 'taskQueueStateCounts',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/state-counts',
+    query: ['since'],
+    scopes: 'queue:list-tasks:<taskQueueId>',
+    description: "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours).",
+    handler: async (req) => {
+      const since = sinceOrDefault(req);
+      const counts = await queueStateCounts(req.services.storage, req.params.taskQueueId, since, req.services.now());
+      return ok({ taskQueueId: req.params.taskQueueId, since, counts });
+    },
+  },
+  {
+    name: 'listResolvedTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/resolved-tasks',
+    query: ['state', 'since', 'until', 'continuationToken', 'limit'],
+    scopes: 'queue:list-resolved-tasks',
+    description: 'Runs of every task queue resolved in [since, until], newest first, optionally of one state (completed, failed, exception).',
+    handler: async (req) => {
+      const r = await listResolved(req.services.storage, undefined, { state: resolvedState(req.query.state), since: date(req, 'since'), until: date(req, 'until') }, pageLimit(req.query.limit), req.query.continuationToken);
+      return ok({ tasks: r.rows.map(indexEntry), ...page(r.continuation) });
+    },
+  },
+  {
+    name: 'listTasksByName',
+    service: 'queue',
+    method: 'GET',
+    route: '/tasks-by-name',
+    query: ['name', 'continuationToken', 'limit'],
+    scopes: 'queue:list-tasks-by-name',
+    description: 'Tasks whose metadata.name is `name`, newest created first, with their status (the first is the latest).',
+    handler: async (req) => {
+      if (req.query.name === undefined) throw badArgs('query parameter name is required');
+      return latest(req, { name: req.query.name });
+    },
+  },
+  {
+    name: 'listTaskGroupLatest',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-group/<taskGroupId>/latest',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-task-group:<taskGroupId>',
+    description: 'Tasks of a task group, newest created first, with their status (the first is the latest).',
+    handler: async (req) => latest(req, { taskGroupId: req.params.taskGroupId }),
+  },
+  {
+    name: 'workerStateCounts',
+    service: 'queue',
+    method: 'GET',
+    route: `${workerRoute}/counts`,
+    query: ['since'],
+    scopes: 'queue:get-worker:<provisionerId>/<workerType>/<workerGroup>/<workerId>',
+    description: "A worker's runs by state: running exactly; completed, failed and exception among the runs it claimed since `since` (default: the last 24 hours).",
+    handler: async (req) => {
+      const { workerGroup, workerId } = req.params;
+      const since = sinceOrDefault(req);
+      const counts = await workerStateCounts(req.services.storage, queueOf(req), workerGroup, workerId, since, req.services.now());
+      return ok({ taskQueueId: queueOf(req), workerGroup, workerId, since, counts });
+    },
+  },
+];
+
+/** A taskcluster-client API reference for opsQueryRoutes: `new (tc.createClient(ref))({rootUrl, credentials})`. */
+export function opsReference() {
+  return {
+    $schema: '/schemas/common/api-reference-v0.json#',
+    apiVersion: 'v1',
+    serviceName: 'queue',
+    title: 'Queue operator queries',
+    description: 'Task history, tasks by state and time, latest tasks and counts by state.',
+    entries: opsQueryRoutes.map((r) => ({
+      type: 'function',
+      method: r.method.toLowerCase(),
+      route: r.route.replace(/\*>/g, '>'),
+      query: r.query ?? [],
+      args: [...r.route.matchAll(/<([a-zA-Z0-9_]+)\*?>/g)].map((m) => m[1]),
+      name: r.name,
+      stability: 'experimental',
+      category: 'Operator',
+      title: r.name,
+      description: r.description ?? '',
+      ...(typeof r.scopes === 'string' ? { scopes: r.scopes } : {}),
+    })),
+  };
+}
+
+export const opsRoutes: RouteDef[] = [
+  // ---- task queues (specific routes before getTaskQueue, whose wildcard matches them too) ----
+  {
+    name: 'taskQueueCounts',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/counts',
+    scopes: { AllOf: ['queue:pending-count:<taskQueueId>', 'queue:claimed-count:<taskQueueId>'] },
+    handler: async (req) => {
+      const { taskQueueId } = req.params;
+      const now = req.services.now();
+      const [pendingTasks, claimedTasks] = await Promise.all([countActive(req.services.storage, taskQueueId, 'pending', now), countActive(req.services.storage, taskQueueId, 'running', now)]);
+      const [provisionerId, workerType] = taskQueueId.split('/');
+      return ok({ provisionerId, workerType, taskQueueId, pendingTasks, claimedTasks });
+    },
+  },
+  {
+    name: 'listPendingTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/pending',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:pending-list:<taskQueueId>',
+    handler: async (req) => {
+      const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit));
+      const r = await listActive(req.services.storage, req.params.taskQueueId, 'pending', req.services.now(), limit, req.query.continuationToken);
+      const tasks = (await withTasks(req, r.rows, 'pending')).map(({ r: row, t }) => ({ taskId: row.taskId, runId: row.runId!, inserted: row.at, task: t.definition }));
+      return ok({ tasks, ...page(r.continuation) });
+    },
+  },
+  {
+    name: 'listClaimedTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/claimed',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:claimed-list:<taskQueueId>',
+    handler: async (req) => {
+      const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit));
+      const r = await listActive(req.services.storage, req.params.taskQueueId, 'running', req.services.now(), limit, req.query.continuationToken);
+      const tasks = (await withTasks(req, r.rows, 'running')).map(({ r: row, t }) => {
+        const run = t.runs[row.runId!];
+        return { taskId: row.taskId, runId: row.runId!, workerGroup: run.workerGroup!, workerId: run.workerId!, claimed: run.started!, task: t.definition };
+      });
+      return ok({ tasks, ...page(r.continuation) });
+    },
+  },
+  ...opsQueryRoutes,
+  {
+    name: 'listTaskQueues',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-task-queues',
+    handler: async (req) => {
+      const r = slice(await req.services.workers.allQueues(), (q) => q.taskQueueId, req);
+      return ok({ taskQueues: r.items.map(queueResponse), ...page(r.continuationToken) });
+    },
+  },
+  {
+    name: 'getTaskQueue',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>',
+    scopes: 'queue:get-task-queue:<taskQueueId>',
+    handler: async (req) => ok(queueResponse(await req.services.workers.queue(req.params.taskQueueId))),
+  },
+  {
+    name: 'pendingTasks',
+    service: 'queue',
+    method: 'GET',
+    route: '/pending/<taskQueueId*>',
+    scopes: 'queue:pending-count:<taskQueueId>',
+    handler: async (req) => {
+      const { taskQueueId } = req.params;
+      const [provisionerId, workerType] = taskQueueId.split('/');
+      return ok({ provisionerId, workerType, taskQueueId, pendingTasks: await countActive(req.services.storage, taskQueueId, 'pending', req.services.now()) });
+    },
+  },
+
+  // ---- provisioners and worker types, derived from task queues ----
+  {
+    name: 'listProvisioners',
+    service: 'queue',
+    method: 'GET',
+    route: '/provisioners',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-provisioners',
+    handler: async (req) => {
+      const r = slice(provisioners(await req.services.workers.allQueues()), (p) => p.provisionerId, req);
+      return ok({ provisioners: r.items, ...page(r.continuationToken) });
+    },
+  },
+  {
+    name: 'getProvisioner',
+    service: 'queue',
+    method: 'GET',
+    route: '/provisioners/<provisionerId>',
+    scopes: 'queue:get-provisioner:<provisionerId>',
+    handler: async (req) => {
+      const p = provisioners(await req.services.workers.allQueues(`${req.params.provisionerId}!2f`))[0];
+      if (!p) throw notFound(`provisioner ${req.params.provisionerId} not found`);
+      return ok(p);
+    },
+  },
+  {
+    name: 'listWorkerTypes',
+    service: 'queue',
+    method: 'GET',
+    route: '/provisioners/<provisionerId>/worker-types',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-worker-types:<provisionerId>',
+    handler: async (req) => {
+      const r = slice(await req.services.workers.allQueues(`${req.params.provisionerId}!2f`), (q) => q.workerType, req);
+      return ok({ workerTypes: r.items.map(workerTypeResponse), ...page(r.continuationToken) });
+    },
+  },
+  {
+    name: 'getWorkerType',
+    service: 'queue',
+    method: 'GET',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>',
+    scopes: 'queue:get-worker-type:<provisionerId>/<workerType>',
+    handler: async (req) => ok({ ...workerTypeResponse(await req.services.workers.queue(queueOf(req))), actions: [] }),
+  },
+
+  // ---- workers ----
+  {
+    name: 'listWorkers',
+    service: 'queue',
+    method: 'GET',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>/workers',
+    query: ['continuationToken', 'limit', 'quarantined'],
+    scopes: 'queue:list-workers:<provisionerId>/<workerType>',
+    handler: async (req) => {
+      const q = req.query.quarantined;
+      if (q !== undefined && q !== 'true' && q !== 'false') throw badArgs(`quarantined must be true or false, got '${q}'`);
+      const r = await req.services.workers.list(queueOf(req), q === undefined ? undefined : q === 'true', pageLimit(req.query.limit), req.query.continuationToken);
+      return ok({ workers: r.workers, ...page(r.continuation) });
+    },
+  },
+  {
+    name: 'getWorker',
+    service: 'queue',
+    method: 'GET',
+    route: workerRoute,
+    scopes: 'queue:get-worker:<provisionerId>/<workerType>/<workerGroup>/<workerId>',
+    handler: async (req) => ok(await req.services.workers.describe(queueOf(req), req.params.workerGroup, req.params.workerId)),
+  },
+  {
+    name: 'quarantineWorker',
+    service: 'queue',
+    method: 'PUT',
+    route: workerRoute,
+    scopes: { AllOf: ['queue:quarantine-worker:<provisionerId>/<workerType>/<workerGroup>/<workerId>'] },
+    input: 'quarantine-worker-request',
+    handler: async (req) => {
+      const { workerGroup, workerId } = req.params;
+      const until = new Date(req.body.quarantineUntil).toJSON();
+      const caller = await req.caller();
+      const w = req.services.workers;
+      await w.quarantine(queueOf(req), workerGroup, workerId, until, req.body.quarantineInfo, caller.clientId ?? '');
+      return ok(await w.describe(queueOf(req), workerGroup, workerId));
+    },
+  },
+  {
+    name: 'declareWorker',
+    service: 'queue',
+    method: 'PUT',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>',
+    scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-worker:<provisionerId>/<workerType>/<workerGroup>/<workerId>#<property>' }] },
+    input: 'update-worker-request',
+    handler: async (req) => {
+      const { provisionerId, workerType, workerGroup, workerId } = req.params;
+      await req.authorize({ provisionerId, workerType, workerGroup, workerId, properties: Object.keys(req.body) });
+      const w = req.services.workers;
+      await w.declare(queueOf(req), workerGroup, workerId, new Date(req.body.expires).toJSON());
+      return ok(await w.describe(queueOf(req), workerGroup, workerId));
+    },
+  },
+
+  // ---- monitoring and the dashboard ----
+  {
+    name: 'heartbeat',
+    service: 'queue',
+    method: 'GET',
+    route: '/__heartbeat__',
+    scopes: null,
+    handler: async (req) => {
+      const h = await checkHealth(req.services);
+      if (h.healthy) return ok(h);
+      return { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
+    },
+  },
+  {
+    name: 'opsReference',
+    service: 'queue',
+    method: 'GET',
+    route: '/ops/reference',
+    scopes: null,
+    handler: async () => ok(opsReference()),
+  },
+  {
+    name: 'dashboard',
+    service: 'web',
+    method: 'GET',
+    route: '/dashboard',
+    scopes: null,
+    handler: async (req) => ({
+      status: 200,
+      headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'" },
+      raw: dashboardPage(req.services.config.publicUrl),
+    }),
+  },
+];

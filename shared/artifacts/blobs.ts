@@ -1,0 +1,141 @@
+/**
+ * Artifact bytes in the private blob container.
+ *
+ * Workers upload `s3` artifacts with a plain PUT carrying only Content-Type and Content-Length.
+ * Azure's Put Blob insists on `x-ms-blob-type`, but Put Block does not, so the upload URL is a
+ * write-only SAS for one block (`comp=block&blockid=…`) of the artifact's blob. The block stays
+ * uncommitted until the queue commits it (Put Block List, which also sets the content type): when
+ * the run resolves, or on the first read. A repeated upload replaces the uncommitted block, and a
+ * commit picks the newest one, so retries and re-creates behave like S3 overwrites.
+ *
+ * SAS minting is local computation (no storage call); uploads, commits and deletes are metered.
+ */
+import crypto from 'node:crypto';
+import { BlobSASPermissions, BlockBlobClient, SASProtocol, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
+import type { Storage } from '../storage/storage';
+
+/**
+ * One fixed block id per artifact blob: base64 of an 18-byte string, so it has no '+', '/' or '='
+ * to escape in the URL, and every block of every blob has the same id length as Azure requires.
+ */
+export const BLOCK_ID = Buffer.from('tc-artifact-block1').toString('base64');
+/** The real queue signs s3 upload URLs for 45 minutes (plus 10 s of clock drift). */
+export const PUT_URL_TTL_MS = 45 * 60 * 1000;
+const PUT_URL_DRIFT_MS = 10 * 1000;
+/** Download SAS URLs live 30 minutes, as the real queue's signed GET URLs do. */
+export const GET_URL_TTL_MS = 30 * 60 * 1000;
+/** The first two bytes of every gzip stream (RFC 1952). */
+const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
+/** Azure caps blob names at 1024 characters. */
+const MAX_BLOB_NAME = 1024;
+
+/**
+ * The blob holding an artifact: `<taskId>/<runId>/<name>`, readable in the redirect URL. Names that
+ * HTTP clients would rewrite (`.`/`..` segments, backslashes, a trailing `.` or `/`) or that are
+ * too long go to `<taskId>/<runId>.h/<sha256(name)>`; no plain name can land in `<runId>.h/`.
+ */
+export function blobNameFor(taskId: string, runId: number, name: string): string {
+  const plain = `${taskId}/${runId}/${name}`;
+  const segments = name.split('/');
+  const unsafe = segments.some((s) => s === '.' || s === '..') || name.includes('\\') || /[./]$/.test(name) || plain.length > MAX_BLOB_NAME;
+  if (!unsafe) return plain;
+  return `${taskId}/${runId}.h/${crypto.createHash('sha256').update(name, 'utf8').digest('hex')}`;
+}
+
+export class ArtifactBlobs {
+  private readonly key: StorageSharedKeyCredential;
+  private readonly protocol: SASProtocol;
+
+  constructor(private readonly storage: Storage) {
+    this.key = new StorageSharedKeyCredential(storage.conn.accountName, storage.conn.accountKey);
+    // Azurite serves plain http; an https-only SAS would be refused there.
+    this.protocol = storage.conn.blobEndpoint.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp;
+  }
+
+  private blob(blobName: string): BlockBlobClient {
+    return this.storage.artifacts.getBlockBlobClient(blobName);
+  }
+
+  private sas(blobName: string, permissions: string, expiresOn: Date): string {
+    return generateBlobSASQueryParameters(
+      { containerName: this.storage.artifacts.containerName, blobName, permissions: BlobSASPermissions.parse(permissions), expiresOn, protocol: this.protocol },
+      this.key,
+    ).toString();
+  }
+
+  /** A write-only URL that accepts one plain PUT of the whole artifact (as one block). */
+  putUrl(blobName: string, now: Date): string {
+    const expiresOn = new Date(now.getTime() + PUT_URL_TTL_MS + PUT_URL_DRIFT_MS);
+    return `${this.blob(blobName).url}?comp=block&blockid=${encodeURIComponent(BLOCK_ID)}&${this.sas(blobName, 'w', expiresOn)}`;
+  }
+
+  /** A short-lived read-only URL for the committed blob. */
+  getUrl(blobName: string, now: Date): string {
+    return `${this.blob(blobName).url}?${this.sas(blobName, 'r', new Date(now.getTime() + GET_URL_TTL_MS))}`;
+  }
+
+  /**
+   * Commits the uploaded block with the artifact's content type. Returns false when no block was
+   * ever uploaded (Azure answers 400 InvalidBlockList), so the caller keeps the artifact pending.
+   *
+   * Generic-worker gzips most artifacts in transit and says so only in a `Content-Encoding` header,
+   * which Put Block does not keep; it does declare the *original* size as `contentLength`. So when
+   * a length was declared, the first bytes and the stored size are checked: gzip magic and a size
+   * different from the declared one mean the upload was gzip-encoded, and the blob is served with
+   * `Content-Encoding: gzip` as S3 would have. Without a declared length nothing is guessed.
+   */
+  async commit(blobName: string, contentType: string, declaredLength?: number): Promise<boolean> {
+    const blob = this.blob(blobName);
+    const committed = await this.storage.meter.run('artifacts.commit', async () => {
+      try {
+        await blob.commitBlockList([BLOCK_ID], { blobHTTPHeaders: { blobContentType: contentType } });
+        return true;
+      } catch (err) {
+        const e = err as { statusCode?: number; code?: string };
+        if (e.statusCode === 400 && e.code === 'InvalidBlockList') return false;
+        throw err;
+      }
+    });
+    if (!committed || declaredLength === undefined) return committed;
+    if (await this.gzipEncoded(blob, declaredLength)) {
+      await this.storage.meter.run('artifacts.setHeaders', () => blob.setHTTPHeaders({ blobContentType: contentType, blobContentEncoding: 'gzip' }));
+    }
+    return true;
+  }
+
+  /** Reads the first bytes (and, from Content-Range, the size) of a committed blob. */
+  private async gzipEncoded(blob: BlockBlobClient, declaredLength: number): Promise<boolean> {
+    return this.storage.meter.run('artifacts.sniff', async () => {
+      let head: Buffer;
+      let size: number;
+      try {
+        const r = await blob.download(0, GZIP_MAGIC.length);
+        head = await readAll(r.readableStreamBody);
+        size = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode === 416) return false; // empty blob
+        throw err;
+      }
+      return size !== declaredLength && head.length === GZIP_MAGIC.length && head.equals(GZIP_MAGIC);
+    });
+  }
+
+  /** Deletes the blob and any uncommitted block; a missing blob is fine. */
+  async delete(blobName: string): Promise<void> {
+    await this.storage.meter.run('artifacts.delete', async () => {
+      await this.blob(blobName).deleteIfExists();
+    });
+  }
+
+  /** Whether a committed blob exists (tests and diagnostics). */
+  async exists(blobName: string): Promise<boolean> {
+    return this.storage.meter.run('artifacts.exists', () => this.blob(blobName).exists());
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
+  if (!stream) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
+  return Buffer.concat(chunks);
+}

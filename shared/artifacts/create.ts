@@ -1,0 +1,157 @@
+/**
+ * createArtifact: the checks in the real queue's order, idempotent re-creation with its documented
+ * exceptions, and the per-type reply (an upload URL for s3).
+ */
+import type { Storage } from '../storage/storage';
+import type { TaskStore } from '../tasks/store';
+import { conflict, inputError } from '../errors';
+import { normalizeDate, jsonEqual } from '../tasks/model';
+import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, runKey } from './model';
+import { ArtifactStore } from './store';
+import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
+import { noteExpiry } from './expiry';
+
+/** `expires` may lie this far in the past (clock drift), as in the real queue. */
+const EXPIRES_PAST_TOLERANCE_MS = 15 * 60 * 1000;
+/** Artifacts may still be created this long after a run is resolved `exception`. */
+export const EXCEPTION_UPLOAD_GRACE_MS = 25 * 60 * 1000;
+/** ETag races on one artifact row settle within a few attempts. */
+const MAX_WRITE_ATTEMPTS = 5;
+
+export interface CreateArtifactDeps {
+  storage: Storage;
+  tasks: TaskStore;
+  now: () => Date;
+}
+
+export interface CreateArtifactInput {
+  storageType: StorageType | 'object';
+  expires: string;
+  contentType?: string;
+  contentLength?: number;
+  url?: string;
+  artifact?: string;
+  reason?: string;
+  message?: string;
+}
+
+function detailsOf(input: CreateArtifactInput): Record<string, string> {
+  switch (input.storageType) {
+    case 'reference':
+      return { url: input.url! };
+    case 'link':
+      return { artifact: input.artifact! };
+    case 'error':
+      return { reason: input.reason!, message: input.message! };
+    default:
+      return {};
+  }
+}
+
+/** Whether a repeated createArtifact may update the stored artifact (the real queue's rules). */
+export function compatible(original: ArtifactRecord, next: ArtifactRecord): boolean {
+  // Content types never change, but links have none of their own.
+  if (next.storageType !== 'link' && original.contentType !== next.contentType) return false;
+  // Expiry may be extended, never shortened.
+  if (original.expires > next.expires) return false;
+  if (original.storageType === next.storageType) {
+    // Same type: same details, except that a reference may point somewhere else.
+    return next.storageType === 'reference' || jsonEqual(original.details, next.details);
+  }
+  // The only type change allowed: a reference becomes a link.
+  return original.storageType === 'reference' && next.storageType === 'link';
+}
+
+/** The stored record after a compatible repeat, or undefined when nothing needs writing. */
+function merged(original: ArtifactRecord, next: ArtifactRecord): ArtifactRecord | undefined {
+  const out: ArtifactRecord = {
+    ...original,
+    storageType: next.storageType,
+    expires: next.expires,
+    details: next.details,
+    // A repeated s3 create hands out a new upload URL: its upload must be committed again.
+    uncommitted: original.uncommitted || next.storageType === 's3',
+  };
+  const same =
+    out.storageType === original.storageType && out.expires === original.expires && jsonEqual(out.details, original.details) && out.uncommitted === original.uncommitted;
+  return same ? undefined : out;
+}
+
+export async function createArtifact(
+  d: CreateArtifactDeps,
+  taskId: string,
+  runId: number,
+  name: string,
+  input: CreateArtifactInput,
+): Promise<Record<string, unknown>> {
+  if (input.storageType === 'object') {
+    throw inputError('object artifacts need the Object service, which this deployment does not run; create s3 artifacts instead (generic-worker: createObjectArtifacts false)');
+  }
+  if (name.length > MAX_NAME_LENGTH) throw inputError(`artifact names are at most ${MAX_NAME_LENGTH} characters`);
+  const now = d.now();
+  const expires = normalizeDate(input.expires, 'expires');
+  if (new Date(expires).getTime() < now.getTime() - EXPIRES_PAST_TOLERANCE_MS) throw inputError('Expires must be in the future');
+
+  const task = await d.tasks.load(taskId);
+  if (!task) throw inputError('Task not found');
+  const run = task.runs[runId];
+  if (!run) throw inputError('Run not found');
+  if (!run.workerGroup || !run.workerId) throw inputError('Run was not claimed by a worker and so no artifacts can exist');
+  if (expires > task.definition.expires) {
+    throw inputError(
+      `Artifact expires (${expires}) after the task expiration ${task.definition.expires} (task.expires < expires) - this is not allowed, artifacts may not expire after the task they belong to expires`,
+    );
+  }
+  if (run.state !== 'running') {
+    const inGrace = run.state === 'exception' && !!run.resolved && new Date(run.resolved).getTime() > now.getTime() - EXCEPTION_UPLOAD_GRACE_MS;
+    if (!inGrace) {
+      throw conflict(
+        `Artifacts cannot be created for a task after it is resolved, unless it is resolved 'exception', and even in this case only up to 25 min past resolution. ` +
+          `This ensures that artifacts have been uploaded before a task is 'completed' and its output is consumed by a dependent task.\n\nRun ${runId} is ${run.state}.`,
+      );
+    }
+  }
+
+  const wanted: ArtifactRecord = {
+    taskId,
+    runId,
+    name,
+    storageType: input.storageType,
+    contentType: input.contentType ?? DEFAULT_CONTENT_TYPE,
+    expires,
+    details: detailsOf(input),
+    uncommitted: input.storageType === 's3',
+  };
+  if (input.contentLength !== undefined) wanted.contentLength = input.contentLength;
+
+  // The index row first: a crash after it leaves a harmless hint, never an artifact that never expires.
+  await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
+  const stored = await save(new ArtifactStore(d.storage), wanted);
+
+  if (stored.storageType !== 's3') return { storageType: stored.storageType };
+  return {
+    storageType: 's3',
+    contentType: stored.contentType,
+    expires: new Date(now.getTime() + PUT_URL_TTL_MS).toJSON(),
+    putUrl: new ArtifactBlobs(d.storage).putUrl(blobNameFor(taskId, runId, name), now),
+  };
+}
+
+/** Inserts the artifact, or applies a compatible repeat to the stored one (409 otherwise). */
+async function save(store: ArtifactStore, wanted: ArtifactRecord): Promise<ArtifactRecord> {
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+    if (await store.insert({ ...wanted })) return wanted;
+    const original = await store.get(wanted.taskId, wanted.runId, wanted.name);
+    if (!original) continue; // deleted meanwhile (expired): insert again
+    if (!compatible(original, wanted)) {
+      throw conflict(
+        `Artifact already exists with different properties, and none of the allowed exceptions apply: ` +
+          JSON.stringify({ storageType: original.storageType, contentType: original.contentType, expires: original.expires }),
+      );
+    }
+    const next = merged(original, wanted);
+    if (!next) return original;
+    if (await store.replace(next)) return next;
+  }
+  throw conflict(`artifact ${wanted.name} is being changed concurrently; retry`);
+}

@@ -1,0 +1,153 @@
+/**
+ * Artifact expiry without scanning artifacts.
+ *
+ * Index rows live in the Artifacts table, in partitions `~expires~<YYYY-MM-DD>~<shard>` (the day
+ * of `expires`; `~` sorts after every `<taskId>-<runId>` partition, so they never mix with
+ * artifact rows). One row per run and exact `expires` value, with row key `<expires>~<run>`: a
+ * run's artifacts usually share their expiry, so one index row covers many artifacts. The reaper
+ * reads the index rows that are due (one range query: past day partitions, row key < now), and
+ * for each one deletes the run's expired artifacts (blob first, then the row) and then the index
+ * row. An index row is a hint: the artifact row's `expires` is the truth, so a stale index row
+ * (expiry since extended) only costs a query.
+ */
+import crypto from 'node:crypto';
+import type { Storage } from '../storage/storage';
+import { StorageConflict } from '../storage/storage';
+import { odata } from '../storage/keys';
+import type { Logger } from '../log';
+import { ArtifactStore } from './store';
+import { ArtifactBlobs, blobNameFor } from './blobs';
+import { ArtifactRecord, artifactRowKey, runKey } from './model';
+
+const INDEX_PREFIX = '~expires~';
+/** Index writes for one day spread over 16 partitions (Azure serves ~2000 ops/s per partition). */
+const INDEX_SHARDS = 16;
+/**
+ * An instance remembers the index rows it wrote and skips rewriting them, but only for expiries
+ * at least this far away: the reaper deletes an index row only after its expiry passes, so the
+ * remembered row surely still exists (the margin absorbs clock skew between instances).
+ */
+const INDEX_CACHE_MARGIN_MS = 60 * 60 * 1000;
+/** Bound the remembered index rows per instance. */
+const INDEX_CACHE_MAX = 10_000;
+/** Due index rows handled per reaper pass, so a pass stays short. */
+export const MAX_INDEX_ROWS_PER_PASS = 200;
+/** Parallel blob deletes while expiring one run's artifacts. */
+const DELETE_CONCURRENCY = 8;
+
+function shardOf(run: string): string {
+  return (crypto.createHash('sha1').update(run).digest()[0] % INDEX_SHARDS).toString(16);
+}
+
+export function indexKeys(run: string, expires: string): { partitionKey: string; rowKey: string } {
+  return { partitionKey: `${INDEX_PREFIX}${expires.slice(0, 10)}~${shardOf(run)}`, rowKey: `${expires}~${run}` };
+}
+
+const written = new Set<string>();
+
+/** Makes sure an index row covers artifacts of `run` expiring at `expires` (before the row is written). */
+export async function noteExpiry(storage: Storage, run: string, expires: string, now: Date): Promise<void> {
+  const keys = indexKeys(run, expires);
+  const cacheKey = `${storage.prefix}|${keys.partitionKey}|${keys.rowKey}`;
+  const cacheable = new Date(expires).getTime() - now.getTime() > INDEX_CACHE_MARGIN_MS;
+  if (cacheable && written.has(cacheKey)) return;
+  await storage.table('Artifacts').upsert({ ...keys, run, expires });
+  if (!cacheable) return;
+  if (written.size >= INDEX_CACHE_MAX) written.clear();
+  written.add(cacheKey);
+}
+
+async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
+}
+
+export interface ExpiryDeps {
+  storage: Storage;
+  now: () => Date;
+  log: Logger;
+}
+
+/**
+ * Deletes the rows of expired artifacts whose blobs are gone, each guarded by its ETag so a row
+ * re-created meanwhile survives. (Entity-group batches would be cheaper, but the SDK's batch
+ * delete cannot carry an ETag.)
+ */
+async function deleteRows(store: ArtifactStore, rows: ArtifactRecord[]): Promise<number> {
+  let deleted = 0;
+  await inBatches(rows, DELETE_CONCURRENCY, async (a) => {
+    try {
+      await store.table.delete(runKey(a.taskId, a.runId), artifactRowKey(a.name), a.etag);
+      deleted++;
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+    }
+  });
+  return deleted;
+}
+
+/** Expires one run's artifacts that are past due; returns how many rows were deleted. */
+async function expireRun(store: ArtifactStore, blobs: ArtifactBlobs, run: string, nowIso: string): Promise<number> {
+  const dash = run.lastIndexOf('-');
+  const taskId = run.slice(0, dash);
+  const runId = Number(run.slice(dash + 1));
+  let deleted = 0;
+  let continuation: string | undefined;
+  do {
+    const page = await store.page(taskId, runId, 1000, continuation, `expires lt ${odata(nowIso)}`);
+    continuation = page.continuation;
+    const due = page.items.filter((a) => a.expires < nowIso);
+    await inBatches(
+      due.filter((a) => a.storageType === 's3'),
+      DELETE_CONCURRENCY,
+      (a) => blobs.delete(blobNameFor(a.taskId, a.runId, a.name)),
+    );
+    deleted += await deleteRows(store, due);
+  } while (continuation);
+  return deleted;
+}
+
+/**
+ * The reaper step: removes expired artifacts (blob first, then row, then the index row). Failures
+ * leave the index row in place for the next pass. Never throws.
+ */
+export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; artifacts: number; failed: number }> {
+  const stats = { runs: 0, artifacts: 0, failed: 0 };
+  const now = d.now();
+  const nowIso = now.toJSON();
+  const table = d.storage.table('Artifacts');
+  const store = new ArtifactStore(d.storage);
+  const blobs = new ArtifactBlobs(d.storage);
+  // Every index partition up to today's (shards are hex digits, and '~' sorts after them).
+  const filter =
+    `PartitionKey ge ${odata(INDEX_PREFIX)} and PartitionKey lt ${odata(`${INDEX_PREFIX}${nowIso.slice(0, 10)}~~`)}` +
+    ` and RowKey lt ${odata(nowIso)}`;
+  try {
+    let continuation: string | undefined;
+    let seen = 0;
+    do {
+      const page = await table.page(filter, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
+      continuation = page.continuation;
+      seen += page.items.length;
+      await inBatches(page.items, DELETE_CONCURRENCY, async (row) => {
+        try {
+          stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
+          stats.runs++;
+          try {
+            await table.delete(row.partitionKey, row.rowKey, row.etag);
+          } catch (err) {
+            // Rewritten meanwhile by a create with the same expiry: keep it for the next pass.
+            if (!(err instanceof StorageConflict)) throw err;
+          }
+        } catch (err) {
+          stats.failed++;
+          d.log.error('artifact-expiry-failed', { run: row.run, error: String((err as Error)?.message ?? err) });
+        }
+      });
+    } while (continuation && seen < MAX_INDEX_ROWS_PER_PASS);
+  } catch (err) {
+    stats.failed++;
+    d.log.error('artifact-expiry-failed', { error: String((err as Error)?.message ?? err) });
+  }
+  if (stats.runs || stats.failed) d.log.info('artifacts-expired', stats);
+  return stats;
+}

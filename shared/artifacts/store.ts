@@ -1,0 +1,65 @@
+/**
+ * Artifact rows: point reads, ETag-guarded writes and per-run pages.
+ */
+import { CountedTable, Storage, StorageConflict } from '../storage/storage';
+import { odata } from '../storage/keys';
+import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
+
+export interface ArtifactPage {
+  items: ArtifactRecord[];
+  continuation?: string;
+}
+
+export class ArtifactStore {
+  constructor(private readonly storage: Storage) {}
+
+  get table(): CountedTable {
+    return this.storage.table('Artifacts');
+  }
+
+  async get(taskId: string, runId: number, name: string): Promise<ArtifactRecord | undefined> {
+    const row = await this.table.get(runKey(taskId, runId), artifactRowKey(name));
+    // A hashed row key could in theory be shared; the stored name settles it.
+    if (!row || row.name !== name) return undefined;
+    return decodeArtifact(row);
+  }
+
+  /** Inserts; returns false if the artifact already exists. */
+  async insert(a: ArtifactRecord): Promise<boolean> {
+    try {
+      a.etag = await this.table.insert(encodeArtifact(a));
+      return true;
+    } catch (err) {
+      if (err instanceof StorageConflict && err.reason === 'exists') return false;
+      throw err;
+    }
+  }
+
+  /** Replaces the row if unchanged since it was read; returns false if it changed or vanished. */
+  async replace(a: ArtifactRecord): Promise<boolean> {
+    try {
+      a.etag = await this.table.update(encodeArtifact(a), a.etag!);
+      return true;
+    } catch (err) {
+      if (err instanceof StorageConflict) return false;
+      throw err;
+    }
+  }
+
+  /** Marks an s3 artifact committed, unless the row changed meanwhile (a re-create re-opens it). */
+  async markCommitted(a: ArtifactRecord): Promise<void> {
+    try {
+      a.etag = await this.table.merge({ partitionKey: runKey(a.taskId, a.runId), rowKey: artifactRowKey(a.name), uncommitted: false }, a.etag!);
+      a.uncommitted = false;
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+    }
+  }
+
+  /** One page of a run's artifacts, in row-key order; `filter` narrows it further. */
+  async page(taskId: string, runId: number, limit: number, continuation?: string, filter?: string): Promise<ArtifactPage> {
+    const where = `PartitionKey eq ${odata(runKey(taskId, runId))}${filter ? ` and ${filter}` : ''}`;
+    const page = await this.table.page(where, limit, continuation);
+    return { items: page.items.map((e) => decodeArtifact(e)), continuation: page.continuation };
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Task history: one row per run transition (who, when, from which state, why), stored in the
+ * task's own partition and written in the same entity-group transaction as the task row, so the
+ * history and the task's state can never disagree. Entries are derived by comparing the runs
+ * before and after a write, so callers of TaskStore need no changes.
+ */
+import type { Entity, Storage } from '../storage/storage';
+import type { Run, TaskRecord } from '../tasks/model';
+import { lit, prefixRange } from './keys';
+
+export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved';
+
+export interface HistoryEntry {
+  /** 1 for the task's first entry, then counting up. */
+  seq: number;
+  time: string;
+  event: HistoryEvent;
+  /** Absent for task-level events (`created`). */
+  runId?: number;
+  /** The run's state before, or null for a new run / new task. */
+  from: string | null;
+  to: string;
+  /** reasonCreated for new runs, reasonResolved for resolutions, else the event name. */
+  reason: string;
+  /** clientId of the caller, or `reaper`; absent when the write had no known actor. */
+  actor?: string;
+  workerGroup?: string;
+  workerId?: string;
+  takenUntil?: string;
+}
+
+export type Transition = Omit<HistoryEntry, 'seq' | 'time' | 'actor'>;
+
+/** History row keys: `h-` and the inverted sequence number, so a range query reads newest first. */
+const HISTORY_PREFIX = 'h-';
+const MAX_SEQ = 9_999_999_999;
+/** An entity-group transaction holds 100 operations; the task row takes one. */
+export const MAX_ENTRIES_PER_WRITE = 99;
+
+export function historyRowKey(seq: number): string {
+  return HISTORY_PREFIX + String(MAX_SEQ - seq).padStart(10, '0');
+}
+
+function worker(r: Run): Pick<Transition, 'workerGroup' | 'workerId'> {
+  return r.workerGroup ? { workerGroup: r.workerGroup, workerId: r.workerId } : {};
+}
+
+/** What changed between two versions of a task (before undefined: the task is new). */
+export function transitions(before: TaskRecord | undefined, after: TaskRecord): Transition[] {
+  const out: Transition[] = [];
+  if (!before) out.push({ event: 'created', from: null, to: 'unscheduled', reason: 'created' });
+  for (const a of after.runs) {
+    const b = before?.runs[a.runId];
+    if (!b) {
+      if (a.state === 'pending') out.push({ event: 'scheduled', runId: a.runId, from: null, to: 'pending', reason: a.reasonCreated });
+      else out.push({ event: 'resolved', runId: a.runId, from: null, to: a.state, reason: a.reasonResolved ?? a.reasonCreated, ...worker(a) });
+    } else if (b.state !== a.state) {
+      if (a.state === 'running') {
+        out.push({ event: 'claimed', runId: a.runId, from: b.state, to: 'running', reason: 'claimed', ...worker(a), takenUntil: a.takenUntil });
+      } else {
+        out.push({ event: 'resolved', runId: a.runId, from: b.state, to: a.state, reason: a.reasonResolved ?? a.state, ...worker(a) });
+      }
+    } else if (a.state === 'running' && a.takenUntil !== b.takenUntil) {
+      out.push({ event: 'reclaimed', runId: a.runId, from: 'running', to: 'running', reason: 'reclaimed', ...worker(a), takenUntil: a.takenUntil });
+    }
+  }
+  return out;
+}
+
+/** Numbers the transitions from the task's current sequence and builds their rows; bumps `after.historySeq`. */
+export function historyRows(before: TaskRecord | undefined, after: TaskRecord, time: string, actor: string | undefined): { rows: Entity[]; entries: HistoryEntry[] } {
+  const list = transitions(before, after).slice(0, MAX_ENTRIES_PER_WRITE);
+  let seq = before?.historySeq ?? 0;
+  const entries = list.map((t) => ({ seq: ++seq, time, ...t, ...(actor ? { actor } : {}) }));
+  if (entries.length) after.historySeq = seq;
+  const rows = entries.map((e) => ({ partitionKey: after.taskId, rowKey: historyRowKey(e.seq), entry: JSON.stringify(e) }));
+  return { rows, entries };
+}
+
+/** A page of a task's history, newest first. */
+export async function readHistory(storage: Storage, taskId: string, limit: number, continuation?: string): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
+  const page = await storage.table('Tasks').page(`PartitionKey eq ${lit(taskId)} and ${prefixRange(HISTORY_PREFIX)}`, limit, continuation, ['entry']);
+  return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
+}
+
+/** Every history row key of a task (to delete them with the task). */
+export async function historyKeys(storage: Storage, taskId: string): Promise<string[]> {
+  const keys: string[] = [];
+  let continuation: string | undefined;
+  do {
+    const page = await storage.table('Tasks').page(`PartitionKey eq ${lit(taskId)} and ${prefixRange(HISTORY_PREFIX)}`, 1000, continuation, ['RowKey']);
+    keys.push(...page.items.map((r) => r.rowKey));
+    continuation = page.continuation;
+  } while (continuation);
+  return keys;
+}

@@ -1,0 +1,393 @@
+/**
+ * Operator read models in the Indexes table, maintained as tasks move (after each task write):
+ *
+ * - per task queue, partition `q~<taskQueueId>`:
+ *     `u~<created>~<taskId>`                          unscheduled tasks
+ *     `p~<scheduled>~<taskId>~<runId>`                pending runs, oldest first
+ *     `c~<started>~<taskId>~<runId>`                  claimed (running) runs, oldest first
+ *     `r~<inverted resolved>~<taskId>~<runId>`        resolved runs, newest first
+ *     `w~<wg>~<wid>~<inverted started>~<taskId>~<runId>`  each worker's claims, newest first
+ * - partition `resolved`: `<inverted resolved>~<taskId>~<runId>`, resolved runs of every queue;
+ * - partition `latest`: `n~<name>~<inverted created>~<taskId>` and `g~<taskGroupId>~…`.
+ *
+ * Every key is a function of the task record, so any writer computes the same keys. A transition
+ * costs one entity-group transaction in its task queue's partition (delete the old state's row,
+ * create the new one, record the worker's claim), plus one upsert in `resolved` when a run resolves
+ * and one transaction in `latest` when a task is created.
+ *
+ * Consistency: the task row is the truth; index rows are written after it. Two writers of the same
+ * task can land out of order (e.g. a retry's pending row written after another instance already
+ * claimed that run), so a delete that finds nothing leaves a tombstone (`live: false`) and creates
+ * never overwrite (insert, 409 = a later state is already recorded). Resolved and worker rows hold
+ * complete facts and are upserted. If a crash loses an index write (between the task write and its
+ * index write), the task's next transition finds a row missing, and its fallback also removes the
+ * earlier-state rows of the changed runs and of the run before them (repairOps). Counts read only
+ * `live` rows of tasks before their deadline, so a row nothing repairs (a lost write for a final
+ * resolution) stops counting at the task's deadline at the latest.
+ *
+ * Exactness: pending/claimed counts are exact with respect to the task rows except in the instant
+ * between a task write and its index write (one storage call) and after such a crash as above.
+ * Stale or duplicate pending hints never count: rows follow task rows, not queue messages.
+ */
+import { Entity, Storage, StorageConflict } from '../storage/storage';
+import { encodeKey } from '../storage/keys';
+import type { Run, TaskRecord } from '../tasks/model';
+import { inverted, lit, part, prefixRange } from './keys';
+
+export const RESOLVED_PK = 'resolved';
+export const LATEST_PK = 'latest';
+/** Table pages hold at most 1000 rows. */
+const PAGE = 1000;
+
+export type ActiveState = 'unscheduled' | 'pending' | 'running';
+export type ResolvedState = 'completed' | 'failed' | 'exception';
+const ACTIVE_PREFIX: Record<ActiveState, string> = { unscheduled: 'u~', pending: 'p~', running: 'c~' };
+
+export function queuePk(taskQueueId: string): string {
+  return `q~${encodeKey(taskQueueId)}`;
+}
+
+function isResolvedRun(r: Run): boolean {
+  return r.state === 'completed' || r.state === 'failed' || r.state === 'exception';
+}
+
+function base(t: TaskRecord) {
+  const d = t.definition;
+  return { taskId: t.taskId, taskQueueId: d.taskQueueId, taskGroupId: d.taskGroupId, name: d.metadata.name, deadline: d.deadline, expires: d.expires };
+}
+
+// ---- rows ----
+
+function unscheduledRow(t: TaskRecord): Entity {
+  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `u~${t.definition.created}~${t.taskId}`, ...base(t), state: 'unscheduled', at: t.definition.created, live: true };
+}
+
+function pendingRow(t: TaskRecord, r: Run): Entity {
+  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `p~${r.scheduled}~${t.taskId}~${r.runId}`, ...base(t), runId: r.runId, state: 'pending', at: r.scheduled, reasonCreated: r.reasonCreated, live: true };
+}
+
+function claimedRow(t: TaskRecord, r: Run): Entity {
+  return {
+    partitionKey: queuePk(t.definition.taskQueueId),
+    rowKey: `c~${r.started}~${t.taskId}~${r.runId}`,
+    ...base(t),
+    runId: r.runId,
+    state: 'running',
+    at: r.started,
+    workerGroup: r.workerGroup,
+    workerId: r.workerId,
+    live: true,
+  };
+}
+
+function resolvedFacts(t: TaskRecord, r: Run) {
+  return {
+    ...base(t),
+    runId: r.runId,
+    state: r.state,
+    reasonCreated: r.reasonCreated,
+    reasonResolved: r.reasonResolved ?? '',
+    at: r.resolved,
+    scheduled: r.scheduled,
+    started: r.started ?? '',
+    resolved: r.resolved,
+    workerGroup: r.workerGroup ?? '',
+    workerId: r.workerId ?? '',
+  };
+}
+
+function resolvedRow(t: TaskRecord, r: Run): Entity {
+  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `r~${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
+}
+
+function globalResolvedRow(t: TaskRecord, r: Run): Entity {
+  return { partitionKey: RESOLVED_PK, rowKey: `${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
+}
+
+export function workerPrefix(workerGroup: string, workerId: string): string {
+  return `w~${workerGroup}~${workerId}~`;
+}
+
+function workerRow(t: TaskRecord, r: Run): Entity {
+  return {
+    partitionKey: queuePk(t.definition.taskQueueId),
+    rowKey: `${workerPrefix(r.workerGroup!, r.workerId!)}${inverted(r.started!)}~${t.taskId}~${r.runId}`,
+    ...base(t),
+    runId: r.runId,
+    state: r.state,
+    at: r.started,
+    resolved: r.resolved ?? '',
+    reasonResolved: r.reasonResolved ?? '',
+    workerGroup: r.workerGroup,
+    workerId: r.workerId,
+  };
+}
+
+function latestRows(t: TaskRecord): Entity[] {
+  const d = t.definition;
+  const when = inverted(d.created);
+  const facts = { ...base(t), created: d.created };
+  return [
+    { partitionKey: LATEST_PK, rowKey: `n~${part(d.metadata.name)}~${when}~${t.taskId}`, ...facts },
+    { partitionKey: LATEST_PK, rowKey: `g~${d.taskGroupId}~${when}~${t.taskId}`, ...facts },
+  ];
+}
+
+// ---- what a write changes ----
+
+/**
+ * `create`: insert, skipped if the key exists (a later state or a repeat got there first);
+ * `upsert`: complete facts; `remove`: delete, leaving a tombstone if the row is not there yet;
+ * `purge`: delete if present.
+ */
+export type IndexOp = { op: 'create' | 'upsert'; row: Entity } | { op: 'remove' | 'purge'; row: Entity };
+
+/** Index changes for a task write, grouped by partition. `after` undefined = the task was deleted. */
+export function indexOps(before: TaskRecord | undefined, after: TaskRecord | undefined): Map<string, IndexOp[]> {
+  const ops: IndexOp[] = [];
+  if (!after) {
+    // Only a just-created task is ever deleted (its dependencies were missing): drop all it wrote.
+    const t = before!;
+    ops.push({ op: 'purge', row: unscheduledRow(t) });
+    for (const r of t.runs) {
+      ops.push({ op: 'purge', row: pendingRow(t, r) });
+      if (r.started) ops.push({ op: 'purge', row: claimedRow(t, r) }, { op: 'purge', row: workerRow(t, r) });
+      if (r.resolved) ops.push({ op: 'purge', row: resolvedRow(t, r) }, { op: 'purge', row: globalResolvedRow(t, r) });
+    }
+    for (const row of latestRows(t)) ops.push({ op: 'purge', row });
+    return group(ops);
+  }
+  const t = after;
+  if (!before) {
+    for (const row of latestRows(t)) ops.push({ op: 'upsert', row });
+    if (t.runs.length === 0) ops.push({ op: 'create', row: unscheduledRow(t) });
+  } else if (before.runs.length === 0 && t.runs.length > 0) {
+    ops.push({ op: 'remove', row: unscheduledRow(before) });
+  }
+  for (const a of t.runs) {
+    const b = before?.runs[a.runId];
+    if (b && b.state === a.state) continue;
+    if (b?.state === 'pending') ops.push({ op: 'remove', row: pendingRow(t, b) });
+    if (b?.state === 'running') ops.push({ op: 'remove', row: claimedRow(t, b) });
+    if (a.state === 'pending') ops.push({ op: 'create', row: pendingRow(t, a) });
+    if (a.state === 'running') ops.push({ op: 'create', row: claimedRow(t, a), }, { op: 'create', row: workerRow(t, a) });
+    if (isResolvedRun(a)) {
+      ops.push({ op: 'upsert', row: resolvedRow(t, a) }, { op: 'upsert', row: globalResolvedRow(t, a) });
+      if (a.started && a.workerGroup) ops.push({ op: 'upsert', row: workerRow(t, a) });
+    }
+  }
+  return group(ops);
+}
+
+/**
+ * Extra changes for when a partition's transaction failed (a writer was out of order or an earlier
+ * index write was lost in a crash): remove rows of earlier states that this write assumed were
+ * already gone, for the changed runs and the run before them, and re-record that run's outcome.
+ */
+export function repairOps(before: TaskRecord | undefined, after: TaskRecord | undefined): IndexOp[] {
+  if (!before || !after) return [];
+  const ops: IndexOp[] = [];
+  const changed = after.runs.filter((a) => before.runs[a.runId]?.state !== a.state);
+  if (!changed.length) return ops;
+  for (const a of changed) {
+    if (isResolvedRun(a) && before.runs[a.runId]?.state === 'running') ops.push({ op: 'remove', row: pendingRow(after, a) });
+  }
+  const prev = after.runs[changed[0].runId - 1];
+  if (prev && isResolvedRun(prev)) {
+    ops.push({ op: 'remove', row: pendingRow(after, prev) }, { op: 'upsert', row: resolvedRow(after, prev) });
+    if (prev.started && prev.workerGroup) ops.push({ op: 'remove', row: claimedRow(after, prev) }, { op: 'upsert', row: workerRow(after, prev) });
+  }
+  return ops;
+}
+
+function group(ops: IndexOp[]): Map<string, IndexOp[]> {
+  const m = new Map<string, IndexOp[]>();
+  for (const o of ops) {
+    const list = m.get(o.row.partitionKey) ?? [];
+    list.push(o);
+    m.set(o.row.partitionKey, list);
+  }
+  return m;
+}
+
+/** Entity-group transactions hold at most 100 operations. */
+const MAX_BATCH = 100;
+
+/**
+ * Applies one partition's changes: one transaction in the common case; if it fails because a row
+ * was missing or already there (an out-of-order or repeated writer), each change alone.
+ */
+export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp[] = []): Promise<void> {
+  const table = storage.table('Indexes');
+  if (ops.length <= MAX_BATCH) {
+    try {
+      await table.transact((tx) => {
+        for (const o of ops) {
+          if (o.op === 'create') tx.createEntity(o.row);
+          else if (o.op === 'upsert') tx.upsertEntity(o.row, 'Replace');
+          else tx.deleteEntity(o.row.partitionKey, o.row.rowKey);
+        }
+      });
+      return;
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+    }
+  }
+  const keys = new Set(ops.map((o) => o.row.rowKey));
+  for (const o of [...ops, ...repair.filter((r) => !keys.has(r.row.rowKey))]) {
+    const { partitionKey: pk, rowKey: rk } = o.row;
+    if (o.op === 'upsert') await table.upsert(o.row);
+    else if (o.op === 'create') {
+      try {
+        await table.insert(o.row);
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+      }
+    } else if (o.op === 'purge') await table.delete(pk, rk);
+    else if (!(await table.delete(pk, rk))) {
+      // Not written yet by a slower writer of the earlier state: make sure it never will be.
+      try {
+        await table.insert({ ...o.row, live: false });
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+        await table.delete(pk, rk); // it landed in between: remove it
+      }
+    }
+  }
+}
+
+// ---- queries ----
+
+export interface IndexRow {
+  rowKey: string;
+  taskId: string;
+  runId?: number;
+  taskQueueId: string;
+  taskGroupId: string;
+  name: string;
+  state: string;
+  /** When the run entered `state` (resolved time for resolved rows, claim time for worker rows). */
+  at: string;
+  deadline: string;
+  reasonCreated?: string;
+  reasonResolved?: string;
+  workerGroup?: string;
+  workerId?: string;
+  scheduled?: string;
+  started?: string;
+  resolved?: string;
+  created?: string;
+}
+
+function clean(r: Record<string, unknown>): IndexRow {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) {
+    if (k === 'partitionKey' || k === 'etag' || k === 'timestamp' || k === 'live' || k === 'expires') continue;
+    if (v === '' || v === null || v === undefined) continue;
+    out[k] = v;
+  }
+  return out as unknown as IndexRow;
+}
+
+function activeFilter(taskQueueId: string, state: ActiveState, now: string, extra = ''): string {
+  return `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${prefixRange(ACTIVE_PREFIX[state])} and live eq true and deadline gt ${lit(now)}${extra}`;
+}
+
+/** Exact number of a task queue's tasks in an active state, from one partition range. */
+export async function countActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, extra = ''): Promise<number> {
+  return countWhere(storage, activeFilter(taskQueueId, state, now.toJSON(), extra));
+}
+
+async function countWhere(storage: Storage, filter: string, select = ['RowKey']): Promise<number> {
+  let n = 0;
+  let continuation: string | undefined;
+  do {
+    const page = await storage.table('Indexes').page(filter, PAGE, continuation, select);
+    n += page.items.length;
+    continuation = page.continuation;
+  } while (continuation);
+  return n;
+}
+
+export async function listActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, limit: number, continuation?: string) {
+  const page = await storage.table('Indexes').page(activeFilter(taskQueueId, state, now.toJSON()), limit, continuation);
+  return { rows: page.items.map(clean), continuation: page.continuation };
+}
+
+export interface Window {
+  since?: string;
+  until?: string;
+  state?: ResolvedState;
+}
+
+/** RowKey range of rows `<prefix><inverted time>~…` whose time lies in [since, until]. */
+function timeRange(prefix: string, w: Window): string {
+  const lower = w.until ? prefix + inverted(w.until) : prefix;
+  const upper = w.since ? prefix + inverted(w.since) + '~~' : prefix + '~';
+  return `RowKey ge ${lit(lower)} and RowKey lt ${lit(upper)}`;
+}
+
+function resolvedFilter(pk: string, prefix: string, w: Window): string {
+  return `PartitionKey eq ${lit(pk)} and ${timeRange(prefix, w)}${w.state ? ` and state eq ${lit(w.state)}` : ''}`;
+}
+
+/** Resolved runs, newest first: of one task queue, or of all (taskQueueId undefined). */
+export async function listResolved(storage: Storage, taskQueueId: string | undefined, w: Window, limit: number, continuation?: string) {
+  const filter = taskQueueId ? resolvedFilter(queuePk(taskQueueId), 'r~', w) : resolvedFilter(RESOLVED_PK, '', w);
+  const page = await storage.table('Indexes').page(filter, limit, continuation);
+  return { rows: page.items.map(clean), continuation: page.continuation };
+}
+
+/** A worker's claims (newest first), with each run's current state. */
+export async function listWorkerRuns(storage: Storage, taskQueueId: string, workerGroup: string, workerId: string, w: Window, limit: number, continuation?: string) {
+  const filter = `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), w)}${w.state ? ` and state eq ${lit(w.state)}` : ''}`;
+  const page = await storage.table('Indexes').page(filter, limit, continuation);
+  return { rows: page.items.map(clean), continuation: page.continuation };
+}
+
+async function tally(storage: Storage, filter: string, into: Record<string, number>): Promise<void> {
+  let continuation: string | undefined;
+  do {
+    const page = await storage.table('Indexes').page(filter, PAGE, continuation, ['state']);
+    for (const r of page.items) {
+      const s = r.state as string;
+      if (s in into) into[s]++;
+    }
+    continuation = page.continuation;
+  } while (continuation);
+}
+
+export interface StateCounts {
+  unscheduled?: number;
+  pending?: number;
+  running: number;
+  completed: number;
+  failed: number;
+  exception: number;
+}
+
+/**
+ * A task queue's tasks by state: active states exactly (as of the index), resolved runs in the
+ * window [since, now].
+ */
+export async function queueStateCounts(storage: Storage, taskQueueId: string, since: string, now: Date): Promise<StateCounts> {
+  const [unscheduled, pending, running] = await Promise.all((['unscheduled', 'pending', 'running'] as const).map((s) => countActive(storage, taskQueueId, s, now)));
+  const resolved = { completed: 0, failed: 0, exception: 0 };
+  await tally(storage, resolvedFilter(queuePk(taskQueueId), 'r~', { since, until: now.toJSON() }), resolved);
+  return { unscheduled, pending, running, ...resolved };
+}
+
+/** One worker's runs by state: running exactly, resolved among the runs it claimed since `since`. */
+export async function workerStateCounts(storage: Storage, taskQueueId: string, workerGroup: string, workerId: string, since: string, now: Date): Promise<StateCounts> {
+  const running = await countActive(storage, taskQueueId, 'running', now, ` and workerGroup eq ${lit(workerGroup)} and workerId eq ${lit(workerId)}`);
+  const resolved = { completed: 0, failed: 0, exception: 0 };
+  await tally(storage, `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() })}`, resolved);
+  return { running, ...resolved };
+}
+
+/** Tasks by name or by task group, newest created first. */
+export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
+  const prefix = by.name !== undefined ? `n~${part(by.name)}~` : `g~${by.taskGroupId}~`;
+  const page = await storage.table('Indexes').page(`PartitionKey eq ${lit(LATEST_PK)} and ${prefixRange(prefix)}`, limit, continuation);
+  return { rows: page.items.map(clean), continuation: page.continuation };
+}

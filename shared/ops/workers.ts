@@ -1,0 +1,313 @@
+/**
+ * Task queues and workers as operators see them: when they were last active, when they expire,
+ * and worker quarantine.
+ *
+ * Rows: TaskQueues `(PK=<taskQueueId>, RK='meta')` beside the pending-queue rows `p1..p7` that
+ * createTask writes (a queue with tasks but no worker yet is listed from those); Workers
+ * `(PK=<taskQueueId>, RK=<workerGroup>~<workerId>)`. Provisioners and worker types are derived from
+ * task queue ids, as the modern queue does.
+ *
+ * "Seen" bookkeeping never writes per claim: claimWork reads the worker row (it needs the
+ * quarantine anyway) and refreshes lastDateActive/expires only when lastDateActive is older than
+ * SEEN_INTERVAL_MS, as an ETag-guarded merge, so concurrent instances write it at most once per
+ * interval between them. A worker's recent tasks come from the index rows its claims write
+ * (shared/ops/indexes.ts), not from this row.
+ */
+import { Storage, StorageConflict, StoredEntity } from '../storage/storage';
+import { encodeKey } from '../storage/keys';
+import { notFound } from '../errors';
+import { lit } from './keys';
+import { listWorkerRuns } from './indexes';
+
+/** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
+export const SEEN_INTERVAL_MS = 30 * 60 * 1000;
+/** A worker that stops calling expires a day later (unless quarantined). */
+export const WORKER_EXPIRY_MS = 24 * 3600 * 1000;
+/** A task queue expires five days after it was last active. */
+export const QUEUE_EXPIRY_MS = 5 * 24 * 3600 * 1000;
+/** getWorker shows this many recent claims. */
+export const RECENT_TASKS = 20;
+/** Quarantine changes kept on the worker row (bounds the row size). */
+export const MAX_QUARANTINE_DETAILS = 20;
+/** ETag races on one worker row settle within a few attempts. */
+const MAX_ATTEMPTS = 5;
+const META_RK = 'meta';
+
+export interface QueueInfo {
+  taskQueueId: string;
+  provisionerId: string;
+  workerType: string;
+  description: string;
+  stability: 'experimental' | 'stable' | 'deprecated';
+  expires: string;
+  lastDateActive: string;
+}
+
+export interface QuarantineDetail {
+  clientId: string;
+  updatedAt: string;
+  quarantineUntil: string;
+  quarantineInfo: string;
+}
+
+type WorkerFields = {
+  partitionKey: string;
+  rowKey: string;
+  taskQueueId: string;
+  workerGroup: string;
+  workerId: string;
+  firstClaim: string;
+  lastDateActive: string;
+  expires: string;
+  /** '' when never quarantined. */
+  quarantineUntil: string;
+  quarantineDetails: string;
+};
+type WorkerRow = WorkerFields & { etag: string };
+
+export function splitQueue(taskQueueId: string): { provisionerId: string; workerType: string } {
+  const i = taskQueueId.indexOf('/');
+  return { provisionerId: taskQueueId.slice(0, i), workerType: taskQueueId.slice(i + 1) };
+}
+
+/** The stored properties of a worker row (drops etag and system properties). */
+function fields(r: WorkerRow): WorkerFields {
+  const { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails } = r;
+  return { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails };
+}
+
+const later = (a: string, b: string) => (a > b ? a : b);
+const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toJSON();
+
+export class WorkerRegistry {
+  constructor(
+    private readonly storage: Storage,
+    private readonly now: () => Date,
+  ) {}
+
+  private get workers() {
+    return this.storage.table('Workers');
+  }
+
+  private get queues() {
+    return this.storage.table('TaskQueues');
+  }
+
+  // ---- workers ----
+
+  async getRow(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow | undefined> {
+    return this.workers.get<WorkerRow>(encodeKey(taskQueueId), `${workerGroup}~${workerId}`);
+  }
+
+  private fresh(taskQueueId: string, workerGroup: string, workerId: string, expires?: string): WorkerFields {
+    const now = this.now();
+    return {
+      partitionKey: encodeKey(taskQueueId),
+      rowKey: `${workerGroup}~${workerId}`,
+      taskQueueId,
+      workerGroup,
+      workerId,
+      firstClaim: now.toJSON(),
+      lastDateActive: now.toJSON(),
+      expires: expires ?? plus(now, WORKER_EXPIRY_MS),
+      quarantineUntil: '',
+      quarantineDetails: '[]',
+    };
+  }
+
+  /**
+   * Records that a worker called (claimWork, reclaimTask) and returns its row: one read, plus an
+   * ETag-guarded write only when the row is new or its lastDateActive is older than SEEN_INTERVAL_MS.
+   */
+  async seen(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow> {
+    const row = await this.getRow(taskQueueId, workerGroup, workerId);
+    const now = this.now();
+    if (!row) {
+      const fresh = this.fresh(taskQueueId, workerGroup, workerId);
+      try {
+        const etag = await this.workers.insert(fresh);
+        await this.queueSeen(taskQueueId);
+        return { ...fresh, etag };
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+        return (await this.getRow(taskQueueId, workerGroup, workerId)) ?? { ...fresh, etag: '' };
+      }
+    }
+    if (Date.parse(row.lastDateActive) > now.getTime() - SEEN_INTERVAL_MS) return row;
+    const update = { partitionKey: row.partitionKey, rowKey: row.rowKey, lastDateActive: now.toJSON(), expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)) };
+    try {
+      await this.workers.merge(update, row.etag);
+      await this.queueSeen(taskQueueId);
+    } catch (err) {
+      // Another instance refreshed (or quarantined) it first: that write counts as ours.
+      if (!(err instanceof StorageConflict)) throw err;
+    }
+    return { ...row, ...update };
+  }
+
+  isQuarantined(row: { quarantineUntil?: string } | undefined): boolean {
+    return !!row?.quarantineUntil && Date.parse(row.quarantineUntil) > this.now().getTime();
+  }
+
+  /** Applies `fn` to the worker row under its ETag (creating the row when `create` is given). */
+  private async change(taskQueueId: string, workerGroup: string, workerId: string, fn: (r: WorkerRow) => void, create?: () => WorkerFields): Promise<WorkerRow> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const row = await this.getRow(taskQueueId, workerGroup, workerId);
+      try {
+        if (!row) {
+          if (!create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
+          const next: WorkerRow = { ...create(), etag: '' };
+          fn(next);
+          next.etag = await this.workers.insert(fields(next));
+          return next;
+        }
+        const next: WorkerRow = { ...row };
+        fn(next);
+        next.etag = await this.workers.update(fields(next), row.etag);
+        return next;
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+      }
+    }
+    throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
+  }
+
+  async quarantine(taskQueueId: string, workerGroup: string, workerId: string, quarantineUntil: string, quarantineInfo: string, clientId: string): Promise<WorkerRow> {
+    const updatedAt = this.now().toJSON();
+    return this.change(taskQueueId, workerGroup, workerId, (r) => {
+      const details: QuarantineDetail[] = JSON.parse(r.quarantineDetails || '[]');
+      details.push({ clientId, updatedAt, quarantineUntil, quarantineInfo });
+      r.quarantineUntil = quarantineUntil;
+      r.quarantineDetails = JSON.stringify(details.slice(-MAX_QUARANTINE_DETAILS));
+    });
+  }
+
+  /** declareWorker: creates the worker or updates its expiry (never its quarantine). */
+  async declare(taskQueueId: string, workerGroup: string, workerId: string, expires: string): Promise<WorkerRow> {
+    const now = this.now().toJSON();
+    const row = await this.change(
+      taskQueueId,
+      workerGroup,
+      workerId,
+      (r) => {
+        r.expires = expires;
+        r.lastDateActive = now;
+      },
+      () => this.fresh(taskQueueId, workerGroup, workerId, expires),
+    );
+    await this.queueSeen(taskQueueId);
+    return row;
+  }
+
+  /** A worker as getWorker shows it: 404 once expired, unless quarantined. */
+  async describe(taskQueueId: string, workerGroup: string, workerId: string) {
+    const row = await this.getRow(taskQueueId, workerGroup, workerId);
+    if (!row || (Date.parse(row.expires) < this.now().getTime() && !this.isQuarantined(row))) {
+      throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
+    }
+    const runs = await listWorkerRuns(this.storage, taskQueueId, workerGroup, workerId, {}, RECENT_TASKS);
+    return this.response(row, runs.rows.map((r) => ({ taskId: r.taskId, runId: r.runId! })).reverse());
+  }
+
+  response(row: WorkerRow, recentTasks: { taskId: string; runId: number }[]) {
+    const details: QuarantineDetail[] = JSON.parse(row.quarantineDetails || '[]');
+    return {
+      ...splitQueue(row.taskQueueId),
+      taskQueueId: row.taskQueueId,
+      workerGroup: row.workerGroup,
+      workerId: row.workerId,
+      recentTasks,
+      expires: row.expires,
+      firstClaim: row.firstClaim,
+      lastDateActive: row.lastDateActive,
+      ...(row.quarantineUntil ? { quarantineUntil: row.quarantineUntil } : {}),
+      ...(details.length ? { quarantineDetails: details } : {}),
+      actions: [] as unknown[],
+    };
+  }
+
+  /** listWorkers: live or quarantined workers of a queue, each with its latest claim. */
+  async list(taskQueueId: string, quarantined: boolean | undefined, limit: number, continuation?: string) {
+    const now = lit(this.now().toJSON());
+    let filter = `PartitionKey eq ${lit(encodeKey(taskQueueId))} and (expires gt ${now} or quarantineUntil gt ${now})`;
+    if (quarantined === true) filter += ` and quarantineUntil gt ${now}`;
+    if (quarantined === false) filter += ` and quarantineUntil le ${now}`;
+    const page = await this.workers.page<WorkerRow>(filter, limit, continuation);
+    const workers = await Promise.all(
+      page.items.map(async (w) => {
+        const latest = (await listWorkerRuns(this.storage, taskQueueId, w.workerGroup, w.workerId, {}, 1)).rows[0];
+        return {
+          workerGroup: w.workerGroup,
+          workerId: w.workerId,
+          firstClaim: w.firstClaim,
+          lastDateActive: w.lastDateActive,
+          ...(this.isQuarantined(w) ? { quarantineUntil: w.quarantineUntil } : {}),
+          ...(latest ? { latestTask: { taskId: latest.taskId, runId: latest.runId! } } : {}),
+        };
+      }),
+    );
+    return { workers, continuation: page.continuation };
+  }
+
+  // ---- task queues ----
+
+  /** Creates or refreshes a task queue's row, at most once per SEEN_INTERVAL_MS (ETag-guarded). */
+  async queueSeen(taskQueueId: string): Promise<void> {
+    const pk = encodeKey(taskQueueId);
+    const now = this.now();
+    const row = await this.queues.get(pk, META_RK);
+    if (row && Date.parse(row.lastDateActive as string) > now.getTime() - SEEN_INTERVAL_MS) return;
+    const fields = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', plus(now, QUEUE_EXPIRY_MS)) };
+    try {
+      if (row) await this.queues.merge({ partitionKey: pk, rowKey: META_RK, ...fields }, row.etag);
+      else await this.queues.insert({ partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+    }
+  }
+
+  /**
+   * Every live task queue, sorted by id: from meta rows and from the pending-queue rows createTask
+   * writes. The TaskQueues table holds at most 8 small rows per queue, so this reads ~125 queues
+   * per storage call.
+   */
+  async allQueues(prefix?: string): Promise<QueueInfo[]> {
+    const byPk = new Map<string, { taskQueueId?: string; meta?: StoredEntity; touched: string }>();
+    let continuation: string | undefined;
+    const filter = prefix ? `PartitionKey ge ${lit(prefix)} and PartitionKey lt ${lit(prefix + '~')}` : '';
+    do {
+      const page = await this.queues.page(filter, 1000, continuation);
+      for (const r of page.items) {
+        const e = byPk.get(r.partitionKey) ?? { touched: '' };
+        if (typeof r.taskQueueId === 'string') e.taskQueueId = r.taskQueueId;
+        if (r.rowKey === META_RK) e.meta = r;
+        else e.touched = later(e.touched, new Date(String(r.timestamp ?? 0)).toJSON());
+        byPk.set(r.partitionKey, e);
+      }
+      continuation = page.continuation;
+    } while (continuation);
+    const now = this.now();
+    const out: QueueInfo[] = [];
+    for (const e of byPk.values()) {
+      if (!e.taskQueueId) continue;
+      const lastDateActive = later((e.meta?.lastDateActive as string) ?? '', e.touched);
+      const expires = later((e.meta?.expires as string) ?? '', e.touched ? plus(new Date(e.touched), QUEUE_EXPIRY_MS) : '');
+      if (Date.parse(expires) < now.getTime()) continue;
+      out.push({
+        taskQueueId: e.taskQueueId,
+        ...splitQueue(e.taskQueueId),
+        description: (e.meta?.description as string) ?? '',
+        stability: (e.meta?.stability as QueueInfo['stability']) ?? 'experimental',
+        expires,
+        lastDateActive,
+      });
+    }
+    return out.sort((a, b) => (a.taskQueueId < b.taskQueueId ? -1 : a.taskQueueId > b.taskQueueId ? 1 : 0));
+  }
+
+  async queue(taskQueueId: string): Promise<QueueInfo> {
+    const q = (await this.allQueues(encodeKey(taskQueueId))).find((x) => x.taskQueueId === taskQueueId);
+    if (!q) throw notFound(`task queue ${taskQueueId} not found`);
+    return q;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * pollTaskUrls: SAS-signed URLs with which a worker polls its pending queues directly and deletes
+ * the messages it consumed. Minting a SAS is local HMAC work, not a storage call.
+ */
+import { QueueSASPermissions, SASProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
+import type { Services } from '../services';
+import type { SasProtocol } from '../config';
+import { PRIORITIES } from '../api/schemas';
+
+/** Start backdated so workers with a slow clock can use the URLs at once (as Taskcluster did). */
+export const SAS_BACKDATE_MS = 15 * 60 * 1000;
+/** Lifetime of the URLs; workers call pollTaskUrls again before `expires`. */
+export const SAS_LIFETIME_MS = 30 * 60 * 1000;
+/** A polled message stays invisible this long while the worker claims and deletes it. */
+export const POLL_VISIBILITY_S = 300;
+/** Process = dequeue and delete only: no peek, add or update, and nothing outside this queue. */
+const SAS_PERMISSIONS = 'p';
+
+export interface PollTaskUrls {
+  queues: { signedPollUrl: string; signedDeleteUrl: string }[];
+  expires: string;
+}
+
+/** The queue endpoint workers reach (the public one if configured), without a trailing '/'. */
+export function publicQueueEndpoint(svc: Services): string {
+  return (svc.config.publicQueueEndpoint || svc.storage.conn.queueEndpoint).replace(/\/+$/, '');
+}
+
+/** The configured SAS protocol, or https only unless the endpoint itself is http (Azurite). */
+export function sasProtocol(svc: Services, endpoint = publicQueueEndpoint(svc)): SasProtocol {
+  return svc.config.sasProtocol ?? (endpoint.startsWith('http:') ? 'https,http' : 'https');
+}
+
+/** One {signedPollUrl, signedDeleteUrl} per priority, highest first; creates missing queues. */
+export async function pollTaskUrls(svc: Services, taskQueueId: string): Promise<PollTaskUrls> {
+  const now = svc.now().getTime();
+  const startsOn = new Date(now - SAS_BACKDATE_MS);
+  // Whole seconds, as the SAS `se` field carries it, so `expires` is exactly when the URLs stop working.
+  const expiresOn = new Date(Math.floor((now + SAS_LIFETIME_MS) / 1000) * 1000);
+  const endpoint = publicQueueEndpoint(svc);
+  const protocol = sasProtocol(svc, endpoint) === 'https' ? SASProtocol.Https : SASProtocol.HttpsAndHttp;
+  // A worker polling a queue that does not exist gets 404 from Azure, so create all seven now.
+  await Promise.all(PRIORITIES.map((p) => svc.pending.ensureQueue(taskQueueId, p)));
+  const queues = PRIORITIES.map((priority) => {
+    const queueName = svc.pending.queueName(taskQueueId, priority);
+    const sas = generateQueueSASQueryParameters(
+      { queueName, permissions: QueueSASPermissions.parse(SAS_PERMISSIONS), startsOn, expiresOn, protocol },
+      svc.storage.sharedKey,
+    ).toString();
+    const base = `${endpoint}/${queueName}/messages`;
+    return {
+      signedPollUrl: `${base}?visibilitytimeout=${POLL_VISIBILITY_S}&${sas}`,
+      // The placeholders stay literal: workers substitute the URI-encoded id and pop receipt.
+      signedDeleteUrl: `${base}/{{messageId}}?popreceipt={{popReceipt}}&${sas}`,
+    };
+  });
+  return { queues, expires: expiresOn.toJSON() };
+}

@@ -1,0 +1,99 @@
+/**
+ * The dashboard in a real browser: headless Chromium (Debian's `chromium` package) driven by
+ * playwright-core loads /api/dashboard from a running service, signs its API calls with Hawk from
+ * credentials typed into the page, and shows a created task move to completed. Screenshots go to
+ * test-output/. Skipped, with the reason printed, where Chromium or playwright-core is missing.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+
+const CHROMIUM_PATHS = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(Boolean) as string[];
+const executablePath = CHROMIUM_PATHS.find((p) => fs.existsSync(p));
+let playwright: typeof import('playwright-core') | undefined;
+try {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  playwright = require('playwright-core');
+} catch {
+  playwright = undefined;
+}
+const missing = !playwright ? 'playwright-core is not installed' : !executablePath ? `no Chromium at ${CHROMIUM_PATHS.join(', ')} (apt-get install -y chromium)` : undefined;
+if (missing) console.warn(`dashboard browser test skipped: ${missing}`);
+const browserTest = missing ? test.skip : test;
+
+const OUT = path.resolve(__dirname, '..', '..', 'test-output');
+
+let svc: TestService | undefined;
+afterAll(async () => svc?.close());
+
+browserTest(
+  `dashboard: sign in, watch a task go from pending to completed, quarantine a worker${missing ? ` (skipped: ${missing})` : ''}`,
+  async () => {
+    svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
+    fs.mkdirSync(OUT, { recursive: true });
+    const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const pageErrors: string[] = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+      const tq = `prov/dash-${Math.random().toString(36).slice(2, 8)}`;
+      const q = svc.queue();
+      const taskId = slugid();
+      await q.createTask(taskId, taskDef(tq, { metadata: { name: 'dashboard demo', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
+      const failing = slugid();
+      await q.createTask(failing, taskDef(tq, { metadata: { name: 'flaky build', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
+
+      await page.goto(`${svc.rootUrl}/api/dashboard`);
+      await page.fill('#clientId', svc.root.clientId);
+      await page.fill('#accessToken', svc.root.accessToken);
+      await page.click('#login button[type=submit]');
+      // The overview lists the task queue with its exact counts, fetched with Hawk-signed requests.
+      const row = page.locator(`tr[data-queue="${tq}"]`);
+      await row.waitFor({ timeout: 15_000 });
+      await page.waitForFunction((id) => document.querySelector(`tr[data-queue="${id}"] td.pending`)?.textContent === '2', tq, { timeout: 15_000 });
+      expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+      expect(await page.evaluate(() => localStorage.length)).toBe(0);
+
+      // The task view: pending, then (after a worker claims and completes it) completed.
+      await page.goto(`${svc.rootUrl}/api/dashboard#task=${taskId}`);
+      await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'pending', undefined, { timeout: 15_000 });
+      const claims = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'dash-worker', tasks: 2 })).tasks;
+      expect(claims).toHaveLength(2);
+      for (const c of claims) {
+        const wq = svc.queue(c.credentials);
+        if (c.status.taskId === taskId) {
+          const expires = new Date(Date.now() + 3600_000).toJSON();
+          await wq.createArtifact(taskId, 0, 'public/logs/live.log', { storageType: 'reference', url: 'https://example.com/log', contentType: 'text/plain', expires });
+          await wq.reportCompleted(taskId, 0);
+        }
+        else await wq.reportFailed(failing, 0);
+      }
+      await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'completed', undefined, { timeout: 20_000 });
+      const history = await page.locator('section:has(h2:text("History")) tbody tr').allTextContents();
+      expect(history.length).toBe(4);
+      expect(history[0]).toMatch(/resolved.*completed/);
+      await page.waitForSelector('section:has(h2:text("Artifacts")) td:text("public/logs/live.log")', { timeout: 15_000 });
+      await page.screenshot({ path: path.join(OUT, 'dashboard-task.png'), fullPage: true });
+
+      // The overview shows the failure; the queue view quarantines the worker.
+      await page.goto(`${svc.rootUrl}/api/dashboard#`);
+      await page.waitForSelector(`text=flaky build`, { timeout: 15_000 });
+      await page.screenshot({ path: path.join(OUT, 'dashboard-overview.png'), fullPage: true });
+      await page.goto(`${svc.rootUrl}/api/dashboard#queue=${tq}`);
+      const answers = ['2', 'testing the dashboard'];
+      page.on('dialog', (d) => void d.accept(answers.shift()));
+      await page.click('button[data-worker="wg/dash-worker"]', { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector('button[data-worker="wg/dash-worker"]')?.textContent === 'Lift quarantine', undefined, { timeout: 15_000 });
+      const [p, wt] = tq.split('/');
+      const w = await q.getWorker(p, wt, 'wg', 'dash-worker');
+      expect(Date.parse(w.quarantineUntil)).toBeGreaterThan(Date.now() + 3600_000);
+      expect(w.quarantineDetails[0]).toMatchObject({ clientId: svc.root.clientId, quarantineInfo: 'testing the dashboard' });
+      await page.screenshot({ path: path.join(OUT, 'dashboard-queue.png'), fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  },
+  90_000,
+);

@@ -1,0 +1,113 @@
+/**
+ * The operator indexes against real Azurite when writers land out of order or an index write is
+ * lost: counts must follow the task rows, not the order in which index writes arrive.
+ */
+import crypto from 'node:crypto';
+import { Storage } from '../../shared/storage/storage';
+import { applyOps, countActive, indexOps, listResolved, listWorkerRuns, repairOps } from '../../shared/ops/indexes';
+import type { Run, TaskRecord } from '../../shared/tasks/model';
+
+let storage: Storage;
+beforeAll(async () => {
+  storage = new Storage(process.env.TEST_STORAGE_CONNECTION!, 'i' + crypto.randomBytes(5).toString('hex'));
+  await storage.table('Indexes').create();
+});
+
+const now = Date.now();
+const at = (s: number) => new Date(now + s * 1000).toJSON();
+let n = 0;
+
+function task(runs: Run[], deadline = at(3600)): TaskRecord {
+  const taskId = `task${++n}`;
+  return {
+    taskId,
+    runs,
+    retriesLeft: 5,
+    takenUntil: '',
+    hasDependents: false,
+    dependentsNotified: -1,
+    definition: {
+      taskQueueId: `prov/idx-${n}`,
+      taskGroupId: taskId,
+      deadline,
+      expires: at(7200),
+      created: at(0),
+      metadata: { name: 'n', description: '', owner: '', source: 'https://x' },
+    } as TaskRecord['definition'],
+  };
+}
+const next = (t: TaskRecord, runs: Run[]): TaskRecord => ({ ...t, runs });
+const pending = (runId = 0): Run => ({ runId, state: 'pending', reasonCreated: runId ? 'retry' : 'scheduled', scheduled: at(runId) });
+const running = (runId = 0, workerId = 'w'): Run => ({ ...pending(runId), state: 'running', workerGroup: 'wg', workerId, started: at(runId + 0.5), takenUntil: at(1200) });
+const resolved = (r: Run, state: 'completed' | 'exception', reason: Run['reasonResolved']): Run => ({ ...r, state, reasonResolved: reason, resolved: at(r.runId + 0.7) });
+
+async function write(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
+  const repair = repairOps(before, after);
+  await Promise.all([...indexOps(before, after)].map(([pk, ops]) => applyOps(storage, ops, repair.filter((r) => r.row.partitionKey === pk))));
+}
+async function counts(t: TaskRecord): Promise<[number, number]> {
+  const q = t.definition.taskQueueId;
+  return [await countActive(storage, q, 'pending', new Date()), await countActive(storage, q, 'running', new Date())];
+}
+
+test('a claim recorded before the pending row it replaces leaves nothing pending', async () => {
+  const v1 = task([pending()]);
+  const v2 = next(v1, [running()]);
+  await write(v1, v2); // the claimer's index write wins the race
+  await write(undefined, v1); // the creator's arrives late
+  expect(await counts(v1)).toEqual([0, 1]);
+});
+
+test('a cancel recorded before the claim it ends leaves nothing claimed, and the worker row shows the outcome', async () => {
+  const v1 = task([pending()]);
+  const v2 = next(v1, [running()]);
+  const v3 = next(v1, [resolved(running(), 'exception', 'canceled')]);
+  await write(undefined, v1);
+  await write(v2, v3);
+  await write(v1, v2);
+  expect(await counts(v1)).toEqual([0, 0]);
+  expect((await listResolved(storage, v1.definition.taskQueueId, {}, 10)).rows.map((r) => [r.taskId, r.state])).toEqual([[v1.taskId, 'exception']]);
+  expect((await listWorkerRuns(storage, v1.definition.taskQueueId, 'wg', 'w', {}, 10)).rows.map((r) => r.state)).toEqual(['exception']);
+});
+
+test('a lost claim index write is repaired by the resolution', async () => {
+  const v1 = task([pending()]);
+  const v2 = next(v1, [running()]);
+  const v3 = next(v1, [resolved(running(), 'completed', 'completed')]);
+  await write(undefined, v1);
+  // (crash: the write for v1 → v2 never happened)
+  expect(await counts(v1)).toEqual([1, 0]);
+  await write(v2, v3);
+  expect(await counts(v1)).toEqual([0, 0]);
+});
+
+test('a lost retry index write is repaired by the next claim', async () => {
+  const v1 = task([pending()]);
+  const v2 = next(v1, [running()]);
+  const v3 = next(v1, [resolved(running(), 'exception', 'worker-shutdown'), pending(1)]);
+  const v4 = next(v1, [v3.runs[0], running(1, 'w2')]);
+  await write(undefined, v1);
+  await write(v1, v2);
+  // (crash: the write for v2 → v3 never happened)
+  expect(await counts(v1)).toEqual([0, 1]);
+  await write(v3, v4);
+  expect(await counts(v1)).toEqual([0, 1]);
+  expect((await listResolved(storage, v1.definition.taskQueueId, {}, 10)).rows.map((r) => [r.runId, r.reasonResolved])).toEqual([[0, 'worker-shutdown']]);
+});
+
+test('rows of tasks past their deadline stop counting', async () => {
+  const v1 = task([running()], at(-1));
+  await write(undefined, next(v1, [pending()]));
+  await write(next(v1, [pending()]), v1);
+  expect(await counts(v1)).toEqual([0, 0]);
+});
+
+test('repeating a write changes nothing', async () => {
+  const v1 = task([pending()]);
+  const v2 = next(v1, [running()]);
+  for (let i = 0; i < 2; i++) {
+    await write(undefined, v1);
+    await write(v1, v2);
+  }
+  expect(await counts(v1)).toEqual([0, 1]);
+});

@@ -1,0 +1,164 @@
+/**
+ * One run against a fake queue (recording every call and the credentials it was signed with) and
+ * a fake blob store; the command really runs.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runTask, TaskRunDeps } from '../../worker/task-run';
+import { memoryLog } from '../../worker/logger';
+import type { Claim, Credentials, RunQueue } from '../../worker/types';
+import { fakeStorage } from './fake-storage';
+
+const NODE = process.execPath;
+let storage: Awaited<ReturnType<typeof fakeStorage>>;
+let workDir: string;
+beforeAll(async () => {
+  storage = await fakeStorage();
+  workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-run-test-'));
+});
+afterAll(async () => {
+  await storage.close();
+  fs.rmSync(workDir, { recursive: true, force: true });
+});
+
+type Call = { call: string; clientId: string; name?: string; body?: any };
+
+function fakeQueue(opts: { reclaim?: (n: number) => unknown; createArtifact?: (name: string) => unknown } = {}) {
+  const calls: Call[] = [];
+  let reclaims = 0;
+  const queueFor = (c: Credentials): RunQueue => ({
+    async reclaimTask() {
+      calls.push({ call: 'reclaimTask', clientId: c.clientId });
+      const r = opts.reclaim?.(++reclaims);
+      if (r instanceof Error) throw r;
+      return { takenUntil: new Date(Date.now() + 2000).toJSON(), credentials: { clientId: `reclaimed-${reclaims}`, accessToken: 'x' } };
+    },
+    async reportCompleted() {
+      calls.push({ call: 'reportCompleted', clientId: c.clientId });
+      return {};
+    },
+    async reportFailed() {
+      calls.push({ call: 'reportFailed', clientId: c.clientId });
+      return {};
+    },
+    async reportException(_t, _r, body) {
+      calls.push({ call: 'reportException', clientId: c.clientId, body });
+      return {};
+    },
+    async createArtifact(_t, _r, name, body) {
+      calls.push({ call: 'createArtifact', clientId: c.clientId, name, body });
+      const e = opts.createArtifact?.(name);
+      if (e) throw e;
+      return body.storageType === 's3' ? { storageType: 's3', putUrl: `${storage.url}/${encodeURIComponent(name)}/${calls.length}` } : { storageType: 'error' };
+    },
+  });
+  return { calls, queueFor };
+}
+
+function claimFor(payload: unknown, takenUntilMs = 60_000): Claim {
+  return {
+    status: { taskId: `T${Math.random().toString(36).slice(2, 8)}` },
+    runId: 0,
+    workerGroup: 'g',
+    workerId: 'w',
+    takenUntil: new Date(Date.now() + takenUntilMs).toJSON(),
+    task: { deadline: new Date(Date.now() + 3600_000).toJSON(), expires: new Date(Date.now() + 86400_000).toJSON(), payload },
+    credentials: { clientId: 'claim', accessToken: 'x' },
+  };
+}
+
+function deps(queueFor: TaskRunDeps['queueFor'], extra: Partial<TaskRunDeps> = {}): TaskRunDeps {
+  return { queueFor, log: memoryLog(), rootUrl: 'http://root', workDir, workerGroup: 'g', workerId: 'w', baseEnv: { PATH: process.env.PATH ?? '' }, ...extra };
+}
+
+const putBody = (name: string) => storage.puts.filter((p) => p.path.startsWith(`/${encodeURIComponent(name)}/`)).map((p) => p.body.toString());
+const live = (c: Call) => c.name === 'public/logs/live.log';
+
+test('uploads go before reportCompleted, all signed with the newest credentials; the run directory is removed', async () => {
+  const q = fakeQueue();
+  const claim = claimFor({ command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'out'); setTimeout(() => {}, 1500)"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }] }, 2000);
+  const outcome = await runTask(claim, new AbortController().signal, deps(q.queueFor));
+  expect(outcome).toEqual({ kind: 'completed' });
+  const order = q.calls.map((c) => `${c.call}${c.name ? ' ' + c.name : ''} as ${c.clientId}`);
+  expect(order[0]).toBe('reclaimTask as claim');
+  expect(order.slice(-3)).toEqual([`createArtifact public/o.txt as ${q.calls.at(-1)!.clientId}`, `createArtifact public/logs/live.log as ${q.calls.at(-1)!.clientId}`, `reportCompleted as ${q.calls.at(-1)!.clientId}`]);
+  expect(q.calls.at(-1)!.clientId).toMatch(/^reclaimed-/);
+  expect(putBody('public/o.txt')).toEqual(['out']);
+  expect(putBody('public/logs/live.log')[0]).toContain('exited with code 0');
+  expect(fs.readdirSync(workDir)).toEqual([]);
+});
+
+test('an invalid payload: log uploaded, then exception/malformed-payload; nothing runs', async () => {
+  const q = fakeQueue();
+  const outcome = await runTask(claimFor({ command: [], maxRunTime: 5 }), new AbortController().signal, deps(q.queueFor));
+  expect(outcome).toEqual({ kind: 'exception', reason: 'malformed-payload' });
+  expect(q.calls.map((c) => c.call)).toEqual(['createArtifact', 'reportException']);
+  expect(q.calls[1].body).toEqual({ reason: 'malformed-payload' });
+  expect(q.calls[0].body).toMatchObject({ storageType: 's3', contentType: 'text/plain' });
+});
+
+test('shutdown mid-command: exception/worker-shutdown is reported first, the log follows', async () => {
+  const q = fakeQueue();
+  const shutdown = new AbortController();
+  const p = runTask(claimFor({ command: [NODE, '-e', 'setTimeout(() => {}, 30000)'], maxRunTime: 60 }), shutdown.signal, deps(q.queueFor));
+  await new Promise((r) => setTimeout(r, 500));
+  shutdown.abort('SIGTERM');
+  expect(await p).toEqual({ kind: 'exception', reason: 'worker-shutdown' });
+  expect(q.calls.map((c) => c.call + (live(c) ? ' log' : ''))).toEqual(['reportException', 'createArtifact log']);
+  expect(q.calls[0].body).toEqual({ reason: 'worker-shutdown' });
+});
+
+test('a 409 at reclaim: the command is stopped, nothing is uploaded or reported', async () => {
+  const q = fakeQueue({ reclaim: () => Object.assign(new Error('canceled'), { statusCode: 409 }) });
+  const started = Date.now();
+  const outcome = await runTask(claimFor({ command: [NODE, '-e', 'setTimeout(() => {}, 30000)'], maxRunTime: 60 }, 1000), new AbortController().signal, deps(q.queueFor));
+  expect(outcome).toEqual({ kind: 'lost', reason: 'conflict' });
+  expect(q.calls.map((c) => c.call)).toEqual(['reclaimTask']);
+  expect(Date.now() - started).toBeLessThan(20_000);
+});
+
+test('storage unavailable while uploading an artifact: exception/resource-unavailable first, then the log best-effort', async () => {
+  const q = fakeQueue({ createArtifact: (name) => (name === 'public/o.txt' ? Object.assign(new Error('Internal Server Error'), { statusCode: 500 }) : undefined) });
+  const outcome = await runTask(
+    claimFor({ command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'x')"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }] }),
+    new AbortController().signal,
+    deps(q.queueFor),
+  );
+  expect(outcome).toEqual({ kind: 'exception', reason: 'resource-unavailable' });
+  const seq = q.calls.map((c) => c.call + (c.name ? ' ' + c.name : ''));
+  const firstReport = seq.indexOf('reportException');
+  expect(seq.slice(firstReport)).toEqual(['reportException', 'createArtifact public/logs/live.log']);
+  expect(seq.filter((s) => s === 'createArtifact public/o.txt').length).toBeGreaterThanOrEqual(1);
+});
+
+test('a symlink pointing outside the task directory is not uploaded', async () => {
+  const q = fakeQueue();
+  const outcome = await runTask(
+    claimFor({ command: [NODE, '-e', "require('fs').symlinkSync('/etc/passwd', 'leak.txt')"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'leak.txt', name: 'public/leak.txt' }] }),
+    new AbortController().signal,
+    deps(q.queueFor),
+  );
+  expect(outcome).toEqual({ kind: 'completed' });
+  const leak = q.calls.find((c) => c.name === 'public/leak.txt')!;
+  expect(leak.body).toMatchObject({ storageType: 'error', reason: 'invalid-resource-on-worker' });
+});
+
+test('the command gets the payload env and task variables, never the worker environment', async () => {
+  const q = fakeQueue();
+  process.env.WORKER_SECRET_FOR_TEST = 'leak';
+  try {
+    await runTask(
+      claimFor({ command: [NODE, '-e', 'console.log(JSON.stringify(process.env))'], env: { MINE: '1' }, maxRunTime: 30 }),
+      new AbortController().signal,
+      deps(q.queueFor),
+    );
+  } finally {
+    delete process.env.WORKER_SECRET_FOR_TEST;
+  }
+  const log = putBody('public/logs/live.log').at(-1)!;
+  const env = JSON.parse(log.split('\n').find((l) => l.startsWith('{'))!);
+  expect(env).toMatchObject({ MINE: '1', RUN_ID: '0', TASKCLUSTER_ROOT_URL: 'http://root', TASKCLUSTER_WORKER_ID: 'w' });
+  expect(env.TASK_ID).toMatch(/^T/);
+  expect(env.WORKER_SECRET_FOR_TEST).toBeUndefined();
+});

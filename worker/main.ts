@@ -1,0 +1,99 @@
+/**
+ * `npm run worker -- --task-queue prov/type ...`: the reference worker's command line.
+ */
+import fs from 'node:fs';
+import { parseConfig, UsageError, USAGE, WorkerConfig } from './config';
+import { lineLogger } from './logger';
+import { modernQueues, legacyQueue } from './clients';
+import { ClaimWorkSource } from './protocols/claim-work';
+import { PollTaskUrlsSource } from './protocols/poll-task-urls';
+import type { WorkSource } from './protocols/source';
+import { runTask } from './task-run';
+import { startTaskProxy } from './proxy';
+import { Worker } from './worker';
+import type { WorkerLog } from './types';
+
+/** Variables a command inherits from the worker's environment; nothing else (no credentials). */
+const INHERITED_ENV = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'SystemRoot', 'ComSpec', 'PATHEXT'];
+
+export async function startWorker(config: WorkerConfig, log: WorkerLog, env: NodeJS.ProcessEnv = process.env): Promise<Worker> {
+  const queueFor = await modernQueues(config.rootUrl);
+  const ids = { workerGroup: config.workerGroup, workerId: config.workerId, log };
+  const source: WorkSource =
+    config.protocol === 'claimWork'
+      ? new ClaimWorkSource({ queue: queueFor(config.credentials), taskQueueId: config.taskQueueId, ...ids })
+      : new PollTaskUrlsSource({ queue: legacyQueue(config.rootUrl, config.credentials), provisionerId: config.provisionerId, workerType: config.workerType, ...ids });
+  await fs.promises.mkdir(config.workDir, { recursive: true });
+  const baseEnv: Record<string, string> = {};
+  for (const k of INHERITED_ENV) if (env[k] !== undefined) baseEnv[k] = env[k]!;
+  return new Worker({
+    source,
+    concurrency: config.concurrency,
+    log,
+    maxTasks: config.maxTasks,
+    runTask: (claim, shutdown) =>
+      runTask(claim, shutdown, {
+        queueFor,
+        log,
+        rootUrl: config.rootUrl,
+        workDir: config.workDir,
+        workerGroup: config.workerGroup,
+        workerId: config.workerId,
+        baseEnv,
+        reclaimMarginMs: config.reclaimMarginS * 1000,
+        startProxy: config.proxy ? (o) => startTaskProxy({ rootUrl: config.rootUrl, ...o }) : undefined,
+      }),
+  });
+}
+
+export async function main(argv = process.argv.slice(2), env = process.env): Promise<number> {
+  let config: WorkerConfig | undefined;
+  try {
+    config = parseConfig(argv, env);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`error: ${err.message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (!config) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  const log = lineLogger();
+  const worker = await startWorker(config, log, env);
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    signals++;
+    if (signals > 1) {
+      log.warn('worker-killed', { signal: sig });
+      process.exit(1);
+    }
+    worker.shutdown(sig);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  log.info('worker-started', {
+    rootUrl: config.rootUrl,
+    taskQueueId: config.taskQueueId,
+    workerGroup: config.workerGroup,
+    workerId: config.workerId,
+    protocol: config.protocol,
+    concurrency: config.concurrency,
+    clientId: config.credentials.clientId,
+    proxy: config.proxy || undefined,
+  });
+  await worker.run();
+  log.info('worker-stopped', { tasks: worker.outcomes.length });
+  return 0;
+}
+
+if (require.main === module) {
+  main().then(
+    // Exit explicitly: the HTTP clients keep sockets alive.
+    (code) => process.exit(code),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
