@@ -49,7 +49,7 @@ test('createTask without dependencies', async () => {
     await claimableOnce(tq, taskId);
     made.push({ taskId, deadline });
   });
-  expect(ops).toEqual(expect.arrayContaining(['Expiry.upsert', 'TaskGroups.transaction', 'deadline.put', 'pending.create', 'TaskQueues.upsert', 'pending.put', 'Tasks.insert']));
+  expect(ops).toEqual(expect.arrayContaining(['Expiry.upsert', 'TaskGroups.transaction', 'deadline.put', 'pending.create', 'TaskQueues.upsert', 'pending.put', 'Tasks.transaction']));
 
   // Each task, claimed above, still has its deadline trigger.
   await waitUntil(made[made.length - 1].deadline, 300);

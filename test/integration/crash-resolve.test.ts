@@ -50,7 +50,7 @@ test('reportCompleted, client retries: completed once, dependent scheduled once'
     expect(await runSummary(b, t.dependent)).toEqual(['pending']);
     await claimableOnce(t.depQueue, t.dependent);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'resolved.put', 'Tasks.update', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'resolved.delete']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'resolved.put', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'resolved.delete']));
 }, 180_000);
 
 test('reportCompleted, client gives up after the failure: the reaper\'s safety net schedules the dependent', async () => {
@@ -85,7 +85,7 @@ test('reportException worker-shutdown, client retries: one retry run, claimable 
     // A retry is not a resolution.
     expect((await status(b, t.dependent)).state).toBe('unscheduled');
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.update']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction']));
 }, 180_000);
 
 test('cancelTask, client retries: canceled once, all-resolved dependent scheduled once', async () => {
