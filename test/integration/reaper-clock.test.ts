@@ -1,0 +1,38 @@
+/**
+ * A reaper instance whose clock lags behind the queue service's: triggers it sees early are put
+ * back for later, never acted on early and never dropped.
+ */
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { claim, runSummary, uniqueQueue, waitUntil, W1 } from '../helpers/work';
+import { buildServices } from '../../shared/services';
+import { memoryLogger } from '../../shared/log';
+import { runReaper } from '../../shared/reaper/reaper';
+
+/** How far the lagging instance's clock is behind. */
+const LAG_MS = 60_000;
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService({ QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0', QUEUE_CLAIM_WORK_POLL_S: '1' });
+});
+afterAll(async () => svc?.close());
+
+test('claim-expiry and deadline triggers seen early are deferred, and the task is untouched', async () => {
+  const lagging = await buildServices(svc.services.config, { log: memoryLogger(), now: () => new Date(Date.now() - LAG_MS) });
+  const claimed = slugid();
+  const tq = uniqueQueue();
+  await svc.queue().createTask(claimed, taskDef(tq));
+  const [c] = await claim(svc, tq, W1, 1);
+  const unscheduled = slugid();
+  const deadline = new Date(Date.now() + 1000).toJSON();
+  await svc.queue().createTask(unscheduled, taskDef(uniqueQueue(), { deadline, dependencies: [unscheduled] }));
+  await waitUntil([c.takenUntil, deadline].sort()[1], 1200);
+
+  const stats = await runReaper(lagging);
+  expect(stats).toMatchObject({ claim: 0, deadline: 0, deferred: 2, failed: 0 });
+  expect(await runSummary(svc, claimed)).toEqual(['running']);
+  expect(await runSummary(svc, unscheduled)).toEqual([]);
+  // The triggers are still there, invisible until the lagging clock catches up.
+  expect(await svc.services.storage.trigger('claim').approximateCount()).toBe(1);
+  expect(await svc.services.storage.trigger('deadline').approximateCount()).toBeGreaterThanOrEqual(2);
+});
