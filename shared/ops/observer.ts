@@ -8,7 +8,7 @@ import type { TaskRecord } from '../tasks/model';
 import type { TaskObserver } from '../tasks/store';
 import type { Logger } from '../log';
 import { currentActor } from './actor';
-import { HistoryEntry, historyKeys, historyRows } from './history';
+import { HistoryEntry, historyKeys, historyRowKey, historyRows } from './history';
 import { applyOps, indexOps, repairOps } from './indexes';
 
 export function opsObserver(storage: Storage, log: Logger, now: () => Date): TaskObserver {
@@ -38,6 +38,8 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
       }
     },
 
-    extraKeys: (taskId: string) => historyKeys(storage, taskId),
+    // The task row counts its history rows, so their keys need no query.
+    extraKeys: async (taskId: string, known?: TaskRecord) =>
+      known?.historySeq ? Array.from({ length: known.historySeq }, (_, i) => historyRowKey(i + 1)) : historyKeys(storage, taskId),
   };
 }

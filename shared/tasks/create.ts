@@ -113,7 +113,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   // Written first, so every row this call may leave behind is found when the task expires.
   await d.expiry.record('task', taskId, expires, { taskGroupId, dependencies: definition.dependencies });
   await d.groups.addMember(taskGroupId, taskId, definition.schedulerId, expires);
-  await d.triggers.deadline(taskId, deadline);
+  record.deadlineTrigger = await d.triggers.deadline(taskId, deadline);
   if (scheduleNow) {
     // The hint goes first: if the insert never happens, the hint's hintId matches nothing.
     const hintId = slugid.nice();

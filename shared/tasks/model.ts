@@ -4,6 +4,7 @@
 import { inputError, ApiError } from '../errors';
 import { PRIORITIES, Priority } from '../api/schemas';
 import type { Entity } from '../storage/storage';
+import type { TriggerRef } from './triggers';
 
 export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type TaskState = RunState | 'unscheduled';
@@ -34,6 +35,8 @@ export interface Run {
   resolved?: string;
   /** The pending hint that may claim this run; other hints for it are stale. */
   hintId?: string;
+  /** The claim-expiry trigger of the current claim, deleted once the run leaves `running`. */
+  claimTrigger?: TriggerRef;
 }
 
 /** The normalized task definition, exactly as `task(taskId)` returns it. */
@@ -72,6 +75,8 @@ export interface TaskRecord {
   dependentsNotified: number;
   /** Number of history rows written for this task (shared/ops/history.ts); absent = 0. */
   historySeq?: number;
+  /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
+  deadlineTrigger?: TriggerRef;
   etag?: string;
 }
 
@@ -106,8 +111,9 @@ export function isResolved(state: TaskState): boolean {
 }
 
 function publicRun(r: Run): Run {
-  const { hintId: _h, ...rest } = r;
+  const { hintId: _h, claimTrigger: _c, ...rest } = r;
   void _h;
+  void _c;
   return rest;
 }
 
@@ -154,6 +160,7 @@ export function encodeTask(t: TaskRecord): Entity {
     hasDependents: t.hasDependents,
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
+    deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -179,6 +186,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     hasDependents: Boolean(e.hasDependents),
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
+    deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
     etag: e.etag,
   };
 }

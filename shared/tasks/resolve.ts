@@ -41,6 +41,16 @@ function requireRun(t: TaskRecord | undefined, taskId: string, runId: number): {
   return { task: t, run };
 }
 
+/**
+ * After a write that resolved runs: their claim-expiry triggers, and the deadline trigger once the
+ * task is finally resolved, have nothing left to do.
+ */
+async function dropTriggers(d: TaskDeps, t: TaskRecord, resolvedRuns: number[]): Promise<void> {
+  const drops = resolvedRuns.map((i) => d.triggers.drop('claim', t.runs[i]?.claimTrigger));
+  if (isResolved(taskState(t))) drops.push(d.triggers.drop('deadline', t.deadlineTrigger));
+  await Promise.all(drops);
+}
+
 /** Propagates a final resolution to dependents once, recording that it was done. */
 export async function propagate(d: TaskDeps, t: TaskRecord): Promise<void> {
   const last = t.runs.length - 1;
@@ -83,13 +93,13 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
   };
   if (claimable(t)) {
     // The expiry trigger exists before the run is running.
-    await d.triggers.claim(taskId, runId, takenUntil);
+    const claimTrigger = await d.triggers.claim(taskId, runId, takenUntil);
     const result = await d.tasks.modify(
       taskId,
       (x) => {
         if (!claimable(x)) return false;
         const r = x.runs[runId];
-        Object.assign(r, { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
+        Object.assign(r, { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON(), claimTrigger });
         x.takenUntil = takenUntil;
         return true;
       },
@@ -120,20 +130,25 @@ export async function reclaimRun(d: TaskDeps, taskId: string, runId: number): Pr
   const ok = (x: TaskRecord) => runId === x.runs.length - 1 && x.runs[runId].state === 'running';
   if (!ok(t)) throw conflict(`run ${runId} of task ${taskId} is not running (it was resolved, canceled or overtaken)`);
   const takenUntil = new Date(now.getTime() + d.config.claimTimeoutS * 1000).toJSON();
-  await d.triggers.claim(taskId, runId, takenUntil);
+  const claimTrigger = await d.triggers.claim(taskId, runId, takenUntil);
+  let replaced: TriggerRef | undefined;
   const result = await d.tasks.modify(
     taskId,
     (x) => {
       if (!ok(x)) return false;
       const r = x.runs[runId];
       if (r.takenUntil && r.takenUntil >= takenUntil) return false;
+      replaced = r.claimTrigger;
       r.takenUntil = takenUntil;
+      r.claimTrigger = claimTrigger;
       x.takenUntil = takenUntil;
       return true;
     },
     t,
   );
   if (!result || !ok(result.task)) throw conflict(`run ${runId} of task ${taskId} is not running (it was resolved, canceled or overtaken)`);
+  // The previous claim's trigger would only fire to find a later takenUntil.
+  if (result.changed) await d.triggers.drop('claim', replaced);
   return { task: result.task, run: result.task.runs[runId] };
 }
 
@@ -195,6 +210,7 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
     throw conflict(`run ${runId} of task ${taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`);
   }
   if (result.changed && lastRun(after)?.state === 'pending') d.wake(after.definition.taskQueueId);
+  if (result.changed) await dropTriggers(d, after, [runId]);
   await propagate(d, after);
   // Uploads end with the report, so commit them now (one query when none is pending).
   await commitRunUploads(d.storage, taskId, runId);
@@ -253,6 +269,7 @@ export async function expireClaim(d: TaskDeps, taskId: string, runId: number, ta
   );
   if (!result) return;
   if (result.changed) d.log.info('claim-expired', { taskId, runId, retried: lastRun(result.task)?.state === 'pending' });
+  if (result.changed) await dropTriggers(d, result.task, []);
   if (lastRun(result.task)?.state === 'pending') d.wake(result.task.definition.taskQueueId);
   await propagate(d, result.task);
 }
@@ -283,7 +300,11 @@ export async function resolveDeadline(d: TaskDeps, taskId: string, deadline: str
     t,
   );
   if (!result) return;
-  if (result.changed) d.log.info('deadline-exceeded', { taskId });
+  if (result.changed) {
+    d.log.info('deadline-exceeded', { taskId });
+    const wasRunning = t.runs.filter((r) => r.state === 'running').map((r) => r.runId);
+    await Promise.all(wasRunning.map((i) => d.triggers.drop('claim', result.task.runs[i]?.claimTrigger)));
+  }
   await propagate(d, result.task);
 }
 
@@ -319,6 +340,7 @@ export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ stat
     t,
   );
   if (!result) throw notFound(`task ${t.taskId} not found`);
+  if (result.changed) await dropTriggers(d, result.task, [result.task.runs.length - 1]);
   await propagate(d, result.task);
   if (net) await d.triggers.done(net).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: t.taskId, error: String(err?.message ?? err) }));
   return { status: taskStatus(result.task), changed: result.changed };
@@ -332,6 +354,8 @@ export async function rerunTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus>
   if (t.runs.length >= MAX_RUNS) throw conflict(`Maximum number of runs reached (${MAX_RUNS})`);
   const runId = t.runs.length;
   const hintId = slugid.nice();
+  // The resolution deleted the deadline trigger; the task is unresolved again, so it needs one.
+  const deadlineTrigger = await d.triggers.deadline(t.taskId, t.definition.deadline);
   await d.pending.put(t.definition.taskQueueId, t.definition.priority, t.taskId, runId, hintId, t.definition.deadline);
   const result = await d.tasks.modify(
     t.taskId,
@@ -339,6 +363,7 @@ export async function rerunTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus>
       const s = taskState(x);
       if (s === 'pending' || s === 'running' || x.runs.length !== runId) return false;
       x.runs.push({ runId, state: 'pending', reasonCreated: 'rerun', scheduled: now.toJSON(), hintId });
+      x.deadlineTrigger = deadlineTrigger;
       x.retriesLeft = Math.min(x.definition.retries, MAX_RUNS - x.runs.length);
       x.takenUntil = '';
       return true;

@@ -20,7 +20,7 @@ export interface TaskObserver {
   rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
   written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
   /** Row keys to delete with the task (its history). */
-  extraKeys?(taskId: string): Promise<string[]>;
+  extraKeys?(taskId: string, known?: TaskRecord): Promise<string[]>;
 }
 
 export class TaskStore {
@@ -103,7 +103,7 @@ export class TaskStore {
   async delete(taskId: string, known?: TaskRecord): Promise<void> {
     const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
     if (before) await this.observer!.written(before, undefined);
-    const keys = [...((await this.observer?.extraKeys?.(taskId)) ?? []), TASK_RK];
+    const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), TASK_RK];
     for (let i = 0; i < keys.length; i += MAX_BATCH) {
       const chunk = keys.slice(i, i + MAX_BATCH);
       try {

@@ -38,13 +38,23 @@ export class Triggers {
     private readonly resolvedNetDelayS: number,
   ) {}
 
-  async deadline(taskId: string, deadline: string): Promise<void> {
+  async deadline(taskId: string, deadline: string): Promise<TriggerRef> {
     const at = new Date(new Date(deadline).getTime() + this.deadlineDelayS * 1000);
-    await this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: delayS(at, this.now()) });
+    return this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: delayS(at, this.now()) });
   }
 
-  async claim(taskId: string, runId: number, takenUntil: string): Promise<void> {
-    await this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
+  async claim(taskId: string, runId: number, takenUntil: string): Promise<TriggerRef> {
+    return this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
+  }
+
+  /**
+   * Deletes a claim-expiry or deadline trigger whose moment no longer matters (the run or task was
+   * resolved): one delete now instead of a read and a delete when it fires. If it already fired or
+   * the delete fails, the handler finds nothing to do, as before.
+   */
+  async drop(kind: 'claim' | 'deadline', ref: TriggerRef | undefined): Promise<void> {
+    if (!ref) return;
+    await this.storage.trigger(kind).delete(ref.messageId, ref.popReceipt).catch(() => undefined);
   }
 
   /**

@@ -86,12 +86,15 @@ test('a simple lifecycle costs few storage transactions', async () => {
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   expect(core(m.createTask)).toEqual({ 'Expiry.upsert': 1, 'TaskGroups.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'Tasks.get': 1, 'claim.put': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
-  expect(core(m.reportCompleted)).toEqual({ 'Tasks.get': 1, 'Tasks.transaction': 1 });
-  // Claim trigger (task read, message delete), deadline trigger (same), expiry (task read, its
-  // history keys, member delete, group read, group delete, task and history in one transaction,
-  // index row delete).
+  // The report deletes the claim-expiry and deadline triggers (one call each) rather than leaving
+  // them to fire later (a task read and a delete each).
+  expect(core(m.reportCompleted)).toEqual({ 'Tasks.get': 1, 'Tasks.transaction': 1, 'claim.delete': 1, 'deadline.delete': 1 });
+  // Expiry only: task read, member delete, group read, group delete, task and history in one
+  // transaction (history keys come from the task's historySeq), index row delete.
   const bg = core(m.background);
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(11);
+  expect(bg['claim.delete'] ?? 0).toBe(0);
+  expect(bg['deadline.delete'] ?? 0).toBe(0);
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(6);
   // Everything, operator indexes included: a regression anywhere shows here.
-  expect(totals.createTask + totals.claimWork + totals.reportCompleted + totals.backgroundHandlers).toBeLessThanOrEqual(40);
+  expect(totals.createTask + totals.claimWork + totals.reportCompleted + totals.backgroundHandlers).toBeLessThanOrEqual(36);
 }, 60_000);
