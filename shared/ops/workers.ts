@@ -79,7 +79,18 @@ function fields(r: WorkerRow): WorkerFields {
 const later = (a: string, b: string) => (a > b ? a : b);
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toJSON();
 
+/**
+ * How long an instance reuses a worker row it read for `seen` (each claimWork call would otherwise
+ * cost a read, making idle cost grow with the number of waiting workers). A quarantine set through
+ * another instance therefore takes effect here within this time; through this one, at once.
+ */
+export const SEEN_CACHE_MS = 15_000;
+/** Bounds the cache's memory (a row is a few hundred bytes). */
+const MAX_SEEN_CACHE = 10_000;
+
 export class WorkerRegistry {
+  private readonly seenCache = new Map<string, { at: number; row: WorkerRow }>();
+
   constructor(
     private readonly storage: Storage,
     private readonly now: () => Date,
@@ -120,6 +131,16 @@ export class WorkerRegistry {
    * ETag-guarded write only when the row is new or its lastDateActive is older than SEEN_INTERVAL_MS.
    */
   async seen(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow> {
+    const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
+    const cached = this.seenCache.get(key);
+    if (cached && Date.now() - cached.at < SEEN_CACHE_MS && Date.parse(cached.row.lastDateActive) > this.now().getTime() - SEEN_INTERVAL_MS) return cached.row;
+    const row = await this.seenUncached(taskQueueId, workerGroup, workerId);
+    if (this.seenCache.size > MAX_SEEN_CACHE) this.seenCache.clear();
+    this.seenCache.set(key, { at: Date.now(), row });
+    return row;
+  }
+
+  private async seenUncached(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow> {
     const row = await this.getRow(taskQueueId, workerGroup, workerId);
     const now = this.now();
     if (!row) {
@@ -174,6 +195,7 @@ export class WorkerRegistry {
 
   async quarantine(taskQueueId: string, workerGroup: string, workerId: string, quarantineUntil: string, quarantineInfo: string, clientId: string): Promise<WorkerRow> {
     const updatedAt = this.now().toJSON();
+    this.seenCache.delete(`${taskQueueId}\n${workerGroup}~${workerId}`);
     return this.change(taskQueueId, workerGroup, workerId, (r) => {
       const details: QuarantineDetail[] = JSON.parse(r.quarantineDetails || '[]');
       details.push({ clientId, updatedAt, quarantineUntil, quarantineInfo });
