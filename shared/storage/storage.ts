@@ -113,24 +113,18 @@ export class CountedTable {
 
   /** Replaces the entity if its ETag still matches; throws StorageConflict('etag'|'missing'). */
   async update(entity: Entity, etag: string): Promise<string> {
-    return this.meter.run(`${this.name}.update`, async () => {
-      try {
-        const r = await this.client.updateEntity(entity, 'Replace', { etag });
-        return r.etag!;
-      } catch (err) {
-        const s = statusOf(err);
-        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
-        if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
-        throw err;
-      }
-    });
+    return this.guardedUpdate('update', 'Replace', entity, etag);
   }
 
   /** Merges properties into the entity if its ETag matches (or unconditionally with etag '*'). */
   async merge(entity: Entity, etag: string): Promise<string> {
-    return this.meter.run(`${this.name}.merge`, async () => {
+    return this.guardedUpdate('merge', 'Merge', entity, etag);
+  }
+
+  private async guardedUpdate(op: string, mode: 'Replace' | 'Merge', entity: Entity, etag: string): Promise<string> {
+    return this.meter.run(`${this.name}.${op}`, async () => {
       try {
-        const r = await this.client.updateEntity(entity, 'Merge', { etag });
+        const r = await this.client.updateEntity(entity, mode, { etag });
         return r.etag!;
       } catch (err) {
         const s = statusOf(err);
