@@ -268,8 +268,12 @@ export async function expireClaim(d: TaskDeps, taskId: string, runId: number, ta
     t,
   );
   if (!result) return;
-  if (result.changed) d.log.info('claim-expired', { taskId, runId, retried: lastRun(result.task)?.state === 'pending' });
-  if (result.changed) await dropTriggers(d, result.task, []);
+  if (result.changed) {
+    d.log.info('claim-expired', { taskId, runId, retried: lastRun(result.task)?.state === 'pending' });
+    await dropTriggers(d, result.task, []);
+    // Uploads the worker finished before it went silent would otherwise wait for a first read.
+    await commitRunUploads(d.storage, taskId, runId);
+  }
   if (lastRun(result.task)?.state === 'pending') d.wake(result.task.definition.taskQueueId);
   await propagate(d, result.task);
 }
@@ -304,6 +308,7 @@ export async function resolveDeadline(d: TaskDeps, taskId: string, deadline: str
     d.log.info('deadline-exceeded', { taskId });
     const wasRunning = t.runs.filter((r) => r.state === 'running').map((r) => r.runId);
     await Promise.all(wasRunning.map((i) => d.triggers.drop('claim', result.task.runs[i]?.claimTrigger)));
+    for (const i of wasRunning) await commitRunUploads(d.storage, taskId, i);
   }
   await propagate(d, result.task);
 }
@@ -340,7 +345,11 @@ export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ stat
     t,
   );
   if (!result) throw notFound(`task ${t.taskId} not found`);
-  if (result.changed) await dropTriggers(d, result.task, [result.task.runs.length - 1]);
+  if (result.changed) {
+    const canceled = result.task.runs.length - 1;
+    await dropTriggers(d, result.task, [canceled]);
+    if (result.task.runs[canceled].workerGroup) await commitRunUploads(d.storage, t.taskId, canceled);
+  }
   await propagate(d, result.task);
   if (net) await d.triggers.done(net).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: t.taskId, error: String(err?.message ?? err) }));
   return { status: taskStatus(result.task), changed: result.changed };

@@ -51,6 +51,21 @@ async function download(url: string): Promise<{ status: number; type: string | n
 const queueUrl = (path: string) => `${svc.rootUrl}/api/queue/v1${path}`;
 
 describe('s3 artifacts', () => {
+  test('uploads of a run resolved without a report (cancel) are committed at once, not on first read', async () => {
+    const { taskId, wq } = await claimedTask();
+    const body = Buffer.from('finished before the cancel');
+    await uploadS3(wq, taskId, 0, 'public/out.txt', 'text/plain', body);
+    const store = new ArtifactStore(svc.services.storage);
+    expect((await store.get(taskId, 0, 'public/out.txt'))?.uncommitted).toBe(true);
+    await svc.queue().cancelTask(taskId);
+    // Azure drops uncommitted blocks after a week; the cancel must not leave the upload to chance.
+    expect((await store.get(taskId, 0, 'public/out.txt'))?.uncommitted).toBeFalsy();
+    // A blob with only uncommitted blocks does not exist yet; a committed one does.
+    expect(await new ArtifactBlobs(svc.services.storage).exists(blobNameFor(taskId, 0, 'public/out.txt'))).toBe(true);
+    const { url } = await svc.queue().getArtifact(taskId, 0, 'public/out.txt');
+    expect((await download(url)).bytes.toString()).toBe('finished before the cancel');
+  });
+
   test('a plain PUT to the putUrl, then byte-identical downloads before and after the run resolves', async () => {
     const { taskId, wq } = await claimedTask();
     const log = Buffer.from('line 1\nline 2 ✓\n', 'utf8');
