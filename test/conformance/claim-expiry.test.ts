@@ -3,7 +3,7 @@
  * at the expiry boundary.
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, runSummary, status, uniqueQueue, waitUntil } from '../helpers/work';
+import { claimOne, runSummary, status, uniqueQueue, waitUntil, runningTask } from '../helpers/work';
 
 const CLAIM_TIMEOUT_S = 2;
 /** Trigger visibility is whole seconds; give the queue a moment past takenUntil. */
@@ -15,13 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-async function running(overrides: Record<string, unknown> = {}) {
-  const tq = uniqueQueue();
-  const taskId = slugid();
-  await svc.queue().createTask(taskId, taskDef(tq, overrides));
-  const c = await claimOne(svc, tq, taskId);
-  return { tq, taskId, c, wq: svc.queue(c.credentials) };
-}
+const running = (overrides: Record<string, unknown> = {}) => runningTask(svc, overrides);
 
 test('an expired claim becomes exception/claim-expired with a retry run that can be claimed', async () => {
   const { tq, taskId, c, wq } = await running({ retries: 2 });

@@ -3,7 +3,7 @@
  * conflicts, automatic retries and their exhaustion, all with the claim's own credentials.
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, runSummary, status, uniqueQueue, W1 } from '../helpers/work';
+import { claimOne, runSummary, status, uniqueQueue, W1, runningTask } from '../helpers/work';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -11,14 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-/** Creates a task in its own queue and claims run 0; returns the worker's queue client. */
-async function running(overrides: Record<string, unknown> = {}) {
-  const tq = uniqueQueue();
-  const taskId = slugid();
-  await svc.queue().createTask(taskId, taskDef(tq, overrides));
-  const c = await claimOne(svc, tq, taskId);
-  return { tq, taskId, c, wq: svc.queue(c.credentials) };
-}
+const running = (overrides: Record<string, unknown> = {}) => runningTask(svc, overrides);
 
 describe('completed and failed', () => {
   test('reportCompleted resolves the task; repeats are 200; other outcomes are 409', async () => {

@@ -22,6 +22,15 @@ export type Faulty = <T>(op: () => Promise<T>) => Promise<FaultResult<T>>;
  * armed operation to fill per-instance caches that expire on a timer (the auth roles cache), so
  * every n sees the same sequence of calls.
  */
+/**
+ * Fails each storage call of a scenario on `svc` in turn, after filling its auth cache so every
+ * armed call sequence starts the same way.
+ */
+export function sweeperFor(svc: { services: { storage: { meter: StorageMeter } }; auth(): { currentScopes(): Promise<unknown> } }) {
+  const warm = () => svc.auth().currentScopes();
+  return (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(svc.services.storage.meter, scenario, { warm });
+}
+
 export async function eachStorageCall(
   meter: StorageMeter,
   scenario: (faulty: Faulty, n: number) => Promise<void>,

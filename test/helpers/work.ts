@@ -2,7 +2,7 @@
  * Small helpers for tests of the worker path: unique task queues, claiming one task, waiting for a
  * moment to pass.
  */
-import type { TestService } from './service';
+import { TestService, taskDef, slugid } from './service';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -62,4 +62,13 @@ export async function reapUntil(svc: TestService, done: () => Promise<boolean>, 
     if (Date.now() > end) throw new Error('reapUntil: condition not reached');
     await sleep(100);
   }
+}
+
+/** Creates a task in its own queue and claims run 0; returns the worker's queue client too. */
+export async function runningTask(svc: TestService, overrides: Record<string, unknown> = {}) {
+  const tq = uniqueQueue();
+  const taskId = slugid();
+  await svc.queue().createTask(taskId, taskDef(tq, overrides));
+  const c = await claimOne(svc, tq, taskId);
+  return { tq, taskId, c, wq: svc.queue(c.credentials) };
 }

@@ -5,7 +5,7 @@
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
 import { claim, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
-import { eachStorageCall } from '../helpers/crash';
+import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 /** Long enough for the checks of one step, short enough to let every claim expire at the end. */
 const CLAIM_TIMEOUT_S = 6;
@@ -23,8 +23,8 @@ afterAll(async () => {
   await a?.close();
 });
 
-const warm = () => a.auth().currentScopes();
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(a.services.storage.meter, scenario, { warm });
+/** Fails each storage call of the scenario's operation on A in turn. */
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(a)(scenario);
 const retrying = () => a.queue(undefined, { retries: 4 });
 
 /** After the crash and retry: one run, running for W1, and nothing left for another worker. */

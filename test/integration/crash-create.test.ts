@@ -6,7 +6,7 @@
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
 import { claim, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
-import { eachStorageCall } from '../helpers/crash';
+import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 let a: TestService;
 let b: TestService;
@@ -19,11 +19,9 @@ afterAll(async () => {
   await a?.close();
 });
 
-/** Fills A's auth cache so every armed call sequence starts the same way. */
-const warm = () => a.auth().currentScopes();
 
 /** Fails each storage call of the scenario's operation on A in turn. */
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(a.services.storage.meter, scenario, { warm });
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(a)(scenario);
 
 /** The client retries 5xx itself, as workers and creators do. */
 const retrying = () => a.queue(undefined, { retries: 4 });

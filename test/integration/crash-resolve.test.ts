@@ -5,7 +5,7 @@
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
 import { claim, reapUntil, runSummary, status, uniqueQueue, W1, W2 } from '../helpers/work';
-import { eachStorageCall } from '../helpers/crash';
+import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 let a: TestService;
 let b: TestService;
@@ -18,8 +18,8 @@ afterAll(async () => {
   await a?.close();
 });
 
-const warm = () => a.auth().currentScopes();
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(a.services.storage.meter, scenario, { warm });
+/** Fails each storage call of the scenario's operation on A in turn. */
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(a)(scenario);
 
 /** A running task (claimed through B) and a dependent of it waiting in its own queue. */
 async function runningWithDependent(requires: 'all-completed' | 'all-resolved' = 'all-completed', retries = 5) {
