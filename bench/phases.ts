@@ -149,7 +149,11 @@ export interface BacklogResult {
 }
 
 /** Creates `tasks` tasks, then `loops` workers drain them with claimWork(tasks: `batch`). */
-export async function backlogDrain(inst: Instance, taskQueueId: string, opts: { tasks: number; createConcurrency: number; loops: number; batch: number }): Promise<BacklogResult> {
+export async function backlogDrain(
+  inst: Instance,
+  taskQueueId: string,
+  opts: { tasks: number; createConcurrency: number; loops: number; batch: number },
+): Promise<BacklogResult> {
   const root = inst.queue();
   const errors = newErrors();
   let created = 0;
@@ -217,7 +221,11 @@ export interface LifecycleCostResult {
  * timeout, waits until every claim-expiry and deadline trigger would be due, then runs the reaper
  * until a pass finds none. Foreground = the API calls; background = the reaper's work for them.
  */
-export async function lifecycleCost(inst: Instance, taskQueueId: string, opts: { count: number; concurrency: number; deadlineInMs: number }): Promise<LifecycleCostResult> {
+export async function lifecycleCost(
+  inst: Instance,
+  taskQueueId: string,
+  opts: { count: number; concurrency: number; deadlineInMs: number },
+): Promise<LifecycleCostResult> {
   const fg = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, count: opts.count, deadlineInMs: opts.deadlineInMs });
   const claimTimeoutMs = inst.services.config.claimTimeoutS * 1000;
   const deadlineDelayMs = inst.services.config.deadlineDelayS * 1000;
@@ -252,7 +260,12 @@ export interface IdleResult {
  * a window after a warm-up. Returns one figure per entry of `workerCounts` (workers are added,
  * their first requests spread over one poll window).
  */
-export async function idlePolling(inst: Instance, taskQueueId: string, workerCounts: number[], opts: { warmupMs: number; windowMs: number }): Promise<{ results: IdleResult[]; errors: Errors }> {
+export async function idlePolling(
+  inst: Instance,
+  taskQueueId: string,
+  workerCounts: number[],
+  opts: { warmupMs: number; windowMs: number },
+): Promise<{ results: IdleResult[]; errors: Errors }> {
   const root = inst.queue();
   // The task queue must have been used, or there is no pending queue to poll.
   await lifecycle(inst, root, taskQueueId);

@@ -13,7 +13,12 @@ export function table(title: string, rows: Row[]): string {
   const w1 = Math.max(5, ...rows.map((r) => r.value.length));
   const w2 = Math.max(6, ...rows.map((r) => (r.target ?? '').length));
   const line = (a: string, b: string, c: string, d: string) => `  ${a.padEnd(w0)}  ${b.padStart(w1)}  ${c.padEnd(w2)}  ${d}`.trimEnd();
-  return [`\n${title}`, line('metric', 'value', 'target', ''), line('-'.repeat(w0), '-'.repeat(w1), '-'.repeat(w2), ''), ...rows.map((r) => line(r.metric, r.value, r.target ?? '', r.verdict ?? ''))].join('\n');
+  return [
+    `\n${title}`,
+    line('metric', 'value', 'target', ''),
+    line('-'.repeat(w0), '-'.repeat(w1), '-'.repeat(w2), ''),
+    ...rows.map((r) => line(r.metric, r.value, r.target ?? '', r.verdict ?? '')),
+  ].join('\n');
 }
 
 export const verdict = (ok: boolean): 'ok' | 'MISSED' => (ok ? 'ok' : 'MISSED');

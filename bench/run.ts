@@ -69,9 +69,16 @@ async function main(): Promise<void> {
     const raw = await rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs });
 
     phase(`(c) backlog: ${SIZES.backlogTasks} tasks, ${SIZES.backlogLoops} loops claiming ${SIZES.backlogBatch}`);
-    const backlog = await backlogDrain(A, 'bench/backlog', { tasks: SIZES.backlogTasks, createConcurrency: SIZES.concurrency, loops: SIZES.backlogLoops, batch: SIZES.backlogBatch });
+    const backlog = await backlogDrain(A, 'bench/backlog', {
+      tasks: SIZES.backlogTasks,
+      createConcurrency: SIZES.concurrency,
+      loops: SIZES.backlogLoops,
+      batch: SIZES.backlogBatch,
+    });
 
-    phase(`(d) storage per lifecycle: ${SIZES.costLifecycles} lifecycles, claim timeout ${SIZES.costClaimTimeoutS} s, deadlines ${SIZES.costDeadlineMs / 1000} s out, then the reaper`);
+    phase(
+      `(d) storage per lifecycle: ${SIZES.costLifecycles} lifecycles, claim timeout ${SIZES.costClaimTimeoutS} s, deadlines ${SIZES.costDeadlineMs / 1000} s out, then the reaper`,
+    );
     const D = await startInstance('D', newDeployment(conn, 'd'), {
       QUEUE_CLAIM_TIMEOUT_S: String(SIZES.costClaimTimeoutS),
       QUEUE_DEADLINE_DELAY_S: '0',
@@ -102,13 +109,23 @@ async function main(): Promise<void> {
     const clientErrors = pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count;
 
     const rows: Row[] = [
-      { metric: '(a) pickup p50, same instance', value: `${pickup.p50Ms} ms`, target: `<= ${TARGETS.pickupP50Ms} ms`, verdict: verdict(pickup.p50Ms <= TARGETS.pickupP50Ms) },
+      {
+        metric: '(a) pickup p50, same instance',
+        value: `${pickup.p50Ms} ms`,
+        target: `<= ${TARGETS.pickupP50Ms} ms`,
+        verdict: verdict(pickup.p50Ms <= TARGETS.pickupP50Ms),
+      },
       { metric: '(a) pickup p95, same instance', value: `${pickup.p95Ms} ms` },
       { metric: `(a) samples`, value: String(pickup.samples) },
       { metric: '(a) pickup p50, created on another instance', value: `${crossPickup.p50Ms} ms`, target: 'informative' },
       { metric: '(a) pickup p95, created on another instance', value: `${crossPickup.p95Ms} ms` },
       { metric: `(a) samples (pause 0-${SIZES.crossPickupMaxPauseMs} ms)`, value: String(crossPickup.samples) },
-      { metric: `(b) lifecycles/s, concurrency ${loop.concurrency}`, value: String(loop.perSecond), target: `>= ${TARGETS.throughputVsRawMin * 100}% of (f)`, verdict: verdict(vsRaw >= TARGETS.throughputVsRawMin) },
+      {
+        metric: `(b) lifecycles/s, concurrency ${loop.concurrency}`,
+        value: String(loop.perSecond),
+        target: `>= ${TARGETS.throughputVsRawMin * 100}% of (f)`,
+        verdict: verdict(vsRaw >= TARGETS.throughputVsRawMin),
+      },
       { metric: '(b) lifecycles completed', value: `${loop.completed} in ${loop.seconds} s` },
       { metric: '(b) storage tx per lifecycle (foreground)', value: String(loopFgPer.total) },
       { metric: `(f) raw lifecycles/s, concurrency ${raw.concurrency}`, value: String(raw.perSecond) },
@@ -120,10 +137,25 @@ async function main(): Promise<void> {
       { metric: '(c) storage tx per claimed task (drain)', value: String(round(backlog.drainStorage.total / Math.max(1, backlog.claimed))) },
       { metric: '(d) storage tx per lifecycle, foreground', value: String(fgPer.total) },
       { metric: '(d) storage tx per lifecycle, background', value: String(bgPer.total) },
-      { metric: '(d) storage tx per lifecycle, total', value: String(totalPer.total), target: `<= ${TARGETS.transactionsPerLifecycle}`, verdict: verdict(totalPer.total <= TARGETS.transactionsPerLifecycle) },
+      {
+        metric: '(d) storage tx per lifecycle, total',
+        value: String(totalPer.total),
+        target: `<= ${TARGETS.transactionsPerLifecycle}`,
+        verdict: verdict(totalPer.total <= TARGETS.transactionsPerLifecycle),
+      },
       ...idle.results.map((r) => ({ metric: `(e) idle storage tx/s, ${r.workers} waiting worker(s)`, value: String(r.transactionsPerSecond) })),
-      { metric: `(e) ratio ${idleN.workers} workers / ${idle1.workers}`, value: String(round(idleRatio)), target: `<= ${TARGETS.idleRatioMax}`, verdict: verdict(idleRatio <= TARGETS.idleRatioMax) },
-      { metric: 'host RSS peak (bench process: hosts + clients)', value: mb(hostPeak), target: `< ${mb(TARGETS.hostRssBytes)}`, verdict: verdict(hostPeak < TARGETS.hostRssBytes) },
+      {
+        metric: `(e) ratio ${idleN.workers} workers / ${idle1.workers}`,
+        value: String(round(idleRatio)),
+        target: `<= ${TARGETS.idleRatioMax}`,
+        verdict: verdict(idleRatio <= TARGETS.idleRatioMax),
+      },
+      {
+        metric: 'host RSS peak (bench process: hosts + clients)',
+        value: mb(hostPeak),
+        target: `< ${mb(TARGETS.hostRssBytes)}`,
+        verdict: verdict(hostPeak < TARGETS.hostRssBytes),
+      },
       { metric: 'Azurite RSS peak (child process)', value: mb(azuritePeak) },
       { metric: 'client errors / service warnings / errors', value: `${clientErrors} / ${warnings} / ${serviceErrors}` },
       { metric: 'total run time', value: `${round((Date.now() - started) / 1000, 1)} s` },
@@ -132,16 +164,32 @@ async function main(): Promise<void> {
 
     const opRows = (per: ReturnType<typeof perUnit>): Row[] => Object.entries(per.byOp).map(([op, v]) => ({ metric: op, value: String(v) }));
     console.log(table(`(d) foreground storage tx per lifecycle, by op (${cost.lifecycles} lifecycles)`, opRows(fgPer)));
-    console.log(table(`(d) background storage tx per lifecycle, by op (reaper: ${cost.reaper.claim} claim, ${cost.reaper.deadline} deadline triggers, ${cost.reaper.passes} pass(es))`, opRows(bgPer)));
+    console.log(
+      table(
+        `(d) background storage tx per lifecycle, by op (reaper: ${cost.reaper.claim} claim, ${cost.reaper.deadline} deadline triggers, ${cost.reaper.passes} pass(es))`,
+        opRows(bgPer),
+      ),
+    );
     console.log(table(`(c) drain storage tx per claimed task, by op`, opRows(perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)))));
-    console.log(table(`(e) idle storage tx/s by op, ${idleN.workers} workers`, Object.entries(idleN.byOp).map(([op, v]) => ({ metric: op, value: String(v) }))));
+    console.log(
+      table(
+        `(e) idle storage tx/s by op, ${idleN.workers} workers`,
+        Object.entries(idleN.byOp).map(([op, v]) => ({ metric: op, value: String(v) })),
+      ),
+    );
     console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
     const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle].flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
 
     const summary = {
       pickup: { sameInstance: pickup, crossInstance: crossPickup },
-      throughput: { concurrency: loop.concurrency, completed: loop.completed, seconds: loop.seconds, lifecyclesPerSecond: loop.perSecond, foregroundTxPerLifecycle: loopFgPer.total },
+      throughput: {
+        concurrency: loop.concurrency,
+        completed: loop.completed,
+        seconds: loop.seconds,
+        lifecyclesPerSecond: loop.perSecond,
+        foregroundTxPerLifecycle: loopFgPer.total,
+      },
       raw: { ...raw, sequence: RAW_SEQUENCE },
       throughputVsRaw: round(vsRaw, 3),
       backlog: { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },

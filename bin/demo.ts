@@ -59,14 +59,18 @@ function plan(ids: Record<string, string>): Planned[] {
       expect: 'completed',
       description: 'compiles the app and publishes it as an artifact',
       payload: {
-        command: [NODE, '-e', js([
-          "const fs = require('fs');",
-          "console.log('compiling 3 modules...');",
-          "fs.mkdirSync('dist');",
-          "fs.writeFileSync('dist/hello.txt', 'Hello from the build task ' + process.env.TASK_ID + '\\n');",
-          "fs.writeFileSync('dist/info.json', JSON.stringify({ builtBy: process.env.TASKCLUSTER_WORKER_ID, at: new Date() }, null, 2));",
-          "console.log('build finished');",
-        ])],
+        command: [
+          NODE,
+          '-e',
+          js([
+            "const fs = require('fs');",
+            "console.log('compiling 3 modules...');",
+            "fs.mkdirSync('dist');",
+            "fs.writeFileSync('dist/hello.txt', 'Hello from the build task ' + process.env.TASK_ID + '\\n');",
+            "fs.writeFileSync('dist/info.json', JSON.stringify({ builtBy: process.env.TASKCLUSTER_WORKER_ID, at: new Date() }, null, 2));",
+            "console.log('build finished');",
+          ]),
+        ],
         maxRunTime: 60,
         artifacts: [
           { type: 'file', path: 'dist/hello.txt', name: 'public/build/hello.txt' },
@@ -81,17 +85,21 @@ function plan(ids: Record<string, string>): Planned[] {
       description: "downloads build's artifact through the task proxy and checks it",
       scopes: ['queue:get-artifact:public/build/*'],
       payload: {
-        command: [NODE, '-e', js([
-          '(async () => {',
-          "  const url = process.env.TASKCLUSTER_PROXY_URL + '/api/queue/v1/task/' + process.env.BUILD_TASK_ID + '/runs/0/artifacts/public%2Fbuild%2Fhello.txt';",
-          "  console.log('fetching', url);",
-          '  const res = await fetch(url);',
-          '  const text = await res.text();',
-          "  console.log('got', res.status, JSON.stringify(text));",
-          "  if (!text.startsWith('Hello from the build task')) { console.log('test FAILED'); process.exit(1); }",
-          "  console.log('1 test passed');",
-          '})();',
-        ])],
+        command: [
+          NODE,
+          '-e',
+          js([
+            '(async () => {',
+            "  const url = process.env.TASKCLUSTER_PROXY_URL + '/api/queue/v1/task/' + process.env.BUILD_TASK_ID + '/runs/0/artifacts/public%2Fbuild%2Fhello.txt';",
+            "  console.log('fetching', url);",
+            '  const res = await fetch(url);',
+            '  const text = await res.text();',
+            "  console.log('got', res.status, JSON.stringify(text));",
+            "  if (!text.startsWith('Hello from the build task')) { console.log('test FAILED'); process.exit(1); }",
+            "  console.log('1 test passed');",
+            '})();',
+          ]),
+        ],
         env: { BUILD_TASK_ID: ids.build },
         maxRunTime: 60,
       },
@@ -102,12 +110,16 @@ function plan(ids: Record<string, string>): Planned[] {
       expect: 'completed',
       description: 'renders documentation (runs in parallel with test)',
       payload: {
-        command: [NODE, '-e', js([
-          "const fs = require('fs');",
-          "fs.mkdirSync('site');",
-          "fs.writeFileSync('site/index.html', '<!doctype html><title>Demo docs</title><h1>Demo docs</h1><p>Built by task ' + process.env.TASK_ID + '</p>');",
-          "setTimeout(() => console.log('docs rendered'), 1000);",
-        ])],
+        command: [
+          NODE,
+          '-e',
+          js([
+            "const fs = require('fs');",
+            "fs.mkdirSync('site');",
+            "fs.writeFileSync('site/index.html', '<!doctype html><title>Demo docs</title><h1>Demo docs</h1><p>Built by task ' + process.env.TASK_ID + '</p>');",
+            "setTimeout(() => console.log('docs rendered'), 1000);",
+          ]),
+        ],
         maxRunTime: 60,
         artifacts: [{ type: 'file', path: 'site/index.html', name: 'public/docs/index.html' }],
       },
@@ -118,12 +130,16 @@ function plan(ids: Record<string, string>): Planned[] {
       expect: 'completed',
       description: 'runs once test and docs completed; writes a release manifest',
       payload: {
-        command: [NODE, '-e', js([
-          "const fs = require('fs');",
-          "const manifest = { version: '1.0.0', build: process.env.BUILD_TASK_ID, releasedBy: process.env.TASK_ID };",
-          "fs.writeFileSync('release.json', JSON.stringify(manifest, null, 2));",
-          "console.log('released', JSON.stringify(manifest));",
-        ])],
+        command: [
+          NODE,
+          '-e',
+          js([
+            "const fs = require('fs');",
+            "const manifest = { version: '1.0.0', build: process.env.BUILD_TASK_ID, releasedBy: process.env.TASK_ID };",
+            "fs.writeFileSync('release.json', JSON.stringify(manifest, null, 2));",
+            "console.log('released', JSON.stringify(manifest));",
+          ]),
+        ],
         env: { BUILD_TASK_ID: ids.build },
         maxRunTime: 60,
         artifacts: [{ type: 'file', path: 'release.json', name: 'public/release.json', required: true }],
@@ -135,7 +151,11 @@ function plan(ids: Record<string, string>): Planned[] {
       expect: 'failed',
       description: 'an independent check that finds problems (exit 1 → failed)',
       payload: {
-        command: [NODE, '-e', "console.log('src/app.js:3 unused variable x'); console.log('src/app.js:9 missing semicolon'); console.log('lint: 2 problems'); process.exit(1)"],
+        command: [
+          NODE,
+          '-e',
+          "console.log('src/app.js:3 unused variable x'); console.log('src/app.js:9 missing semicolon'); console.log('lint: 2 problems'); process.exit(1)",
+        ],
         maxRunTime: 60,
       },
     },
@@ -189,8 +209,24 @@ async function main(): Promise<number> {
   console.log(`Starting the worker (${TASK_QUEUE}, 2 slots, task proxy on)...`);
   const worker: ChildProcess = spawn(
     NODE,
-    [path.join(__dirname, '..', 'worker', 'main.js'), '--root-url', rootUrl, '--task-queue', TASK_QUEUE, '--worker-group', WORKER_GROUP, '--worker-id', 'demo-1', '--concurrency', '2', '--proxy'],
-    { env: { PATH: process.env.PATH ?? '', TASKCLUSTER_CLIENT_ID: workerClientId, TASKCLUSTER_ACCESS_TOKEN: workerClient.accessToken }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      path.join(__dirname, '..', 'worker', 'main.js'),
+      '--root-url',
+      rootUrl,
+      '--task-queue',
+      TASK_QUEUE,
+      '--worker-group',
+      WORKER_GROUP,
+      '--worker-id',
+      'demo-1',
+      '--concurrency',
+      '2',
+      '--proxy',
+    ],
+    {
+      env: { PATH: process.env.PATH ?? '', TASKCLUSTER_CLIENT_ID: workerClientId, TASKCLUSTER_ACCESS_TOKEN: workerClient.accessToken },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   const prefix = (chunk: Buffer) => process.stdout.write(chunk.toString().replace(/^(?=.)/gm, '  worker | '));
   worker.stdout!.on('data', prefix);
@@ -241,7 +277,7 @@ async function main(): Promise<number> {
     asPlanned &&= ok;
     const after = t.deps.length ? ` (after ${t.deps.join(', ')})` : '';
     lines.push(`${ok ? '✔' : '✘'} ${t.key.padEnd(8)} ${s.state.padEnd(10)} ${secs.padStart(6)}  ${ids[t.key]}  ${t.description}${after}`);
-    const names = ['public/logs/live.log', ...(((t.payload.artifacts as { name: string }[]) ?? []).map((a) => a.name))];
+    const names = ['public/logs/live.log', ...((t.payload.artifacts as { name: string }[]) ?? []).map((a) => a.name)];
     for (const n of names) lines.push(`      ${artifactUrl(rootUrl, ids[t.key], n)}`);
   }
   if (hasRoute('getArtifact') && statuses.release?.state === 'completed') {

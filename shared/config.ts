@@ -4,8 +4,7 @@
 
 /** Azurite's well-known development account; used when no connection string is configured. */
 export const DEVSTORE_ACCOUNT = 'devstoreaccount1';
-export const DEVSTORE_KEY =
-  'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+export const DEVSTORE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
 export interface Config {
   /** Storage connection string (tables, queues, blobs). */

@@ -259,9 +259,7 @@ describe('infra: layout', () => {
   });
 
   test('every resource uses an API version whose properties were checked', () => {
-    const unverified = blocks
-      .filter((b) => !(VERIFIED_API_VERSIONS[b.type] ?? []).includes(b.apiVersion))
-      .map((b) => `${b.file}: ${b.type}@${b.apiVersion}`);
+    const unverified = blocks.filter((b) => !(VERIFIED_API_VERSIONS[b.type] ?? []).includes(b.apiVersion)).map((b) => `${b.file}: ${b.type}@${b.apiVersion}`);
     expect(unverified).toEqual([]);
   });
 });

@@ -124,7 +124,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
   }
   const clientId = s('client-id') ?? env.TASKCLUSTER_CLIENT_ID;
   const accessToken = s('access-token') ?? env.TASKCLUSTER_ACCESS_TOKEN;
-  if (!clientId || !accessToken) throw new UsageError('credentials are required: --client-id and --access-token (or TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)');
+  if (!clientId || !accessToken)
+    throw new UsageError('credentials are required: --client-id and --access-token (or TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN)');
   const certificate = s('certificate') ?? (env.TASKCLUSTER_CERTIFICATE || undefined);
   if (certificate !== undefined) {
     try {

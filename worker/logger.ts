@@ -27,6 +27,9 @@ export function lineLogger(write: (line: string) => void = (l) => process.stdout
 /** Collects events in memory, for unit tests. */
 export function memoryLog(): WorkerLog & { events: { level: string; event: string; fields: Record<string, unknown> }[] } {
   const events: { level: string; event: string; fields: Record<string, unknown> }[] = [];
-  const push = (level: string) => (event: string, fields: Record<string, unknown> = {}) => events.push({ level, event, fields });
+  const push =
+    (level: string) =>
+    (event: string, fields: Record<string, unknown> = {}) =>
+      events.push({ level, event, fields });
   return { events, info: push('info'), warn: push('warn'), error: push('error') };
 }

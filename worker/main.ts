@@ -22,7 +22,12 @@ export async function startWorker(config: WorkerConfig, log: WorkerLog, env: Nod
   const source: WorkSource =
     config.protocol === 'claimWork'
       ? new ClaimWorkSource({ queue: queueFor(config.credentials), taskQueueId: config.taskQueueId, ...ids })
-      : new PollTaskUrlsSource({ queue: legacyQueue(config.rootUrl, config.credentials), provisionerId: config.provisionerId, workerType: config.workerType, ...ids });
+      : new PollTaskUrlsSource({
+          queue: legacyQueue(config.rootUrl, config.credentials),
+          provisionerId: config.provisionerId,
+          workerType: config.workerType,
+          ...ids,
+        });
   await fs.promises.mkdir(config.workDir, { recursive: true });
   const baseEnv: Record<string, string> = {};
   for (const k of INHERITED_ENV) if (env[k] !== undefined) baseEnv[k] = env[k]!;

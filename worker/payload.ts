@@ -122,7 +122,8 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
           const d = typeof a.expires === 'string' ? new Date(a.expires) : new Date(NaN);
           if (Number.isNaN(d.getTime())) problems.push(`${where}.expires must be a date-time string, got ${show(a.expires)}`);
           else if (d <= now) problems.push(`${where}.expires ${a.expires} is in the past`);
-          else if (d > taskExpires) problems.push(`${where}.expires ${a.expires} is after the task expires (${opts.taskExpires}); artifacts cannot outlive their task`);
+          else if (d > taskExpires)
+            problems.push(`${where}.expires ${a.expires} is after the task expires (${opts.taskExpires}); artifacts cannot outlive their task`);
           else expires = d.toISOString();
         }
         if (a.required !== undefined && typeof a.required !== 'boolean') problems.push(`${where}.required must be true or false, got ${show(a.required)}`);

@@ -165,7 +165,10 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
       return await uploadThenReport({ kind: 'exception', reason: 'malformed-payload' });
     }
     const payload = v.payload;
-    if (stop.aborted) return lost.signal.aborted ? forget(lost.signal.reason) : await exceptionFirst('worker-shutdown', 'The worker is shutting down; the task was not started.');
+    if (stop.aborted)
+      return lost.signal.aborted
+        ? forget(lost.signal.reason)
+        : await exceptionFirst('worker-shutdown', 'The worker is shutting down; the task was not started.');
 
     if (deps.startProxy) proxy = await deps.startProxy({ credentials: () => reclaimer.current.credentials, scopes: claim.task.scopes ?? [] });
     const env: Record<string, string> = {
@@ -210,7 +213,9 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
         const code = result.error.code;
         if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR') {
           const why = code === 'EACCES' ? 'is not executable' : 'was not found';
-          note(`The program ${JSON.stringify(payload.command[0])} ${why} (PATH=${payload.env.PATH ?? deps.baseEnv?.PATH ?? ''}). Resolving exception/malformed-payload.`);
+          note(
+            `The program ${JSON.stringify(payload.command[0])} ${why} (PATH=${payload.env.PATH ?? deps.baseEnv?.PATH ?? ''}). Resolving exception/malformed-payload.`,
+          );
           return uploadThenReport({ kind: 'exception', reason: 'malformed-payload' });
         }
         const reason = workerFault(result.error);
@@ -244,7 +249,8 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
         let problem: { reason: 'file-missing-on-worker' | 'invalid-resource-on-worker'; message: string } | undefined;
         if (!st) problem = { reason: 'file-missing-on-worker', message: `Artifact ${a.name}: file '${a.path}' does not exist in the task directory.` };
         else if (!st.isFile()) problem = { reason: 'invalid-resource-on-worker', message: `Artifact ${a.name}: '${a.path}' is not a regular file.` };
-        else if (!(await inside(taskDir, file))) problem = { reason: 'invalid-resource-on-worker', message: `Artifact ${a.name}: '${a.path}' resolves outside the task directory.` };
+        else if (!(await inside(taskDir, file)))
+          problem = { reason: 'invalid-resource-on-worker', message: `Artifact ${a.name}: '${a.path}' resolves outside the task directory.` };
         if (problem) {
           taskLog!.note(problem.message + (a.required ? ' It is declared required.' : ' Uploading an error artifact instead.'));
           if (a.required) missingRequired.push(a);

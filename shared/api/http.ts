@@ -136,17 +136,19 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
       let callerP: Promise<Caller> | undefined;
       const url = new URL(svc.config.publicUrl);
       const caller = () =>
-        (callerP ??= svc!.authenticator.authenticate({
-          method: request.method,
-          resource,
-          host: url.hostname,
-          port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-          authorization: request.headers.get('authorization') ?? undefined,
-          contentType: request.headers.get('content-type') ?? undefined,
-        }).then((c) => {
-          actor.actor = c.clientId; // task history names who made each transition
-          return c;
-        }));
+        (callerP ??= svc!.authenticator
+          .authenticate({
+            method: request.method,
+            resource,
+            host: url.hostname,
+            port: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+            authorization: request.headers.get('authorization') ?? undefined,
+            contentType: request.headers.get('content-type') ?? undefined,
+          })
+          .then((c) => {
+            actor.actor = c.clientId; // task history names who made each transition
+            return c;
+          }));
       let authorized = def.scopes === null;
       const authorize = async (p: Record<string, unknown>) => {
         const expr = render(def.scopes!, p);
@@ -181,7 +183,10 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
         errCtx.payload = JSON.parse(JSON.stringify(body));
         const errors = validate(def.input, body);
         if (errors.length) {
-          throw new ApiError('InputValidationError', `Schema Validation Failed!\nRejecting Schema: ${def.input}\nErrors:\n${errors.map((e) => `  * ${e}`).join('\n')}`);
+          throw new ApiError(
+            'InputValidationError',
+            `Schema Validation Failed!\nRejecting Schema: ${def.input}\nErrors:\n${errors.map((e) => `  * ${e}`).join('\n')}`,
+          );
         }
       }
 

@@ -73,7 +73,10 @@ function merged(original: ArtifactRecord, next: ArtifactRecord): ArtifactRecord 
     uncommitted: original.uncommitted || next.storageType === 's3',
   };
   const same =
-    out.storageType === original.storageType && out.expires === original.expires && jsonEqual(out.details, original.details) && out.uncommitted === original.uncommitted;
+    out.storageType === original.storageType &&
+    out.expires === original.expires &&
+    jsonEqual(out.details, original.details) &&
+    out.uncommitted === original.uncommitted;
   return same ? undefined : out;
 }
 
@@ -85,7 +88,9 @@ export async function createArtifact(
   input: CreateArtifactInput,
 ): Promise<Record<string, unknown>> {
   if (input.storageType === 'object') {
-    throw inputError('object artifacts need the Object service, which this deployment does not run; create s3 artifacts instead (generic-worker: createObjectArtifacts false)');
+    throw inputError(
+      'object artifacts need the Object service, which this deployment does not run; create s3 artifacts instead (generic-worker: createObjectArtifacts false)',
+    );
   }
   if (name.length > MAX_NAME_LENGTH) throw inputError(`artifact names are at most ${MAX_NAME_LENGTH} characters`);
   const now = d.now();

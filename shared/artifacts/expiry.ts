@@ -119,8 +119,7 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
   const blobs = new ArtifactBlobs(d.storage);
   // Every index partition up to today's (shards are hex digits, and '~' sorts after them).
   const filter =
-    `PartitionKey ge ${odata(INDEX_PREFIX)} and PartitionKey lt ${odata(`${INDEX_PREFIX}${nowIso.slice(0, 10)}~~`)}` +
-    ` and RowKey lt ${odata(nowIso)}`;
+    `PartitionKey ge ${odata(INDEX_PREFIX)} and PartitionKey lt ${odata(`${INDEX_PREFIX}${nowIso.slice(0, 10)}~~`)}` + ` and RowKey lt ${odata(nowIso)}`;
   try {
     let continuation: string | undefined;
     let seen = 0;

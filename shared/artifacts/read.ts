@@ -42,9 +42,7 @@ export async function resolveArtifact(d: ReadDeps, taskId: string, runId: number
 }
 
 export type Content =
-  | { storageType: 's3'; url: string }
-  | { storageType: 'reference'; url: string }
-  | { storageType: 'error'; reason: string; message: string };
+  { storageType: 's3'; url: string } | { storageType: 'reference'; url: string } | { storageType: 'error'; reason: string; message: string };
 
 /** What `artifact()` returns; for s3 this commits a waiting upload first. */
 export async function contentOf(d: ReadDeps, a: ArtifactRecord): Promise<Content> {

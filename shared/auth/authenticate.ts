@@ -80,7 +80,11 @@ export class Authenticator {
     const { key, caller } = await this.resolve(attrs.id, ext);
     try {
       await hawk.server.authenticate(
-        { method: req.method, url: req.resource, headers: { authorization: req.authorization, host: `${req.host}:${req.port}`, 'content-type': req.contentType ?? '' } },
+        {
+          method: req.method,
+          url: req.resource,
+          headers: { authorization: req.authorization, host: `${req.host}:${req.port}`, 'content-type': req.contentType ?? '' },
+        },
         async () => ({ key, algorithm: 'sha256' }),
         { host: req.host, port: req.port, timestampSkewSec: HAWK_SKEW_S },
       );

@@ -6,11 +6,7 @@ import * as lib from 'taskcluster-lib-scopes';
 
 export type Expression = lib.Expression;
 export type Template =
-  | string
-  | { AllOf: Template[] }
-  | { AnyOf: Template[] }
-  | { for: string; in: string; each: string }
-  | { if: string; then: Template; else?: Template };
+  string | { AllOf: Template[] } | { AnyOf: Template[] } | { for: string; in: string; each: string } | { if: string; then: Template; else?: Template };
 
 export type Params = Record<string, unknown>;
 

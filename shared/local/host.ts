@@ -84,7 +84,10 @@ export async function startHost(opts: {
   runTimers?: boolean;
 }): Promise<LocalHost> {
   const quiet = opts.quiet ?? false;
-  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.routes.map((r) => ({ c: compile(r), handler: makeHandler(r, opts.services) }));
+  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.routes.map((r) => ({
+    c: compile(r),
+    handler: makeHandler(r, opts.services),
+  }));
   const timers = new Map((opts.timers ?? []).map((t) => [t.name, t]));
   const running = new Map<string, Promise<void>>();
 
@@ -95,7 +98,10 @@ export async function startHost(opts: {
     const inflight = running.get(name);
     if (inflight) return inflight;
     const p = t
-      .handler({ isPastDue, schedule: { adjustForDST: false }, scheduleStatus: { last: '', next: '', lastUpdated: '' } } as unknown as Timer, context(name, quiet))
+      .handler(
+        { isPastDue, schedule: { adjustForDST: false }, scheduleStatus: { last: '', next: '', lastUpdated: '' } } as unknown as Timer,
+        context(name, quiet),
+      )
       .catch((err) => console.error(`[${name}] failed:`, err))
       .finally(() => running.delete(name));
     running.set(name, p);

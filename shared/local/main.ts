@@ -33,7 +33,15 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
   const services = await buildServices(config);
   startPollers(services);
   const provider = async () => services;
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, host: env.HOST || '127.0.0.1', runTimers: true, quiet: true });
+  const host = await startHost({
+    routes,
+    services: provider,
+    timers: timerFunctions(provider),
+    port,
+    host: env.HOST || '127.0.0.1',
+    runTimers: true,
+    quiet: true,
+  });
 
   const lines = [
     '',

@@ -31,7 +31,10 @@ export async function checkHealth(svc: Services): Promise<Health> {
     if (row && typeof row.at === 'string') {
       const ageS = Math.round((now - Date.parse(row.at)) / 1000);
       h.reaper = { lastRun: row.at, ageS, staleAfterS };
-      if (ageS > staleAfterS) h.problems.push(`the reaper last finished a pass ${ageS} s ago (more than ${staleAfterS} s): claim expiry, deadlines and dependency scheduling are not being processed`);
+      if (ageS > staleAfterS)
+        h.problems.push(
+          `the reaper last finished a pass ${ageS} s ago (more than ${staleAfterS} s): claim expiry, deadlines and dependency scheduling are not being processed`,
+        );
     } else if (now - svc.startedAt.getTime() > staleAfterS * 1000) {
       h.problems.push(`the reaper has never finished a pass (more than ${staleAfterS} s since this instance started)`);
     }

@@ -68,7 +68,12 @@ export function transitions(before: TaskRecord | undefined, after: TaskRecord): 
 }
 
 /** Numbers the transitions from the task's current sequence and builds their rows; bumps `after.historySeq`. */
-export function historyRows(before: TaskRecord | undefined, after: TaskRecord, time: string, actor: string | undefined): { rows: Entity[]; entries: HistoryEntry[] } {
+export function historyRows(
+  before: TaskRecord | undefined,
+  after: TaskRecord,
+  time: string,
+  actor: string | undefined,
+): { rows: Entity[]; entries: HistoryEntry[] } {
   const list = transitions(before, after).slice(0, MAX_ENTRIES_PER_WRITE);
   let seq = before?.historySeq ?? 0;
   const entries = list.map((t) => ({ seq: ++seq, time, ...t, ...(actor ? { actor } : {}) }));
@@ -78,7 +83,12 @@ export function historyRows(before: TaskRecord | undefined, after: TaskRecord, t
 }
 
 /** A page of a task's history, newest first. */
-export async function readHistory(storage: Storage, taskId: string, limit: number, continuation?: string): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
+export async function readHistory(
+  storage: Storage,
+  taskId: string,
+  limit: number,
+  continuation?: string,
+): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
   const page = await storage.table('Tasks').page(`PartitionKey eq ${lit(taskId)} and ${prefixRange(HISTORY_PREFIX)}`, limit, continuation, ['entry']);
   return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
 }

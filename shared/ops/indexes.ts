@@ -59,11 +59,27 @@ function base(t: TaskRecord) {
 // ---- rows ----
 
 function unscheduledRow(t: TaskRecord): Entity {
-  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `u~${t.definition.created}~${t.taskId}`, ...base(t), state: 'unscheduled', at: t.definition.created, live: true };
+  return {
+    partitionKey: queuePk(t.definition.taskQueueId),
+    rowKey: `u~${t.definition.created}~${t.taskId}`,
+    ...base(t),
+    state: 'unscheduled',
+    at: t.definition.created,
+    live: true,
+  };
 }
 
 function pendingRow(t: TaskRecord, r: Run): Entity {
-  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `p~${r.scheduled}~${t.taskId}~${r.runId}`, ...base(t), runId: r.runId, state: 'pending', at: r.scheduled, reasonCreated: r.reasonCreated, live: true };
+  return {
+    partitionKey: queuePk(t.definition.taskQueueId),
+    rowKey: `p~${r.scheduled}~${t.taskId}~${r.runId}`,
+    ...base(t),
+    runId: r.runId,
+    state: 'pending',
+    at: r.scheduled,
+    reasonCreated: r.reasonCreated,
+    live: true,
+  };
 }
 
 function claimedRow(t: TaskRecord, r: Run): Entity {
@@ -170,7 +186,7 @@ export function indexOps(before: TaskRecord | undefined, after: TaskRecord | und
     if (b?.state === 'pending') ops.push({ op: 'remove', row: pendingRow(t, b) });
     if (b?.state === 'running') ops.push({ op: 'remove', row: claimedRow(t, b) });
     if (a.state === 'pending') ops.push({ op: 'create', row: pendingRow(t, a) });
-    if (a.state === 'running') ops.push({ op: 'create', row: claimedRow(t, a), }, { op: 'create', row: workerRow(t, a) });
+    if (a.state === 'running') ops.push({ op: 'create', row: claimedRow(t, a) }, { op: 'create', row: workerRow(t, a) });
     if (isResolvedRun(a)) {
       ops.push({ op: 'upsert', row: resolvedRow(t, a) }, { op: 'upsert', row: globalResolvedRow(t, a) });
       if (a.started && a.workerGroup) ops.push({ op: 'upsert', row: workerRow(t, a) });
@@ -339,7 +355,15 @@ export async function listResolved(storage: Storage, taskQueueId: string | undef
 }
 
 /** A worker's claims (newest first), with each run's current state. */
-export async function listWorkerRuns(storage: Storage, taskQueueId: string, workerGroup: string, workerId: string, w: Window, limit: number, continuation?: string) {
+export async function listWorkerRuns(
+  storage: Storage,
+  taskQueueId: string,
+  workerGroup: string,
+  workerId: string,
+  w: Window,
+  limit: number,
+  continuation?: string,
+) {
   const filter = `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), w)}${w.state ? ` and state eq ${lit(w.state)}` : ''}`;
   const page = await storage.table('Indexes').page(filter, limit, continuation);
   return { rows: page.items.map(clean), continuation: page.continuation };
@@ -371,17 +395,30 @@ export interface StateCounts {
  * window [since, now].
  */
 export async function queueStateCounts(storage: Storage, taskQueueId: string, since: string, now: Date): Promise<StateCounts> {
-  const [unscheduled, pending, running] = await Promise.all((['unscheduled', 'pending', 'running'] as const).map((s) => countActive(storage, taskQueueId, s, now)));
+  const [unscheduled, pending, running] = await Promise.all(
+    (['unscheduled', 'pending', 'running'] as const).map((s) => countActive(storage, taskQueueId, s, now)),
+  );
   const resolved = { completed: 0, failed: 0, exception: 0 };
   await tally(storage, resolvedFilter(queuePk(taskQueueId), 'r~', { since, until: now.toJSON() }), resolved);
   return { unscheduled, pending, running, ...resolved };
 }
 
 /** One worker's runs by state: running exactly, resolved among the runs it claimed since `since`. */
-export async function workerStateCounts(storage: Storage, taskQueueId: string, workerGroup: string, workerId: string, since: string, now: Date): Promise<StateCounts> {
+export async function workerStateCounts(
+  storage: Storage,
+  taskQueueId: string,
+  workerGroup: string,
+  workerId: string,
+  since: string,
+  now: Date,
+): Promise<StateCounts> {
   const running = await countActive(storage, taskQueueId, 'running', now, ` and workerGroup eq ${lit(workerGroup)} and workerId eq ${lit(workerId)}`);
   const resolved = { completed: 0, failed: 0, exception: 0 };
-  await tally(storage, `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() })}`, resolved);
+  await tally(
+    storage,
+    `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() })}`,
+    resolved,
+  );
   return { running, ...resolved };
 }
 

@@ -31,7 +31,15 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
       }
       try {
         const repair = repairOps(before, after);
-        await Promise.all([...indexOps(before, after)].map(([pk, ops]) => applyOps(storage, ops, repair.filter((r) => r.row.partitionKey === pk))));
+        await Promise.all(
+          [...indexOps(before, after)].map(([pk, ops]) =>
+            applyOps(
+              storage,
+              ops,
+              repair.filter((r) => r.row.partitionKey === pk),
+            ),
+          ),
+        );
       } catch (err) {
         // The task write stands; the index catches up at the task's next transition (see indexes.ts).
         log.error('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });

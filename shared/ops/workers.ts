@@ -155,7 +155,12 @@ export class WorkerRegistry {
       }
     }
     if (Date.parse(row.lastDateActive) > now.getTime() - SEEN_INTERVAL_MS) return row;
-    const update = { partitionKey: row.partitionKey, rowKey: row.rowKey, lastDateActive: now.toJSON(), expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)) };
+    const update = {
+      partitionKey: row.partitionKey,
+      rowKey: row.rowKey,
+      lastDateActive: now.toJSON(),
+      expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)),
+    };
     try {
       await this.workers.merge(update, row.etag);
       await this.queueSeen(taskQueueId);
@@ -171,7 +176,13 @@ export class WorkerRegistry {
   }
 
   /** Applies `fn` to the worker row under its ETag (creating the row when `create` is given). */
-  private async change(taskQueueId: string, workerGroup: string, workerId: string, fn: (r: WorkerRow) => void, create?: () => WorkerFields): Promise<WorkerRow> {
+  private async change(
+    taskQueueId: string,
+    workerGroup: string,
+    workerId: string,
+    fn: (r: WorkerRow) => void,
+    create?: () => WorkerFields,
+  ): Promise<WorkerRow> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const row = await this.getRow(taskQueueId, workerGroup, workerId);
       try {
@@ -193,7 +204,14 @@ export class WorkerRegistry {
     throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
   }
 
-  async quarantine(taskQueueId: string, workerGroup: string, workerId: string, quarantineUntil: string, quarantineInfo: string, clientId: string): Promise<WorkerRow> {
+  async quarantine(
+    taskQueueId: string,
+    workerGroup: string,
+    workerId: string,
+    quarantineUntil: string,
+    quarantineInfo: string,
+    clientId: string,
+  ): Promise<WorkerRow> {
     const updatedAt = this.now().toJSON();
     this.seenCache.delete(`${taskQueueId}\n${workerGroup}~${workerId}`);
     return this.change(taskQueueId, workerGroup, workerId, (r) => {

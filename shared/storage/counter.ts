@@ -3,7 +3,10 @@
  * and, in tests, injects a failure right after a chosen call to prove crash safety.
  */
 export class InjectedFault extends Error {
-  constructor(readonly callIndex: number, readonly op: string) {
+  constructor(
+    readonly callIndex: number,
+    readonly op: string,
+  ) {
     super(`injected storage failure after call #${callIndex} (${op})`);
     this.name = 'InjectedFault';
   }

@@ -12,7 +12,10 @@ export type StoredEntity = Entity & { etag: string };
 
 /** A storage write lost an optimistic-concurrency race or hit an existing key. */
 export class StorageConflict extends Error {
-  constructor(readonly reason: 'exists' | 'etag' | 'missing', message: string) {
+  constructor(
+    readonly reason: 'exists' | 'etag' | 'missing',
+    message: string,
+  ) {
     super(message);
     this.name = 'StorageConflict';
   }
@@ -178,12 +181,7 @@ export class CountedTable {
   }
 
   /** One page of a filtered query; `continuation` is opaque. */
-  async page<T extends Entity = Entity>(
-    filter: string,
-    limit: number,
-    continuation?: string,
-    select?: string[],
-  ): Promise<Page<T & { etag: string }>> {
+  async page<T extends Entity = Entity>(filter: string, limit: number, continuation?: string, select?: string[]): Promise<Page<T & { etag: string }>> {
     return this.meter.run(`${this.name}.query`, async () => {
       const iter = this.client
         .listEntities<T>({ queryOptions: { filter, select } })

@@ -32,7 +32,11 @@ export function prioritiesAtOrAbove(p: Priority): Priority[] {
   return PRIORITIES.slice(0, PRIORITIES.indexOf(p) + 1);
 }
 
-export function resolveTaskQueue(input: { taskQueueId?: string; provisionerId?: string; workerType?: string }): { taskQueueId: string; provisionerId: string; workerType: string } {
+export function resolveTaskQueue(input: { taskQueueId?: string; provisionerId?: string; workerType?: string }): {
+  taskQueueId: string;
+  provisionerId: string;
+  workerType: string;
+} {
   if (input.taskQueueId) {
     const [provisionerId, workerType] = input.taskQueueId.split('/');
     if ((input.provisionerId !== undefined && input.provisionerId !== provisionerId) || (input.workerType !== undefined && input.workerType !== workerType)) {

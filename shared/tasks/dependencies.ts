@@ -132,6 +132,8 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord): Promise<n
 
 /** One page of the tasks that depend on `taskId` (its dependents list). */
 export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-  const page = await d.storage.table('TaskDeps').page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, limit, continuation, ['RowKey']);
+  const page = await d.storage
+    .table('TaskDeps')
+    .page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, limit, continuation, ['RowKey']);
   return { taskIds: page.items.map((r) => r.rowKey.slice(2)), continuation: page.continuation };
 }

@@ -34,7 +34,11 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
     let continuation: string | undefined;
     do {
       const page = await edges.page(`PartitionKey eq ${odata(taskId)}`, MAX_BATCH, continuation, ['RowKey']);
-      await deleteAll(edges, taskId, page.items.map((r) => r.rowKey));
+      await deleteAll(
+        edges,
+        taskId,
+        page.items.map((r) => r.rowKey),
+      );
       continuation = page.continuation;
     } while (continuation);
   }

@@ -207,7 +207,9 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
   // The run must still be the latest, or be followed only by the retry this very report created.
   const current = runId === last || (runId === last - 1 && !!retryAs && after.runs[last].reasonCreated === retryAs);
   if (r.state !== outcome.state || r.reasonResolved !== reason || !current) {
-    throw conflict(`run ${runId} of task ${taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`);
+    throw conflict(
+      `run ${runId} of task ${taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
+    );
   }
   if (result.changed && lastRun(after)?.state === 'pending') d.wake(after.definition.taskQueueId);
   if (result.changed) await dropTriggers(d, after, [runId]);

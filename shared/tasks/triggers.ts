@@ -54,7 +54,10 @@ export class Triggers {
    */
   async drop(kind: 'claim' | 'deadline', ref: TriggerRef | undefined): Promise<void> {
     if (!ref) return;
-    await this.storage.trigger(kind).delete(ref.messageId, ref.popReceipt).catch(() => undefined);
+    await this.storage
+      .trigger(kind)
+      .delete(ref.messageId, ref.popReceipt)
+      .catch(() => undefined);
   }
 
   /**

@@ -41,10 +41,13 @@ export class HintPoller {
       const waiter: Waiter = {
         want,
         resolve,
-        timer: setTimeout(() => {
-          this.waiters = this.waiters.filter((w) => w !== waiter);
-          resolve([]);
-        }, Math.max(0, untilMs - Date.now())),
+        timer: setTimeout(
+          () => {
+            this.waiters = this.waiters.filter((w) => w !== waiter);
+            resolve([]);
+          },
+          Math.max(0, untilMs - Date.now()),
+        ),
       };
       this.waiters.push(waiter);
       // A new waiter joins the running loop's schedule: waking it here would make idle cost grow
@@ -105,7 +108,12 @@ export class HintPoller {
         const leased = msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue }));
         for (const l of leased) {
           if (l.message.dequeueCount > 10) {
-            this.svc.log.warn('hint-dequeued-many-times', { taskQueueId: this.taskQueueId, dequeueCount: l.message.dequeueCount, taskId: l.hint.taskId, runId: l.hint.runId });
+            this.svc.log.warn('hint-dequeued-many-times', {
+              taskQueueId: this.taskQueueId,
+              dequeueCount: l.message.dequeueCount,
+              taskId: l.hint.taskId,
+              runId: l.hint.runId,
+            });
           }
         }
         while (leased.length && this.waiters.length) {

@@ -33,7 +33,10 @@ function field(block: string, tag: string): string | undefined {
 
 /** The messages of a `<QueueMessagesList>` document, in order. */
 export function parseQueueMessages(xml: string): XmlQueueMessage[] {
-  const body = xml.replace(/^\uFEFF/, '').replace(/<\?xml[\s\S]*?\?>/, '').trim();
+  const body = xml
+    .replace(/^\uFEFF/, '')
+    .replace(/<\?xml[\s\S]*?\?>/, '')
+    .trim();
   if (!/^<QueueMessagesList\s*\/>$/.test(body) && !/^<QueueMessagesList>[\s\S]*<\/QueueMessagesList>$/.test(body)) {
     throw inputError('xmlMessage must be the body of an Azure Queue Get Messages response (<QueueMessagesList>)');
   }

@@ -17,7 +17,11 @@ try {
 } catch {
   playwright = undefined;
 }
-const missing = !playwright ? 'playwright-core is not installed' : !executablePath ? `no Chromium at ${CHROMIUM_PATHS.join(', ')} (apt-get install -y chromium)` : undefined;
+const missing = !playwright
+  ? 'playwright-core is not installed'
+  : !executablePath
+    ? `no Chromium at ${CHROMIUM_PATHS.join(', ')} (apt-get install -y chromium)`
+    : undefined;
 if (missing) console.warn(`dashboard browser test skipped: ${missing}`);
 const browserTest = missing ? test.skip : test;
 
@@ -40,7 +44,10 @@ browserTest(
       const tq = `prov/dash-${Math.random().toString(36).slice(2, 8)}`;
       const q = svc.queue();
       const taskId = slugid();
-      await q.createTask(taskId, taskDef(tq, { metadata: { name: 'dashboard demo', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
+      await q.createTask(
+        taskId,
+        taskDef(tq, { metadata: { name: 'dashboard demo', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }),
+      );
       const failing = slugid();
       await q.createTask(failing, taskDef(tq, { metadata: { name: 'flaky build', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
 
@@ -64,10 +71,14 @@ browserTest(
         const wq = svc.queue(c.credentials);
         if (c.status.taskId === taskId) {
           const expires = new Date(Date.now() + 3600_000).toJSON();
-          await wq.createArtifact(taskId, 0, 'public/logs/live.log', { storageType: 'reference', url: 'https://example.com/log', contentType: 'text/plain', expires });
+          await wq.createArtifact(taskId, 0, 'public/logs/live.log', {
+            storageType: 'reference',
+            url: 'https://example.com/log',
+            contentType: 'text/plain',
+            expires,
+          });
           await wq.reportCompleted(taskId, 0);
-        }
-        else await wq.reportFailed(failing, 0);
+        } else await wq.reportFailed(failing, 0);
       }
       await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'completed', undefined, { timeout: 20_000 });
       const history = await page.locator('section:has(h2:text("History")) tbody tr').allTextContents();
@@ -84,7 +95,9 @@ browserTest(
       const answers = ['2', 'testing the dashboard'];
       page.on('dialog', (d) => void d.accept(answers.shift()));
       await page.click('button[data-worker="wg/dash-worker"]', { timeout: 15_000 });
-      await page.waitForFunction(() => document.querySelector('button[data-worker="wg/dash-worker"]')?.textContent === 'Lift quarantine', undefined, { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector('button[data-worker="wg/dash-worker"]')?.textContent === 'Lift quarantine', undefined, {
+        timeout: 15_000,
+      });
       const [p, wt] = tq.split('/');
       const w = await q.getWorker(p, wt, 'wg', 'dash-worker');
       expect(Date.parse(w.quarantineUntil)).toBeGreaterThan(Date.now() + 3600_000);

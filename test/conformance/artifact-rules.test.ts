@@ -43,7 +43,11 @@ describe('createArtifact checks', () => {
     await expectError(wq.createArtifact(slugid(), 0, 'public/x', s3()), 403, 'InsufficientScopes');
     // Body schema.
     await expectError(q.createArtifact(taskId, 0, 'public/x', { storageType: 's3', expires: fromNow(3600_000) }), 400, 'InputValidationError');
-    await expectError(q.createArtifact(taskId, 0, 'public/x', { storageType: 'error', reason: 'bogus', message: 'm', expires: fromNow(3600_000) }), 400, 'InputValidationError');
+    await expectError(
+      q.createArtifact(taskId, 0, 'public/x', { storageType: 'error', reason: 'bogus', message: 'm', expires: fromNow(3600_000) }),
+      400,
+      'InputValidationError',
+    );
     // Then: expires too far in the past, task missing, run missing, expires after the task.
     const e1 = await expectError(q.createArtifact(slugid(), 0, 'public/x', s3(fromNow(-16 * 60_000))), 400, 'InputError');
     expect(e1.message).toMatch(/Expires must be in the future/);
@@ -56,7 +60,11 @@ describe('createArtifact checks', () => {
     // An expiry slightly in the past (clock drift) is fine.
     await wq.createArtifact(taskId, 0, 'public/drift', s3(fromNow(-60_000)));
     // Object artifacts need the Object service: a clear 400.
-    const e5 = await expectError(wq.createArtifact(taskId, 0, 'public/obj', { storageType: 'object', contentType: 'text/plain', expires: fromNow(3600_000) }), 400, 'InputError');
+    const e5 = await expectError(
+      wq.createArtifact(taskId, 0, 'public/obj', { storageType: 'object', contentType: 'text/plain', expires: fromNow(3600_000) }),
+      400,
+      'InputError',
+    );
     expect(e5.message).toMatch(/Object service/);
   });
 
@@ -79,7 +87,14 @@ describe('createArtifact checks', () => {
 
     const exc = await claimedTask();
     await exc.wq.reportException(exc.taskId, 0, { reason: 'malformed-payload' });
-    expect(await exc.wq.createArtifact(exc.taskId, 0, 'public/logs/after-exception', { storageType: 'error', reason: 'file-missing-on-worker', message: 'm', expires: fromNow(3600_000) })).toEqual({ storageType: 'error' });
+    expect(
+      await exc.wq.createArtifact(exc.taskId, 0, 'public/logs/after-exception', {
+        storageType: 'error',
+        reason: 'file-missing-on-worker',
+        message: 'm',
+        expires: fromNow(3600_000),
+      }),
+    ).toEqual({ storageType: 'error' });
     // 26 minutes after the exception: closed.
     await svc.services.tasks.modify(exc.taskId, (t) => {
       t.runs[0].resolved = new Date(Date.now() - 26 * 60_000).toJSON();
@@ -101,11 +116,21 @@ describe('createArtifact checks', () => {
     expect((await svc.queue().artifactInfo(taskId, 0, 'public/a.txt')).expires).toBe(later);
     await expectError(wq.createArtifact(taskId, 0, 'public/a.txt', s3(expires)), 409, 'RequestConflict');
     await expectError(wq.createArtifact(taskId, 0, 'public/a.txt', s3(later, 'application/json')), 409, 'RequestConflict');
-    await expectError(wq.createArtifact(taskId, 0, 'public/a.txt', { storageType: 'reference', url: 'https://example.com', contentType: 'text/plain', expires: later }), 409, 'RequestConflict');
+    await expectError(
+      wq.createArtifact(taskId, 0, 'public/a.txt', { storageType: 'reference', url: 'https://example.com', contentType: 'text/plain', expires: later }),
+      409,
+      'RequestConflict',
+    );
     await expectError(wq.createArtifact(taskId, 0, 'public/a.txt', { storageType: 'link', artifact: 'public/b', expires: later }), 409, 'RequestConflict');
     // contentLength is accepted and listed.
     await wq.createArtifact(taskId, 0, 'public/sized.bin', { ...s3(expires, 'application/octet-stream'), contentLength: 1234 });
-    expect(await svc.queue().artifactInfo(taskId, 0, 'public/sized.bin')).toEqual({ storageType: 's3', name: 'public/sized.bin', expires, contentType: 'application/octet-stream', contentLength: 1234 });
+    expect(await svc.queue().artifactInfo(taskId, 0, 'public/sized.bin')).toEqual({
+      storageType: 's3',
+      name: 'public/sized.bin',
+      expires,
+      contentType: 'application/octet-stream',
+      contentLength: 1234,
+    });
     // A literal '/' in the URL names the same artifact as %2F (signed by hand: clients always encode).
     const url = `${svc.rootUrl}/api/queue/v1/task/${taskId}/runs/0/artifacts/public/literal/slash.txt`;
     const { header } = hawk.client.header(url, 'POST', { credentials: { id: svc.root.clientId, key: svc.root.accessToken, algorithm: 'sha256' } });
@@ -152,7 +177,13 @@ describe('listings', () => {
     const { taskId, taskQueueId, wq } = await claimedTask({ retries: 1 });
     const expires = fromNow(3600_000);
     const names = ['public/a', 'public/b/c', 'public/d e', 'private/z', 'public/y'];
-    for (const name of names) await wq.createArtifact(taskId, 0, name, { storageType: 'reference', url: `https://example.com/${encodeURIComponent(name)}`, contentType: 'text/plain', expires });
+    for (const name of names)
+      await wq.createArtifact(taskId, 0, name, {
+        storageType: 'reference',
+        url: `https://example.com/${encodeURIComponent(name)}`,
+        contentType: 'text/plain',
+        expires,
+      });
 
     const seen: string[] = [];
     let token: string | undefined;
@@ -206,8 +237,18 @@ describe('expiry', () => {
     const res = await wq.createArtifact(taskId, 0, 'public/old.log', s3(past));
     const put = await fetch(res.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '3' }, body: 'old' });
     expect(put.status).toBe(201);
-    await wq.createArtifact(taskId, 0, 'public/old-ref', { storageType: 'reference', url: 'https://example.com/old', contentType: 'text/plain', expires: past });
-    await wq.createArtifact(taskId, 0, 'public/live-ref', { storageType: 'reference', url: 'https://example.com/live', contentType: 'text/plain', expires: fromNow(3600_000) });
+    await wq.createArtifact(taskId, 0, 'public/old-ref', {
+      storageType: 'reference',
+      url: 'https://example.com/old',
+      contentType: 'text/plain',
+      expires: past,
+    });
+    await wq.createArtifact(taskId, 0, 'public/live-ref', {
+      storageType: 'reference',
+      url: 'https://example.com/live',
+      contentType: 'text/plain',
+      expires: fromNow(3600_000),
+    });
     await wq.reportCompleted(taskId, 0); // commits the upload
     const blobs = new ArtifactBlobs(svc.services.storage);
     const blobName = blobNameFor(taskId, 0, 'public/old.log');
@@ -235,8 +276,18 @@ describe('expiry', () => {
 
   test('an extended expiry outlives its old index row', async () => {
     const { taskId, wq } = await claimedTask();
-    await wq.createArtifact(taskId, 0, 'public/kept', { storageType: 'reference', url: 'https://example.com/k', contentType: 'text/plain', expires: fromNow(-60_000) });
-    await wq.createArtifact(taskId, 0, 'public/kept', { storageType: 'reference', url: 'https://example.com/k', contentType: 'text/plain', expires: fromNow(3600_000) });
+    await wq.createArtifact(taskId, 0, 'public/kept', {
+      storageType: 'reference',
+      url: 'https://example.com/k',
+      contentType: 'text/plain',
+      expires: fromNow(-60_000),
+    });
+    await wq.createArtifact(taskId, 0, 'public/kept', {
+      storageType: 'reference',
+      url: 'https://example.com/k',
+      contentType: 'text/plain',
+      expires: fromNow(3600_000),
+    });
     await svc.runReaper();
     expect((await svc.queue().getArtifact(taskId, 0, 'public/kept')).url).toBe('https://example.com/k');
   });
@@ -279,6 +330,16 @@ describe('storage cost', () => {
     }
     const resolveBusy = await count(() => busy.wq.reportCompleted(busy.taskId, 0));
     expect(resolveBusy - resolveBare).toBe(4);
-    console.log(JSON.stringify({ createFirst: first, createSameExpiry: second, firstRead, firstReadWithLength: sizedRead, laterRead: secondRead, reportCompletedNoArtifacts: resolveBare, reportCompletedTwoPending: resolveBusy }));
+    console.log(
+      JSON.stringify({
+        createFirst: first,
+        createSameExpiry: second,
+        firstRead,
+        firstReadWithLength: sizedRead,
+        laterRead: secondRead,
+        reportCompletedNoArtifacts: resolveBare,
+        reportCompletedTwoPending: resolveBusy,
+      }),
+    );
   });
 });

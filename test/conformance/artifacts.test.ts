@@ -130,8 +130,17 @@ describe('s3 artifacts', () => {
     const text = Buffer.from('hello from the task log\n'.repeat(200));
     const gz = zlib.gzipSync(text);
     // generic-worker: contentLength is the original size; the PUT body is gzipped and says so.
-    const res = await wq.createArtifact(taskId, 0, 'public/logs/live_backing.log', { storageType: 's3', contentType: 'text/plain; charset=utf-8', expires: inAnHour(), contentLength: text.length });
-    const put = await fetch(res.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(gz.length), 'content-encoding': 'gzip' }, body: new Uint8Array(gz) });
+    const res = await wq.createArtifact(taskId, 0, 'public/logs/live_backing.log', {
+      storageType: 's3',
+      contentType: 'text/plain; charset=utf-8',
+      expires: inAnHour(),
+      contentLength: text.length,
+    });
+    const put = await fetch(res.putUrl, {
+      method: 'PUT',
+      headers: { 'content-type': 'text/plain; charset=utf-8', 'content-length': String(gz.length), 'content-encoding': 'gzip' },
+      body: new Uint8Array(gz),
+    });
     expect(put.status).toBe(201);
     // A compressed file uploaded as is (identity): its declared length is its size.
     await uploadS3(wq, taskId, 0, 'public/dist.tar.gz', 'application/gzip', gz);
@@ -179,7 +188,9 @@ describe('reference, link and error artifacts', () => {
   test('a reference redirects to its URL, may change it, and may become a link', async () => {
     const { taskId, wq } = await claimedTask();
     const expires = inAnHour();
-    expect(await wq.createArtifact(taskId, 0, 'public/ref', { storageType: 'reference', url: 'https://example.com/one', contentType: 'text/html', expires })).toEqual({ storageType: 'reference' });
+    expect(
+      await wq.createArtifact(taskId, 0, 'public/ref', { storageType: 'reference', url: 'https://example.com/one', contentType: 'text/html', expires }),
+    ).toEqual({ storageType: 'reference' });
     const raw = await fetch(queueUrl(`/task/${taskId}/runs/0/artifacts/public%2Fref`), { redirect: 'manual' });
     expect(raw.status).toBe(303);
     expect(raw.headers.get('location')).toBe('https://example.com/one');
@@ -193,7 +204,11 @@ describe('reference, link and error artifacts', () => {
     expect(await wq.createArtifact(taskId, 0, 'public/ref', { storageType: 'link', artifact: 'public/target', expires })).toEqual({ storageType: 'link' });
     expect((await svc.queue().getArtifact(taskId, 0, 'public/ref')).url).toBe('https://example.com/target');
     // ... but a link cannot go back to being a reference.
-    await expectError(wq.createArtifact(taskId, 0, 'public/ref', { storageType: 'reference', url: 'https://example.com/one', contentType: 'text/html', expires }), 409, 'RequestConflict');
+    await expectError(
+      wq.createArtifact(taskId, 0, 'public/ref', { storageType: 'reference', url: 'https://example.com/one', contentType: 'text/html', expires }),
+      409,
+      'RequestConflict',
+    );
     const info = await svc.queue().artifactInfo(taskId, 0, 'public/ref');
     expect(info).toEqual({ storageType: 'link', name: 'public/ref', expires, contentType: 'text/html' });
   });
@@ -231,7 +246,9 @@ describe('reference, link and error artifacts', () => {
     const { taskId, wq } = await claimedTask();
     const expires = inAnHour();
     const message = 'the build never produced target.zip';
-    expect(await wq.createArtifact(taskId, 0, 'public/target.zip', { storageType: 'error', reason: 'file-missing-on-worker', message, expires })).toEqual({ storageType: 'error' });
+    expect(await wq.createArtifact(taskId, 0, 'public/target.zip', { storageType: 'error', reason: 'file-missing-on-worker', message, expires })).toEqual({
+      storageType: 'error',
+    });
     const err = await expectError(svc.queue().getArtifact(taskId, 0, 'public/target.zip'), 424);
     expect(err.message).toBe(message);
     const raw = await fetch(queueUrl(`/task/${taskId}/runs/0/artifacts/public%2Ftarget.zip`), { redirect: 'manual' });
@@ -241,7 +258,11 @@ describe('reference, link and error artifacts', () => {
     expect(await svc.queue().artifact(taskId, 0, 'public/target.zip')).toEqual({ storageType: 'error', reason: 'file-missing-on-worker', message });
     // The same error again is idempotent; a different message is a conflict.
     await wq.createArtifact(taskId, 0, 'public/target.zip', { storageType: 'error', reason: 'file-missing-on-worker', message, expires });
-    await expectError(wq.createArtifact(taskId, 0, 'public/target.zip', { storageType: 'error', reason: 'file-missing-on-worker', message: 'other', expires }), 409, 'RequestConflict');
+    await expectError(
+      wq.createArtifact(taskId, 0, 'public/target.zip', { storageType: 'error', reason: 'file-missing-on-worker', message: 'other', expires }),
+      409,
+      'RequestConflict',
+    );
   });
 });
 

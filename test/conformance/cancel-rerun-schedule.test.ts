@@ -62,7 +62,7 @@ describe('cancelTask', () => {
     }
   });
 
-  test('missing task: 404; scopes: the task\'s project may cancel, another project may not', async () => {
+  test("missing task: 404; scopes: the task's project may cancel, another project may not", async () => {
     await expectError(svc.queue().cancelTask(slugid()), 404, 'ResourceNotFound');
     const { taskId } = await create({ projectId: 'proj-a' });
     const as = (scopes: string[]) => svc.queue(svc.root, { authorizedScopes: scopes });

@@ -15,8 +15,21 @@ describe('createTask', () => {
     const taskId = slugid();
     const def = taskDef('prov/wt', { scopes: ['foo:bar'], routes: ['index.x'] });
     const { status } = await svc.queue().createTask(taskId, def);
-    expect(status).toMatchObject({ taskId, state: 'pending', provisionerId: 'prov', workerType: 'wt', taskQueueId: 'prov/wt', retriesLeft: 5, priority: 'lowest', schedulerId: '-', projectId: 'none', taskGroupId: taskId });
-    expect(status.runs).toEqual([{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) }]);
+    expect(status).toMatchObject({
+      taskId,
+      state: 'pending',
+      provisionerId: 'prov',
+      workerType: 'wt',
+      taskQueueId: 'prov/wt',
+      retriesLeft: 5,
+      priority: 'lowest',
+      schedulerId: '-',
+      projectId: 'none',
+      taskGroupId: taskId,
+    });
+    expect(status.runs).toEqual([
+      { runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) },
+    ]);
 
     const task = await svc.queue().task(taskId);
     expect(task).toEqual({
@@ -91,7 +104,11 @@ describe('createTask', () => {
 
 describe('errors and routing', () => {
   test('malformed JSON is MalformedPayload; unknown routes are 404; unknown query keys are 400', async () => {
-    const r = await fetch(`${svc.rootUrl}/api/queue/v1/task/${slugid()}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{not json' });
+    const r = await fetch(`${svc.rootUrl}/api/queue/v1/task/${slugid()}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{not json',
+    });
     expect(r.status).toBe(400);
     expect((await r.json()).code).toBe('MalformedPayload');
     const r2 = await fetch(`${svc.rootUrl}/api/queue/v1/no/such/route`);
@@ -116,15 +133,23 @@ describe('authentication and scopes', () => {
     const anon = svc.queue(null);
     const err = await expectError(anon.createTask(slugid(), taskDef()), 403, 'InsufficientScopes');
     expect(err.message).toMatch(/queue:create-task/);
-    await expectError(svc.queue({ clientId: 'static/root', accessToken: 'wrong-wrong-wrong-wrong-wrong' }).createTask(slugid(), taskDef()), 401, 'AuthenticationFailed');
-    const r = await fetch(`${svc.rootUrl}/api/queue/v1/task/${slugid()}/status`, { headers: { authorization: 'Hawk id="static/root", ts="1", nonce="x", mac="bad"' } });
+    await expectError(
+      svc.queue({ clientId: 'static/root', accessToken: 'wrong-wrong-wrong-wrong-wrong' }).createTask(slugid(), taskDef()),
+      401,
+      'AuthenticationFailed',
+    );
+    const r = await fetch(`${svc.rootUrl}/api/queue/v1/task/${slugid()}/status`, {
+      headers: { authorization: 'Hawk id="static/root", ts="1", nonce="x", mac="bad"' },
+    });
     expect(r.status).toBe(401);
     expect(r.headers.get('www-authenticate')).toBe('hawk');
   });
 
   test('a client created through the Auth API works, and its temporary credentials too', async () => {
     const clientId = `test/creator-${slugid()}`;
-    const created = await svc.auth().createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: 'creator', scopes: creatorScopes });
+    const created = await svc
+      .auth()
+      .createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: 'creator', scopes: creatorScopes });
     expect(created.accessToken).toHaveLength(44);
     const creds = { clientId, accessToken: created.accessToken };
     await svc.queue(creds).createTask(slugid(), taskDef());
@@ -134,18 +159,34 @@ describe('authentication and scopes', () => {
 
     const temp = svc.tc.createTemporaryCredentials({ start: new Date(), expiry: new Date(Date.now() + 600_000), scopes: creatorScopes, credentials: creds });
     await svc.queue(temp).createTask(slugid(), taskDef());
-    const named = svc.tc.createTemporaryCredentials({ clientId: 'named-temp', start: new Date(), expiry: new Date(Date.now() + 600_000), scopes: ['queue:get-task:*'], credentials: { clientId: 'static/root', accessToken: svc.root.accessToken } });
+    const named = svc.tc.createTemporaryCredentials({
+      clientId: 'named-temp',
+      start: new Date(),
+      expiry: new Date(Date.now() + 600_000),
+      scopes: ['queue:get-task:*'],
+      credentials: { clientId: 'static/root', accessToken: svc.root.accessToken },
+    });
     const taskId = slugid();
     await svc.queue().createTask(taskId, taskDef());
     expect((await svc.queue(named).task(taskId)).taskQueueId).toBe('prov/wt');
   });
 
   test('a tampered certificate is 401', async () => {
-    const temp = svc.tc.createTemporaryCredentials({ start: new Date(), expiry: new Date(Date.now() + 600_000), scopes: ['queue:get-task:*'], credentials: svc.root });
+    const temp = svc.tc.createTemporaryCredentials({
+      start: new Date(),
+      expiry: new Date(Date.now() + 600_000),
+      scopes: ['queue:get-task:*'],
+      credentials: svc.root,
+    });
     const cert = JSON.parse(temp.certificate);
     cert.scopes = ['*'];
     await expectError(svc.queue({ ...temp, certificate: JSON.stringify(cert) }).task(slugid()), 401, 'AuthenticationFailed');
-    const expired = svc.tc.createTemporaryCredentials({ start: new Date(Date.now() - 3600_000), expiry: new Date(Date.now() - 1800_000), scopes: ['queue:get-task:*'], credentials: svc.root });
+    const expired = svc.tc.createTemporaryCredentials({
+      start: new Date(Date.now() - 3600_000),
+      expiry: new Date(Date.now() - 1800_000),
+      scopes: ['queue:get-task:*'],
+      credentials: svc.root,
+    });
     await expectError(svc.queue(expired).task(slugid()), 401, 'AuthenticationFailed');
   });
 
@@ -154,7 +195,11 @@ describe('authentication and scopes', () => {
     await expectError(narrowed.createTask(slugid(), taskDef()), 403, 'InsufficientScopes');
     const clientId = `test/narrow-${slugid()}`;
     const c = await svc.auth().createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: '', scopes: ['queue:get-task:*'] });
-    await expectError(svc.queue({ clientId, accessToken: c.accessToken }, { authorizedScopes: ['queue:status:*'] }).status(slugid()), 401, 'AuthenticationFailed');
+    await expectError(
+      svc.queue({ clientId, accessToken: c.accessToken }, { authorizedScopes: ['queue:status:*'] }).status(slugid()),
+      401,
+      'AuthenticationFailed',
+    );
   });
 
   test('roles: assume: expansion and the anonymous role', async () => {
@@ -167,7 +212,9 @@ describe('authentication and scopes', () => {
 
     await svc.auth().createRole('project:builders*', { description: 'param role', scopes: ['queue:get-task:<..>*'] });
     const clientId = `test/role-${slugid()}`;
-    const c = await svc.auth().createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: '', scopes: ['assume:project:builders' + taskId.slice(0, 3)] });
+    const c = await svc
+      .auth()
+      .createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: '', scopes: ['assume:project:builders' + taskId.slice(0, 3)] });
     svc.services.clients['rolesCache'] = undefined;
     expect((await svc.queue({ clientId, accessToken: c.accessToken }).task(taskId)).taskQueueId).toBe('prov/wt');
     const expanded = await svc.auth().expandScopes({ scopes: ['assume:project:builders' + taskId.slice(0, 3)] });

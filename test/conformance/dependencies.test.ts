@@ -105,7 +105,7 @@ describe('creation checks', () => {
     await expectError(svc.queue().task(taskId), 404, 'ResourceNotFound');
   });
 
-  test('a dependency that expires before the task\'s deadline: 400', async () => {
+  test("a dependency that expires before the task's deadline: 400", async () => {
     const soon = new Date(Date.now() + 600_000).toJSON();
     const a = await create({ deadline: soon, expires: soon });
     const taskId = slugid();

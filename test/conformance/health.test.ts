@@ -41,7 +41,12 @@ test('500 when storage fails', async () => {
 });
 
 test('unreachable storage (connection refused) is reported, not thrown', async () => {
-  const dead = new Storage('DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' + crypto.randomBytes(32).toString('base64') + ';TableEndpoint=http://127.0.0.1:9/devstoreaccount1;QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;BlobEndpoint=http://127.0.0.1:9/devstoreaccount1', 'dead');
+  const dead = new Storage(
+    'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' +
+      crypto.randomBytes(32).toString('base64') +
+      ';TableEndpoint=http://127.0.0.1:9/devstoreaccount1;QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;BlobEndpoint=http://127.0.0.1:9/devstoreaccount1',
+    'dead',
+  );
   const h = await checkHealth({ ...svc.services, storage: dead });
   expect(h).toMatchObject({ healthy: false, storage: 'unreachable' });
 }, 60_000);

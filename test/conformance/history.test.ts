@@ -42,7 +42,7 @@ test('a retry chain (worker-shutdown, claim-expired, completed) is recorded with
   await svc.queue(re.credentials).reportException(taskId, 0, { reason: 'worker-shutdown' });
   const [c1] = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w2', tasks: 1 })).tasks;
   expect(c1.runId).toBe(1);
-  expect((await q.taskQueueCounts(tq))).toMatchObject({ pendingTasks: 0, claimedTasks: 1 });
+  expect(await q.taskQueueCounts(tq)).toMatchObject({ pendingTasks: 0, claimedTasks: 1 });
 
   // w2 goes silent: after takenUntil the reaper expires the claim and retries the task.
   await sleep(1300);

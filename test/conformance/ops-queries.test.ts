@@ -72,7 +72,11 @@ async function fixture(): Promise<Fixture> {
   await svc.queue(cb.credentials).reportException(blocker, 0, { reason: 'worker-shutdown' });
   f.exception.push(blocker); // run 0 resolved as exception, run 1 pending again
   f.between[0] = new Date().toJSON();
-  for (const [state, worker] of [['completed', 'w1'], ['completed', 'w2'], ['failed', 'w2']] as const) {
+  for (const [state, worker] of [
+    ['completed', 'w1'],
+    ['completed', 'w2'],
+    ['failed', 'w2'],
+  ] as const) {
     const c = await claimOne(worker);
     const wq = svc.queue(c.credentials);
     if (state === 'completed') await wq.reportCompleted(c.status.taskId, c.runId);
@@ -98,7 +102,13 @@ test('a task queue’s tasks by state, paged', async () => {
   const pending = await list('pending');
   expect(pending).toHaveLength(2);
   expect(pending.map((t) => t.taskId)).toContain(F.pending[0]);
-  expect(pending.find((t) => t.taskId === F.pending[0])).toMatchObject({ runId: 1, state: 'pending', reasonCreated: 'retry', taskQueueId: F.tq, name: 'blocker' });
+  expect(pending.find((t) => t.taskId === F.pending[0])).toMatchObject({
+    runId: 1,
+    state: 'pending',
+    reasonCreated: 'retry',
+    taskQueueId: F.tq,
+    name: 'blocker',
+  });
   expect(pending.map((t) => t.at)).toEqual([...pending.map((t) => t.at)].sort());
   const running = await list('running');
   expect(running.map((t) => [t.taskId, t.runId, t.workerGroup, t.workerId])).toEqual([[F.running[0], 0, 'wg', 'w2']]);
@@ -176,7 +186,9 @@ test('counts by state per task queue and per worker', async () => {
 
 test('operator queries need their scopes', async () => {
   const clientId = `test/${slugid()}`;
-  const { accessToken } = await svc.auth().createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: 'x', scopes: [`queue:list-tasks:${F.tq}`] });
+  const { accessToken } = await svc
+    .auth()
+    .createClient(clientId, { expires: new Date(Date.now() + 3600_000).toJSON(), description: 'x', scopes: [`queue:list-tasks:${F.tq}`] });
   const limited = ops({ clientId, accessToken });
   expect((await limited.listTaskQueueTasks(F.tq, { state: 'running' })).tasks).toHaveLength(1);
   await expectError(limited.listTaskQueueTasks(uniqueQueue()), 403, 'InsufficientScopes');

@@ -36,7 +36,12 @@ function queue10(credentials: Creds | Record<string, never>, on: TestService = s
 
 /** Credentials an old-style worker of this worker type holds. */
 function workerScopes(workerType: string): string[] {
-  return [`queue:poll-task-urls:${PROV}/${workerType}`, `queue:claim-task:${PROV}/${workerType}`, `queue:claim-work:${PROV}/${workerType}`, `queue:worker-id:${worker.workerGroup}/${worker.workerId}`];
+  return [
+    `queue:poll-task-urls:${PROV}/${workerType}`,
+    `queue:claim-task:${PROV}/${workerType}`,
+    `queue:claim-work:${PROV}/${workerType}`,
+    `queue:worker-id:${worker.workerGroup}/${worker.workerId}`,
+  ];
 }
 
 async function createTask(workerType: string, overrides: Record<string, unknown> = {}): Promise<string> {
@@ -105,7 +110,9 @@ describe('pollTaskUrls', () => {
   test('needs queue:poll-task-urls:<provisionerId>/<workerType>, or the legacy pair', async () => {
     const wt = newWorkerType();
     await expect(queue10(await clientWith([`queue:poll-task-urls:${PROV}/${wt}`])).pollTaskUrls(PROV, wt)).resolves.toHaveProperty('queues');
-    await expect(queue10(await clientWith(['queue:poll-task-urls', `assume:worker-type:${PROV}/${wt}`])).pollTaskUrls(PROV, wt)).resolves.toHaveProperty('queues');
+    await expect(queue10(await clientWith(['queue:poll-task-urls', `assume:worker-type:${PROV}/${wt}`])).pollTaskUrls(PROV, wt)).resolves.toHaveProperty(
+      'queues',
+    );
     await expectError(queue10(await clientWith(['queue:poll-task-urls'])).pollTaskUrls(PROV, wt), 403, 'InsufficientScopes');
     await expectError(queue10(await clientWith([`queue:poll-task-urls:${PROV}/${wt}`])).pollTaskUrls(PROV, 'other'), 403, 'InsufficientScopes');
     await expectError(queue10({}).pollTaskUrls(PROV, wt), 403, 'InsufficientScopes');
@@ -301,7 +308,13 @@ describe('what a poll URL does not allow', () => {
     // Other storage services of the account.
     const prefix = svc.services.storage.prefix;
     expect(await status(`${tableEndpoint}/${prefix}Tasks()?${sasA}`, { headers: { accept: 'application/json;odata=nometadata' } })).toBe(403);
-    expect(await status(`${tableEndpoint}/${prefix}Tasks?${sasA}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ PartitionKey: 'x', RowKey: 'y' }) })).toBe(403);
+    expect(
+      await status(`${tableEndpoint}/${prefix}Tasks?${sasA}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ PartitionKey: 'x', RowKey: 'y' }),
+      }),
+    ).toBe(403);
     expect(await status(`${blobEndpoint}/${prefix}-artifacts?restype=container&comp=list&${sasA}`)).toBe(403);
     expect(await status(`${blobEndpoint}/${prefix}-artifacts/x?${sasA}`, { method: 'PUT', headers: { 'x-ms-blob-type': 'BlockBlob' }, body: 'x' })).toBe(403);
 

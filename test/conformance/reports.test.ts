@@ -66,21 +66,24 @@ describe('completed and failed', () => {
 });
 
 describe('exception without retry', () => {
-  test.each(['malformed-payload', 'resource-unavailable', 'internal-error'])('%s resolves the task; same reason again is 200; another reason is 409', async (reason) => {
-    const { taskId, wq } = await running();
-    const first = await wq.reportException(taskId, 0, { reason });
-    expect(first.status.state).toBe('exception');
-    expect(first.status.runs).toEqual([expect.objectContaining({ state: 'exception', reasonResolved: reason })]);
-    expect(first.status.retriesLeft).toBe(5);
-    expect(await wq.reportException(taskId, 0, { reason })).toEqual(first);
-    const other = reason === 'internal-error' ? 'malformed-payload' : 'internal-error';
-    await expectError(wq.reportException(taskId, 0, { reason: other }), 409, 'RequestConflict');
-    await expectError(wq.reportException(taskId, 0, { reason: 'worker-shutdown' }), 409, 'RequestConflict');
-    await expectError(wq.reportCompleted(taskId, 0), 409, 'RequestConflict');
-    expect(await status(svc, taskId)).toEqual(first.status);
-  });
+  test.each(['malformed-payload', 'resource-unavailable', 'internal-error'])(
+    '%s resolves the task; same reason again is 200; another reason is 409',
+    async (reason) => {
+      const { taskId, wq } = await running();
+      const first = await wq.reportException(taskId, 0, { reason });
+      expect(first.status.state).toBe('exception');
+      expect(first.status.runs).toEqual([expect.objectContaining({ state: 'exception', reasonResolved: reason })]);
+      expect(first.status.retriesLeft).toBe(5);
+      expect(await wq.reportException(taskId, 0, { reason })).toEqual(first);
+      const other = reason === 'internal-error' ? 'malformed-payload' : 'internal-error';
+      await expectError(wq.reportException(taskId, 0, { reason: other }), 409, 'RequestConflict');
+      await expectError(wq.reportException(taskId, 0, { reason: 'worker-shutdown' }), 409, 'RequestConflict');
+      await expectError(wq.reportCompleted(taskId, 0), 409, 'RequestConflict');
+      expect(await status(svc, taskId)).toEqual(first.status);
+    },
+  );
 
-  test('superseded is no longer accepted as a reason (today\'s queue): 400, run untouched', async () => {
+  test("superseded is no longer accepted as a reason (today's queue): 400, run untouched", async () => {
     const { taskId, wq } = await running();
     await expectError(wq.reportException(taskId, 0, { reason: 'superseded' }), 400, 'InputValidationError');
     await expectError(wq.reportException(taskId, 0, { reason: 'no-such-reason' }), 400, 'InputValidationError');

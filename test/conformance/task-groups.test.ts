@@ -22,7 +22,7 @@ async function group(n: number, schedulerId = 'sched') {
   return { taskGroupId, tasks };
 }
 
-test('getTaskGroup returns the group\'s schedulerId and expiry; 404 for an unknown group', async () => {
+test("getTaskGroup returns the group's schedulerId and expiry; 404 for an unknown group", async () => {
   const { taskGroupId, tasks } = await group(2);
   const def = await svc.queue().task(tasks[1].taskId);
   const g = await svc.queue().getTaskGroup(taskGroupId);
@@ -75,7 +75,7 @@ test('sealTaskGroup is idempotent and refuses further createTask', async () => {
   await expectError(svc.queue().sealTaskGroup(slugid()), 404, 'ResourceNotFound');
 });
 
-test('sealTaskGroup and cancelTaskGroup need scopes naming the group\'s schedulerId', async () => {
+test("sealTaskGroup and cancelTaskGroup need scopes naming the group's schedulerId", async () => {
   const { taskGroupId } = await group(1);
   const as = (scopes: string[]) => svc.queue(svc.root, { authorizedScopes: scopes });
   await expectError(as([`queue:seal-task-group:other/${taskGroupId}`]).sealTaskGroup(taskGroupId), 403, 'InsufficientScopes');

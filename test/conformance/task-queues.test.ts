@@ -94,7 +94,8 @@ test('listPendingTasks and listClaimedTasks return definitions and worker identi
   const tq = uniqueQueue();
   const q = svc.queue();
   const ids = [slugid(), slugid(), slugid(), slugid(), slugid()];
-  for (const id of ids) await q.createTask(id, taskDef(tq, { metadata: { name: `p-${id}`, description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
+  for (const id of ids)
+    await q.createTask(id, taskDef(tq, { metadata: { name: `p-${id}`, description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
 
   const seen: any[] = [];
   let token: string | undefined;
@@ -151,14 +152,22 @@ test('listTaskQueues / getTaskQueue list queues with tasks or workers; provision
   const mine = all.filter((x) => x.taskQueueId.startsWith(`${p}/`));
   expect(mine.map((x) => x.taskQueueId)).toEqual([withTasks, withWorkers]);
   for (const x of mine) {
-    expect(x).toEqual({ taskQueueId: x.taskQueueId, description: '', stability: 'experimental', expires: expect.any(String), lastDateActive: expect.any(String) });
+    expect(x).toEqual({
+      taskQueueId: x.taskQueueId,
+      description: '',
+      stability: 'experimental',
+      expires: expect.any(String),
+      lastDateActive: expect.any(String),
+    });
     expect(Date.parse(x.expires)).toBeGreaterThan(Date.now() + 4 * 24 * 3600_000);
     expect(await q.getTaskQueue(x.taskQueueId)).toEqual(x);
   }
   await expectError(q.getTaskQueue(`${p}/nothing`), 404, 'ResourceNotFound');
 
   const provs = (await q.listProvisioners()).provisioners.filter((x: any) => x.provisionerId === p);
-  expect(provs).toEqual([{ provisionerId: p, stability: 'experimental', description: '', expires: expect.any(String), lastDateActive: expect.any(String), actions: [] }]);
+  expect(provs).toEqual([
+    { provisionerId: p, stability: 'experimental', description: '', expires: expect.any(String), lastDateActive: expect.any(String), actions: [] },
+  ]);
   expect(await q.getProvisioner(p)).toEqual(provs[0]);
   await expectError(q.getProvisioner(`${p}x`), 404, 'ResourceNotFound');
 

@@ -98,7 +98,11 @@ test('quarantineWorker: getWorker shows it, listWorkers filters on it, claimWork
   await q.claimWork(tq, { workerGroup: 'wg', workerId: 'good', tasks: 1 });
   const until = new Date(Date.now() + 3600_000).toJSON();
   const w = await q.quarantineWorker('prov', wt, 'wg', 'bad', { quarantineUntil: until, quarantineInfo: 'disk is failing' });
-  expect(w).toMatchObject({ workerId: 'bad', quarantineUntil: until, quarantineDetails: [{ clientId: 'static/root', quarantineUntil: until, quarantineInfo: 'disk is failing', updatedAt: expect.any(String) }] });
+  expect(w).toMatchObject({
+    workerId: 'bad',
+    quarantineUntil: until,
+    quarantineDetails: [{ clientId: 'static/root', quarantineUntil: until, quarantineInfo: 'disk is failing', updatedAt: expect.any(String) }],
+  });
   expect((await q.getWorker('prov', wt, 'wg', 'bad')).quarantineUntil).toBe(until);
 
   expect((await q.listWorkers('prov', wt, { quarantined: true })).workers.map((x: any) => x.workerId)).toEqual(['bad']);
@@ -133,7 +137,11 @@ test('declareWorker needs expires, cannot set quarantineUntil, and needs a scope
   const wt = uniqueType();
   const q = svc.queue();
   await expectError(q.declareWorker('prov', wt, 'wg', 'decl', {}), 400, 'InputValidationError');
-  await expectError(q.declareWorker('prov', wt, 'wg', 'decl', { expires: new Date(Date.now() + 3600_000).toJSON(), quarantineUntil: new Date().toJSON() }), 400, 'InputValidationError');
+  await expectError(
+    q.declareWorker('prov', wt, 'wg', 'decl', { expires: new Date(Date.now() + 3600_000).toJSON(), quarantineUntil: new Date().toJSON() }),
+    400,
+    'InputValidationError',
+  );
   const expires = new Date(Date.now() + 7 * 24 * 3600_000).toJSON();
   await expectError((await clientWith([])).declareWorker('prov', wt, 'wg', 'decl', { expires }), 403, 'InsufficientScopes');
   const scoped = await clientWith([`queue:declare-worker:prov/${wt}/wg/decl#expires`]);

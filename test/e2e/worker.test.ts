@@ -41,7 +41,19 @@ const newQueue = () => `e2e/q${Math.random().toString(36).slice(2, 10)}`;
 
 function startWorker(taskQueueId: string, protocol: string, opts: { workerId?: string; args?: string[]; env?: Record<string, string> } = {}): WorkerProcess {
   const w = new WorkerProcess(
-    ['--root-url', svc.rootUrl, '--task-queue', taskQueueId, '--worker-group', 'e2e', '--worker-id', opts.workerId ?? 'w1', '--protocol', protocol, ...(opts.args ?? [])],
+    [
+      '--root-url',
+      svc.rootUrl,
+      '--task-queue',
+      taskQueueId,
+      '--worker-group',
+      'e2e',
+      '--worker-id',
+      opts.workerId ?? 'w1',
+      '--protocol',
+      protocol,
+      ...(opts.args ?? []),
+    ],
     opts.env ?? { TASKCLUSTER_CLIENT_ID: creds.clientId, TASKCLUSTER_ACCESS_TOKEN: creds.accessToken },
   );
   workers.push(w);
@@ -86,7 +98,10 @@ async function readArtifact(taskId: string, runId: number, name: string): Promis
 async function pendingMessages(taskQueueId: string): Promise<number> {
   let n = 0;
   for (const p of PRIORITIES) {
-    const props = await svc.services.pending.queue(taskQueueId, p).client.getProperties().catch(() => undefined);
+    const props = await svc.services.pending
+      .queue(taskQueueId, p)
+      .client.getProperties()
+      .catch(() => undefined);
     n += props?.approximateMessagesCount ?? 0;
   }
   return n;
@@ -138,7 +153,11 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(log).toContain('a line on stderr');
     expect(log).toContain('worker token visible: false');
     expect(log).toContain('exited with code 0');
-    expect(await readArtifact(taskId, 0, 'public/result.txt')).toEqual({ storageType: 's3', text: `result of ${taskId}`, contentType: expect.stringMatching(/^text\/plain/) });
+    expect(await readArtifact(taskId, 0, 'public/result.txt')).toEqual({
+      storageType: 's3',
+      text: `result of ${taskId}`,
+      contentType: expect.stringMatching(/^text\/plain/),
+    });
     expect(await readArtifact(taskId, 0, 'public/never-written.txt')).toMatchObject({ storageType: 'error', reason: 'file-missing-on-worker' });
     // No hint is left behind in the Azure pending queues (for pollTaskUrls: the worker deleted it).
     expect(await pendingMessages(tq)).toBe(0);
@@ -193,7 +212,10 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
   });
 
   test('a command exceeding maxRunTime is stopped and reported failed', async () => {
-    const taskId = await createTask(tq, { command: [NODE, '-e', "console.log('sleeping'); setTimeout(() => console.log('woke' + ' up'), 60000)"], maxRunTime: 2 });
+    const taskId = await createTask(tq, {
+      command: [NODE, '-e', "console.log('sleeping'); setTimeout(() => console.log('woke' + ' up'), 60000)"],
+      maxRunTime: 2,
+    });
     const status = await resolved(taskId, 0, 30_000);
     expect(status.runs[0]).toMatchObject({ state: 'failed' });
     const log = await logOf(taskId);
@@ -205,7 +227,10 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
   test('SIGTERM mid-task reports worker-shutdown; the retry is completed by a second worker', async () => {
     const own = newQueue();
     const first = startWorker(own, protocol, { workerId: 'first' });
-    const taskId = await createTask(own, { command: [NODE, '-e', "console.log('run ' + process.env.RUN_ID); setTimeout(() => console.log('done'), 3000)"], maxRunTime: 60 });
+    const taskId = await createTask(own, {
+      command: [NODE, '-e', "console.log('run ' + process.env.RUN_ID); setTimeout(() => console.log('done'), 3000)"],
+      maxRunTime: 60,
+    });
     await first.waitForLine(30_000, 'task-running', taskId);
     first.signal('SIGTERM');
     expect(await first.exited).toBe(0);
@@ -318,7 +343,10 @@ test('artifacts are downloadable through getArtifact; error artifacts answer 424
   const res = await fetch(url);
   expect(res.status).toBe(200);
   expect(await res.json()).toEqual({ answer: 42 });
-  const err = await svc.queue().getArtifact(taskId, 0, 'public/nope.txt').catch((e: any) => e);
+  const err = await svc
+    .queue()
+    .getArtifact(taskId, 0, 'public/nope.txt')
+    .catch((e: any) => e);
   expect(err.statusCode).toBe(424);
   expect(err.body).toMatchObject({ reason: 'file-missing-on-worker' });
   const log = await fetch((await svc.queue().getLatestArtifact(taskId, LOG)).url);

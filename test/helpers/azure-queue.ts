@@ -19,7 +19,12 @@ export interface PollUrls {
 
 function tag(block: string, name: string): string {
   const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(block);
-  return (m?.[1] ?? '').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return (m?.[1] ?? '')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 /** The messages of a `<QueueMessagesList>` body. */

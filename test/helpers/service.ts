@@ -51,7 +51,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
-    new Cls({ rootUrl, credentials: credentials === null ? undefined : credentials ?? root, retries: 0, ...opts });
+    new Cls({ rootUrl, credentials: credentials === null ? undefined : (credentials ?? root), retries: 0, ...opts });
   return {
     rootUrl,
     services,

@@ -15,7 +15,10 @@ const HINT_LEASE_S = 4;
 let a: TestService;
 let b: TestService;
 beforeAll(async () => {
-  a = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: String(HINT_LEASE_S * 2), QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) }, { tuning: { hintLeaseS: HINT_LEASE_S, triggerLeaseS: 2 } });
+  a = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: String(HINT_LEASE_S * 2), QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) },
+    { tuning: { hintLeaseS: HINT_LEASE_S, triggerLeaseS: 2 } },
+  );
   b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: '1' });
 });
 afterAll(async () => {

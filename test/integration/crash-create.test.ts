@@ -19,7 +19,6 @@ afterAll(async () => {
   await a?.close();
 });
 
-
 /** Fails each storage call of the scenario's operation on A in turn. */
 const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(a)(scenario);
 
@@ -47,7 +46,17 @@ test('createTask without dependencies', async () => {
     await claimableOnce(tq, taskId);
     made.push({ taskId, deadline });
   });
-  expect(ops).toEqual(expect.arrayContaining(['Expiry.upsert', 'TaskGroups.transaction', 'deadline.put', 'pending.create', 'TaskQueues.upsert', 'pending.put', 'Tasks.transaction']));
+  expect(ops).toEqual(
+    expect.arrayContaining([
+      'Expiry.upsert',
+      'TaskGroups.transaction',
+      'deadline.put',
+      'pending.create',
+      'TaskQueues.upsert',
+      'pending.put',
+      'Tasks.transaction',
+    ]),
+  );
 
   // Each task, claimed above, still has its deadline trigger.
   await waitUntil(made[made.length - 1].deadline, 300);

@@ -70,7 +70,9 @@ test('claim expiry with a retry', async () => {
     expect(s.retriesLeft).toBe(1);
     await claimableOnce(t.tq, t.taskId, 1);
   });
-  expect(ops).toEqual(expect.arrayContaining(['claim.get', 'Tasks.get', 'pending.put', 'Tasks.transaction', 'claim.delete', 'deadline.get', 'resolved.get', 'Expiry.query']));
+  expect(ops).toEqual(
+    expect.arrayContaining(['claim.get', 'Tasks.get', 'pending.put', 'Tasks.transaction', 'claim.delete', 'deadline.get', 'resolved.get', 'Expiry.query']),
+  );
 }, 180_000);
 
 test('claim expiry without retries: the dependent is scheduled once', async () => {
@@ -103,5 +105,7 @@ test('deadline of a pending task: resolved once, the dependent scheduled once', 
     await claimableOnce(depQueue, dependent);
     expect(await claim(c, tq, W2, 32)).toEqual([]);
   });
-  expect(ops).toEqual(expect.arrayContaining(['deadline.get', 'Tasks.get', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'deadline.delete']));
+  expect(ops).toEqual(
+    expect.arrayContaining(['deadline.get', 'Tasks.get', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'deadline.delete']),
+  );
 }, 180_000);

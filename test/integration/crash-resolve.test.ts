@@ -50,10 +50,12 @@ test('reportCompleted, client retries: completed once, dependent scheduled once'
     expect(await runSummary(b, t.dependent)).toEqual(['pending']);
     await claimableOnce(t.depQueue, t.dependent);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'resolved.put', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'resolved.delete']));
+  expect(ops).toEqual(
+    expect.arrayContaining(['Tasks.get', 'resolved.put', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'resolved.delete']),
+  );
 }, 180_000);
 
-test('reportCompleted, client gives up after the failure: the reaper\'s safety net schedules the dependent', async () => {
+test("reportCompleted, client gives up after the failure: the reaper's safety net schedules the dependent", async () => {
   await sweep(async (faulty) => {
     const t = await runningWithDependent();
     const r = await faulty(() => a.queue(t.creds, { retries: 0 }).reportCompleted(t.taskId, 0));

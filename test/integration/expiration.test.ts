@@ -50,7 +50,8 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
   await reapUntil(
     svc,
     async () =>
-      (await rows('Tasks', `PartitionKey eq ${odata(x)} or PartitionKey eq ${odata(w)}`)).length === 0 && (await q.status(longLived)).status.state === 'exception',
+      (await rows('Tasks', `PartitionKey eq ${odata(x)} or PartitionKey eq ${odata(w)}`)).length === 0 &&
+      (await q.status(longLived)).status.state === 'exception',
   );
 
   for (const gone of [x, y, w]) {
@@ -116,7 +117,19 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
       expect(await rows('Expiry', `RowKey lt ${odata(new Date().toJSON())}`)).toEqual([]);
       expect((await b.queue().status(dep)).status.state).toBe('pending');
     });
-    expect(ops).toEqual(expect.arrayContaining(['Expiry.query', 'Tasks.get', 'TaskDeps.query', 'TaskDeps.transaction', 'TaskDeps.delete', 'TaskGroups.delete', 'TaskGroups.get', 'Tasks.transaction', 'Expiry.delete']));
+    expect(ops).toEqual(
+      expect.arrayContaining([
+        'Expiry.query',
+        'Tasks.get',
+        'TaskDeps.query',
+        'TaskDeps.transaction',
+        'TaskDeps.delete',
+        'TaskGroups.delete',
+        'TaskGroups.get',
+        'Tasks.transaction',
+        'Expiry.delete',
+      ]),
+    );
   } finally {
     await b.close();
   }

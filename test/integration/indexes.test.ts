@@ -38,12 +38,32 @@ function task(runs: Run[], deadline = at(3600)): TaskRecord {
 }
 const next = (t: TaskRecord, runs: Run[]): TaskRecord => ({ ...t, runs });
 const pending = (runId = 0): Run => ({ runId, state: 'pending', reasonCreated: runId ? 'retry' : 'scheduled', scheduled: at(runId) });
-const running = (runId = 0, workerId = 'w'): Run => ({ ...pending(runId), state: 'running', workerGroup: 'wg', workerId, started: at(runId + 0.5), takenUntil: at(1200) });
-const resolved = (r: Run, state: 'completed' | 'exception', reason: Run['reasonResolved']): Run => ({ ...r, state, reasonResolved: reason, resolved: at(r.runId + 0.7) });
+const running = (runId = 0, workerId = 'w'): Run => ({
+  ...pending(runId),
+  state: 'running',
+  workerGroup: 'wg',
+  workerId,
+  started: at(runId + 0.5),
+  takenUntil: at(1200),
+});
+const resolved = (r: Run, state: 'completed' | 'exception', reason: Run['reasonResolved']): Run => ({
+  ...r,
+  state,
+  reasonResolved: reason,
+  resolved: at(r.runId + 0.7),
+});
 
 async function write(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
   const repair = repairOps(before, after);
-  await Promise.all([...indexOps(before, after)].map(([pk, ops]) => applyOps(storage, ops, repair.filter((r) => r.row.partitionKey === pk))));
+  await Promise.all(
+    [...indexOps(before, after)].map(([pk, ops]) =>
+      applyOps(
+        storage,
+        ops,
+        repair.filter((r) => r.row.partitionKey === pk),
+      ),
+    ),
+  );
 }
 async function counts(t: TaskRecord): Promise<[number, number]> {
   const q = t.definition.taskQueueId;

@@ -47,10 +47,14 @@ async function lifecycle(tq: string, lifetimeMs: number) {
   // Background: every pass costs a fixed IDLE_PASS_CALLS (see expiration.test.ts);
   // what the lifecycle adds on top is what its handlers do.
   let passes = 0;
-  await reapUntil(svc, async () => {
-    passes++;
-    return (await probe.services.tasks.load(taskId)) === undefined;
-  }, 15_000);
+  await reapUntil(
+    svc,
+    async () => {
+      passes++;
+      return (await probe.services.tasks.load(taskId)) === undefined;
+    },
+    15_000,
+  );
   await new Promise((r) => setTimeout(r, 1200));
   await runReaper(svc.services); // a late claim or deadline trigger, if any, fires now
   passes++;
@@ -72,7 +76,9 @@ async function lifecycle(tq: string, lifetimeMs: number) {
  * totals but pinned by their own tests.
  */
 function core(c: Counts): Counts {
-  return Object.fromEntries(Object.entries(c).filter(([k]) => !/^(Indexes|Workers)\./.test(k) && k !== 'Artifacts.query' && k !== 'TaskQueues.get' && k !== 'TaskQueues.insert'));
+  return Object.fromEntries(
+    Object.entries(c).filter(([k]) => !/^(Indexes|Workers)\./.test(k) && k !== 'Artifacts.query' && k !== 'TaskQueues.get' && k !== 'TaskQueues.insert'),
+  );
 }
 /** Core calls of an idle reaper pass: three trigger polls and the task expiry index query. */
 const IDLE_PASS_CORE_CALLS = 4;
@@ -81,7 +87,12 @@ test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();
   await lifecycle(tq, 2500); // warm-up: creates the pending queue, caches its priorities
   const m = await lifecycle(tq, 2500);
-  const totals = { createTask: sum(m.createTask), claimWork: sum(m.claimWork), reportCompleted: sum(m.reportCompleted), backgroundHandlers: m.backgroundHandlers };
+  const totals = {
+    createTask: sum(m.createTask),
+    claimWork: sum(m.claimWork),
+    reportCompleted: sum(m.reportCompleted),
+    backgroundHandlers: m.backgroundHandlers,
+  };
   // eslint-disable-next-line no-console
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   expect(core(m.createTask)).toEqual({ 'Expiry.upsert': 1, 'TaskGroups.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });

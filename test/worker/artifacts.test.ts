@@ -22,7 +22,9 @@ function queueWith(storageUrl: string, fail: (n: number) => unknown = () => unde
         calls.push({ taskId, runId, name, body });
         const err = fail(calls.length);
         if (err) throw err;
-        return body.storageType === 's3' ? { storageType: 's3', putUrl: `${storageUrl}/blob/${calls.length}?sig=x`, expires: body.expires, contentType: body.contentType } : { storageType: body.storageType };
+        return body.storageType === 's3'
+          ? { storageType: 's3', putUrl: `${storageUrl}/blob/${calls.length}?sig=x`, expires: body.expires, contentType: body.contentType }
+          : { storageType: body.storageType };
       },
     } as any,
   };
@@ -34,7 +36,9 @@ test('s3: createArtifact, then a plain PUT with only content-type and content-le
     const q = queueWith(storage.url);
     const up = new ArtifactUploader({ queue: () => q.queue, taskId: 'T', runId: 1 });
     expect(await up.uploadFile('public/out.txt', file, { contentType: 'text/plain', expires: '2030-01-01T00:00:00.000Z' })).toEqual({ size: 14 });
-    expect(q.calls).toEqual([{ taskId: 'T', runId: 1, name: 'public/out.txt', body: { storageType: 's3', contentType: 'text/plain', expires: '2030-01-01T00:00:00.000Z' } }]);
+    expect(q.calls).toEqual([
+      { taskId: 'T', runId: 1, name: 'public/out.txt', body: { storageType: 's3', contentType: 'text/plain', expires: '2030-01-01T00:00:00.000Z' } },
+    ]);
     expect(storage.puts).toHaveLength(1);
     expect(storage.puts[0].path).toBe('/blob/1?sig=x');
     expect(storage.puts[0].body.toString()).toBe('hello artifact');

@@ -19,7 +19,10 @@ test('flags, with root URL and credentials from TASKCLUSTER_* by default', () =>
     proxy: false,
     reclaimMarginS: 180,
   });
-  const temp = parseConfig(['--task-queue', 'p/w', '--protocol', 'pollTaskUrls', '--client-id', 'x', '--access-token', 'y', '--certificate', '{"version":1}'], env)!;
+  const temp = parseConfig(
+    ['--task-queue', 'p/w', '--protocol', 'pollTaskUrls', '--client-id', 'x', '--access-token', 'y', '--certificate', '{"version":1}'],
+    env,
+  )!;
   expect(temp.credentials).toEqual({ clientId: 'x', accessToken: 'y', certificate: '{"version":1}' });
   expect(temp.protocol).toBe('pollTaskUrls');
   expect(parseConfig(['--help'], {})).toBeUndefined();

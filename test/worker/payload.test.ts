@@ -29,8 +29,8 @@ test('every problem is reported at once, each saying what is expected', () => {
     "payload.env name 'BAD-NAME' is not a valid variable name (letters, digits and _, not starting with a digit)",
     'payload.env.BAD-NAME must be a string, got 1',
     `payload.maxRunTime must be an integer number of seconds between 1 and ${MAX_RUN_TIME_S}, got 0`,
-    "payload.artifacts[0].type must be 'file' (the only artifact type this worker uploads), got \"directory\"",
-    'payload.artifacts[0].path is required: the file\'s path relative to the task directory',
+    'payload.artifacts[0].type must be \'file\' (the only artifact type this worker uploads), got "directory"',
+    "payload.artifacts[0].path is required: the file's path relative to the task directory",
     "payload.artifacts[0].name is required: the artifact name, e.g. 'public/build/output.txt'",
   ]);
 });
@@ -79,6 +79,17 @@ test('artifact names: the log name is reserved, duplicates are refused; expires 
     'payload.artifacts[5].expires must be a date-time string, got "tomorrow"',
     'payload.artifacts[6].required must be true or false, got "yes"',
   ]);
-  const ok = check({ command: ['x'], maxRunTime: 1, artifacts: [a({ name: 'p', expires: '2030-01-15T00:00:00Z', required: true, contentType: 'application/json' })] });
-  expect(ok.ok && ok.payload.artifacts[0]).toEqual({ type: 'file', path: 'f', name: 'p', expires: '2030-01-15T00:00:00.000Z', required: true, contentType: 'application/json' });
+  const ok = check({
+    command: ['x'],
+    maxRunTime: 1,
+    artifacts: [a({ name: 'p', expires: '2030-01-15T00:00:00Z', required: true, contentType: 'application/json' })],
+  });
+  expect(ok.ok && ok.payload.artifacts[0]).toEqual({
+    type: 'file',
+    path: 'f',
+    name: 'p',
+    expires: '2030-01-15T00:00:00.000Z',
+    required: true,
+    contentType: 'application/json',
+  });
 });

@@ -77,12 +77,23 @@ const live = (c: Call) => c.name === 'public/logs/live.log';
 
 test('uploads go before reportCompleted, all signed with the newest credentials; the run directory is removed', async () => {
   const q = fakeQueue();
-  const claim = claimFor({ command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'out'); setTimeout(() => {}, 1500)"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }] }, 2000);
+  const claim = claimFor(
+    {
+      command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'out'); setTimeout(() => {}, 1500)"],
+      maxRunTime: 30,
+      artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }],
+    },
+    2000,
+  );
   const outcome = await runTask(claim, new AbortController().signal, deps(q.queueFor));
   expect(outcome).toEqual({ kind: 'completed' });
   const order = q.calls.map((c) => `${c.call}${c.name ? ' ' + c.name : ''} as ${c.clientId}`);
   expect(order[0]).toBe('reclaimTask as claim');
-  expect(order.slice(-3)).toEqual([`createArtifact public/o.txt as ${q.calls.at(-1)!.clientId}`, `createArtifact public/logs/live.log as ${q.calls.at(-1)!.clientId}`, `reportCompleted as ${q.calls.at(-1)!.clientId}`]);
+  expect(order.slice(-3)).toEqual([
+    `createArtifact public/o.txt as ${q.calls.at(-1)!.clientId}`,
+    `createArtifact public/logs/live.log as ${q.calls.at(-1)!.clientId}`,
+    `reportCompleted as ${q.calls.at(-1)!.clientId}`,
+  ]);
   expect(q.calls.at(-1)!.clientId).toMatch(/^reclaimed-/);
   expect(putBody('public/o.txt')).toEqual(['out']);
   expect(putBody('public/logs/live.log')[0]).toContain('exited with code 0');
@@ -112,16 +123,26 @@ test('shutdown mid-command: exception/worker-shutdown is reported first, the log
 test('a 409 at reclaim: the command is stopped, nothing is uploaded or reported', async () => {
   const q = fakeQueue({ reclaim: () => Object.assign(new Error('canceled'), { statusCode: 409 }) });
   const started = Date.now();
-  const outcome = await runTask(claimFor({ command: [NODE, '-e', 'setTimeout(() => {}, 30000)'], maxRunTime: 60 }, 1000), new AbortController().signal, deps(q.queueFor));
+  const outcome = await runTask(
+    claimFor({ command: [NODE, '-e', 'setTimeout(() => {}, 30000)'], maxRunTime: 60 }, 1000),
+    new AbortController().signal,
+    deps(q.queueFor),
+  );
   expect(outcome).toEqual({ kind: 'lost', reason: 'conflict' });
   expect(q.calls.map((c) => c.call)).toEqual(['reclaimTask']);
   expect(Date.now() - started).toBeLessThan(20_000);
 });
 
 test('storage unavailable while uploading an artifact: exception/resource-unavailable first, then the log best-effort', async () => {
-  const q = fakeQueue({ createArtifact: (name) => (name === 'public/o.txt' ? Object.assign(new Error('Internal Server Error'), { statusCode: 500 }) : undefined) });
+  const q = fakeQueue({
+    createArtifact: (name) => (name === 'public/o.txt' ? Object.assign(new Error('Internal Server Error'), { statusCode: 500 }) : undefined),
+  });
   const outcome = await runTask(
-    claimFor({ command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'x')"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }] }),
+    claimFor({
+      command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'x')"],
+      maxRunTime: 30,
+      artifacts: [{ type: 'file', path: 'o.txt', name: 'public/o.txt' }],
+    }),
     new AbortController().signal,
     deps(q.queueFor),
   );
@@ -135,7 +156,11 @@ test('storage unavailable while uploading an artifact: exception/resource-unavai
 test('a symlink pointing outside the task directory is not uploaded', async () => {
   const q = fakeQueue();
   const outcome = await runTask(
-    claimFor({ command: [NODE, '-e', "require('fs').symlinkSync('/etc/passwd', 'leak.txt')"], maxRunTime: 30, artifacts: [{ type: 'file', path: 'leak.txt', name: 'public/leak.txt' }] }),
+    claimFor({
+      command: [NODE, '-e', "require('fs').symlinkSync('/etc/passwd', 'leak.txt')"],
+      maxRunTime: 30,
+      artifacts: [{ type: 'file', path: 'leak.txt', name: 'public/leak.txt' }],
+    }),
     new AbortController().signal,
     deps(q.queueFor),
   );

@@ -3,7 +3,7 @@ import { memoryLog } from '../../worker/logger';
 import type { Claim } from '../../worker/types';
 import type { Outcome } from '../../worker/task-run';
 
-const claim = (taskId: string): Claim => ({ status: { taskId }, runId: 0 } as Claim);
+const claim = (taskId: string): Claim => ({ status: { taskId }, runId: 0 }) as Claim;
 
 function deferred<T>() {
   let resolve!: (v: T) => void;

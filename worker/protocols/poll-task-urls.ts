@@ -123,7 +123,12 @@ export class PollTaskUrlsSource implements WorkSource {
     const claims: Claim[] = [];
     for (const m of messages) {
       if (m.dequeueCount > DEQUEUE_WARN_COUNT) {
-        log.warn('message-dequeued-often', { queue: bare(q.signedPollUrl), messageId: m.messageId, dequeueCount: m.dequeueCount, threshold: DEQUEUE_WARN_COUNT });
+        log.warn('message-dequeued-often', {
+          queue: bare(q.signedPollUrl),
+          messageId: m.messageId,
+          dequeueCount: m.dequeueCount,
+          threshold: DEQUEUE_WARN_COUNT,
+        });
       }
       const ref = decodeTaskMessage(m.messageText);
       if (!ref) {

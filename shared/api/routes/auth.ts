@@ -43,7 +43,13 @@ async function expandedOf(req: Parameters<RouteDef['handler']>[0], c: Client) {
 const auth = (r: Omit<RouteDef, 'service'>): RouteDef => ({ ...r, service: 'auth' });
 
 export const authRoutes: RouteDef[] = [
-  auth({ name: 'ping', method: 'GET', route: '/ping', scopes: null, handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }) }),
+  auth({
+    name: 'ping',
+    method: 'GET',
+    route: '/ping',
+    scopes: null,
+    handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
+  }),
   auth({
     name: 'listClients',
     method: 'GET',

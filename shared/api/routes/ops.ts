@@ -10,7 +10,18 @@ import { registerSchema } from '../schemas';
 import { taskStatus } from '../../tasks/model';
 import { checkHealth } from '../../ops/health';
 import { readHistory } from '../../ops/history';
-import { ActiveState, ResolvedState, countActive, listActive, listLatest, listResolved, queuePk, queueStateCounts, workerStateCounts, IndexRow } from '../../ops/indexes';
+import {
+  ActiveState,
+  ResolvedState,
+  countActive,
+  listActive,
+  listLatest,
+  listResolved,
+  queuePk,
+  queueStateCounts,
+  workerStateCounts,
+  IndexRow,
+} from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
 import { dashboardPage } from '../../ops/dashboard-page';
 
@@ -64,15 +75,34 @@ function queueResponse(q: QueueInfo) {
 }
 
 function workerTypeResponse(q: QueueInfo) {
-  return { workerType: q.workerType, provisionerId: q.provisionerId, taskQueueId: q.taskQueueId, description: q.description, stability: q.stability, expires: q.expires, lastDateActive: q.lastDateActive };
+  return {
+    workerType: q.workerType,
+    provisionerId: q.provisionerId,
+    taskQueueId: q.taskQueueId,
+    description: q.description,
+    stability: q.stability,
+    expires: q.expires,
+    lastDateActive: q.lastDateActive,
+  };
 }
 
 /** Provisioners synthesized from their task queues. */
 function provisioners(queues: QueueInfo[]) {
-  const byId = new Map<string, { provisionerId: string; stability: string; description: string; expires: string; lastDateActive: string; actions: unknown[] }>();
+  const byId = new Map<
+    string,
+    { provisionerId: string; stability: string; description: string; expires: string; lastDateActive: string; actions: unknown[] }
+  >();
   for (const q of queues) {
     const p = byId.get(q.provisionerId);
-    if (!p) byId.set(q.provisionerId, { provisionerId: q.provisionerId, stability: 'experimental', description: '', expires: q.expires, lastDateActive: q.lastDateActive, actions: [] });
+    if (!p)
+      byId.set(q.provisionerId, {
+        provisionerId: q.provisionerId,
+        stability: 'experimental',
+        description: '',
+        expires: q.expires,
+        lastDateActive: q.lastDateActive,
+        actions: [],
+      });
     else {
       if (q.expires > p.expires) p.expires = q.expires;
       if (q.lastDateActive > p.lastDateActive) p.lastDateActive = q.lastDateActive;
@@ -119,7 +149,9 @@ async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string
   const tasks = await Promise.all(
     r.rows.map(async (row) => {
       const t = await req.services.tasks.load(row.taskId);
-      return t ? { taskId: row.taskId, name: row.name, taskQueueId: row.taskQueueId, taskGroupId: row.taskGroupId, created: row.created, status: taskStatus(t) } : undefined;
+      return t
+        ? { taskId: row.taskId, name: row.name, taskQueueId: row.taskQueueId, taskGroupId: row.taskGroupId, created: row.created, status: taskStatus(t) }
+        : undefined;
     }),
   );
   return ok({ tasks: tasks.filter((x) => x !== undefined), ...page(r.continuation) });
@@ -152,14 +184,21 @@ export const opsQueryRoutes: RouteDef[] = [
     route: '/task-queues/<taskQueueId*>/tasks',
     query: ['state', 'since', 'until', 'continuationToken', 'limit'],
     scopes: 'queue:list-tasks:<taskQueueId>',
-    description: "A task queue's tasks in one state: unscheduled, pending, running (oldest first) or completed/failed/exception runs resolved in [since, until] (newest first).",
+    description:
+      "A task queue's tasks in one state: unscheduled, pending, running (oldest first) or completed/failed/exception runs resolved in [since, until] (newest first).",
     handler: async (req) => {
       const state = req.query.state ?? 'pending';
       const { taskQueueId } = req.params;
       const limit = pageLimit(req.query.limit);
       const r = (ACTIVE as string[]).includes(state)
         ? await listActive(req.services.storage, taskQueueId, state as ActiveState, req.services.now(), limit, req.query.continuationToken)
-        : await listResolved(req.services.storage, taskQueueId, { state: resolvedState(state), since: date(req, 'since'), until: date(req, 'until') }, limit, req.query.continuationToken);
+        : await listResolved(
+            req.services.storage,
+            taskQueueId,
+            { state: resolvedState(state), since: date(req, 'since'), until: date(req, 'until') },
+            limit,
+            req.query.continuationToken,
+          );
       return ok({ taskQueueId, state, tasks: r.rows.map(indexEntry), ...page(r.continuation) });
     },
   },
@@ -170,7 +209,8 @@ export const opsQueryRoutes: RouteDef[] = [
     route: '/task-queues/<taskQueueId*>/state-counts',
     query: ['since'],
     scopes: 'queue:list-tasks:<taskQueueId>',
-    description: "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours).",
+    description:
+      "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours).",
     handler: async (req) => {
       const since = sinceOrDefault(req);
       const counts = await queueStateCounts(req.services.storage, req.params.taskQueueId, since, req.services.now());
@@ -186,7 +226,13 @@ export const opsQueryRoutes: RouteDef[] = [
     scopes: 'queue:list-resolved-tasks',
     description: 'Runs of every task queue resolved in [since, until], newest first, optionally of one state (completed, failed, exception).',
     handler: async (req) => {
-      const r = await listResolved(req.services.storage, undefined, { state: resolvedState(req.query.state), since: date(req, 'since'), until: date(req, 'until') }, pageLimit(req.query.limit), req.query.continuationToken);
+      const r = await listResolved(
+        req.services.storage,
+        undefined,
+        { state: resolvedState(req.query.state), since: date(req, 'since'), until: date(req, 'until') },
+        pageLimit(req.query.limit),
+        req.query.continuationToken,
+      );
       return ok({ tasks: r.rows.map(indexEntry), ...page(r.continuation) });
     },
   },
@@ -220,7 +266,8 @@ export const opsQueryRoutes: RouteDef[] = [
     route: `${workerRoute}/counts`,
     query: ['since'],
     scopes: 'queue:get-worker:<provisionerId>/<workerType>/<workerGroup>/<workerId>',
-    description: "A worker's runs by state: running exactly; completed, failed and exception among the runs it claimed since `since` (default: the last 24 hours).",
+    description:
+      "A worker's runs by state: running exactly; completed, failed and exception among the runs it claimed since `since` (default: the last 24 hours).",
     handler: async (req) => {
       const { workerGroup, workerId } = req.params;
       const since = sinceOrDefault(req);
@@ -265,7 +312,10 @@ export const opsRoutes: RouteDef[] = [
     handler: async (req) => {
       const { taskQueueId } = req.params;
       const now = req.services.now();
-      const [pendingTasks, claimedTasks] = await Promise.all([countActive(req.services.storage, taskQueueId, 'pending', now), countActive(req.services.storage, taskQueueId, 'running', now)]);
+      const [pendingTasks, claimedTasks] = await Promise.all([
+        countActive(req.services.storage, taskQueueId, 'pending', now),
+        countActive(req.services.storage, taskQueueId, 'running', now),
+      ]);
       const [provisionerId, workerType] = taskQueueId.split('/');
       return ok({ provisionerId, workerType, taskQueueId, pendingTasks, claimedTasks });
     },
@@ -280,7 +330,12 @@ export const opsRoutes: RouteDef[] = [
     handler: async (req) => {
       const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit));
       const r = await listActive(req.services.storage, req.params.taskQueueId, 'pending', req.services.now(), limit, req.query.continuationToken);
-      const tasks = (await withTasks(req, r.rows, 'pending')).map(({ r: row, t }) => ({ taskId: row.taskId, runId: row.runId!, inserted: row.at, task: t.definition }));
+      const tasks = (await withTasks(req, r.rows, 'pending')).map(({ r: row, t }) => ({
+        taskId: row.taskId,
+        runId: row.runId!,
+        inserted: row.at,
+        task: t.definition,
+      }));
       return ok({ tasks, ...page(r.continuation) });
     },
   },
@@ -392,7 +447,12 @@ export const opsRoutes: RouteDef[] = [
     handler: async (req) => {
       const q = req.query.quarantined;
       if (q !== undefined && q !== 'true' && q !== 'false') throw badArgs(`quarantined must be true or false, got '${q}'`);
-      const r = await req.services.workers.list(queueOf(req), q === undefined ? undefined : q === 'true', pageLimit(req.query.limit), req.query.continuationToken);
+      const r = await req.services.workers.list(
+        queueOf(req),
+        q === undefined ? undefined : q === 'true',
+        pageLimit(req.query.limit),
+        req.query.continuationToken,
+      );
       return ok({ workers: r.workers, ...page(r.continuation) });
     },
   },
@@ -465,7 +525,10 @@ export const opsRoutes: RouteDef[] = [
     scopes: null,
     handler: async (req) => ({
       status: 200,
-      headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'" },
+      headers: {
+        'content-type': 'text/html; charset=utf-8',
+        'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+      },
       raw: dashboardPage(req.services.config.publicUrl),
     }),
   },

@@ -12,10 +12,7 @@ export const pollRoutes: RouteDef[] = [
     method: 'GET',
     route: '/poll-task-url/<provisionerId>/<workerType>',
     scopes: {
-      AnyOf: [
-        'queue:poll-task-urls:<provisionerId>/<workerType>',
-        { AllOf: ['queue:poll-task-urls', 'assume:worker-type:<provisionerId>/<workerType>'] },
-      ],
+      AnyOf: ['queue:poll-task-urls:<provisionerId>/<workerType>', { AllOf: ['queue:poll-task-urls', 'assume:worker-type:<provisionerId>/<workerType>'] }],
     },
     description: 'Signed URLs to poll and delete messages of the pending queues of a worker type, highest priority first.',
     handler: async (req) => ok(await pollTaskUrls(req.services, `${req.params.provisionerId}/${req.params.workerType}`)),

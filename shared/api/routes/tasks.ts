@@ -94,7 +94,10 @@ export const taskRoutes: RouteDef[] = [
         const t = await req.services.tasks.load(id);
         return t ? taskStatus(t) : undefined;
       });
-      return ok({ statuses: r.found.map((f) => ({ taskId: f.taskId, status: f.v })), ...(r.continuationToken ? { continuationToken: r.continuationToken } : {}) });
+      return ok({
+        statuses: r.found.map((f) => ({ taskId: f.taskId, status: f.v })),
+        ...(r.continuationToken ? { continuationToken: r.continuationToken } : {}),
+      });
     },
   },
 ];

@@ -123,7 +123,12 @@ export const workRoutes: RouteDef[] = [
     },
   },
   // Legacy: a reportCompleted body of {success: false} means failed.
-  report('reportCompleted', 'completed', (req) => (req.body && req.body.success === false ? { state: 'failed' } : { state: 'completed' }), 'report-completed-request'),
+  report(
+    'reportCompleted',
+    'completed',
+    (req) => (req.body && req.body.success === false ? { state: 'failed' } : { state: 'completed' }),
+    'report-completed-request',
+  ),
   report('reportFailed', 'failed', () => ({ state: 'failed' })),
   report('reportException', 'exception', (req) => ({ state: 'exception', reason: req.body.reason }), 'task-exception-request'),
   creatorAction('schedule', (req, t) => scheduleTask(req.services, t)),
