@@ -48,6 +48,27 @@ function detailsOf(input: CreateArtifactInput): Record<string, string> {
   }
 }
 
+/** One upload is one Put Block of a blob, which Azure caps at 4000 MiB. */
+export const MAX_UPLOAD_BYTES = 4000 * 1024 * 1024;
+/** Schemes a reference may point at: readers follow it, and the dashboard shows it as a link. */
+const REFERENCE_PROTOCOLS = ['http:', 'https:'];
+
+/** Refuses what the schema allows but no reader could use. */
+function checkContent(input: CreateArtifactInput): void {
+  if (input.contentLength !== undefined && input.contentLength > MAX_UPLOAD_BYTES) {
+    throw inputError(`contentLength ${input.contentLength} is larger than one upload can carry (${MAX_UPLOAD_BYTES} bytes); split the artifact`);
+  }
+  if (input.storageType === 'reference') {
+    let protocol = '';
+    try {
+      protocol = new URL(input.url!).protocol;
+    } catch {
+      // reported below
+    }
+    if (!REFERENCE_PROTOCOLS.includes(protocol)) throw inputError(`reference artifacts must point at an http or https URL, not '${input.url}'`);
+  }
+}
+
 /** Whether a repeated createArtifact may update the stored artifact (the real queue's rules). */
 export function compatible(original: ArtifactRecord, next: ArtifactRecord): boolean {
   // Content types never change, but links have none of their own.
@@ -93,6 +114,7 @@ export async function createArtifact(
     );
   }
   if (name.length > MAX_NAME_LENGTH) throw inputError(`artifact names are at most ${MAX_NAME_LENGTH} characters`);
+  checkContent(input);
   const now = d.now();
   const expires = normalizeDate(input.expires, 'expires');
   if (new Date(expires).getTime() < now.getTime() - EXPIRES_PAST_TOLERANCE_MS) throw inputError('Expires must be in the future');

@@ -51,6 +51,17 @@ function context(functionName: string, quiet: boolean): InvocationContext {
   });
 }
 
+/** The request's URL as the Functions host would build it, or undefined if the Host header is not a valid host. */
+function requestUrl(host: string | undefined, rawUrl: string): string | undefined {
+  const url = `http://${host ?? 'localhost'}${rawUrl}`;
+  try {
+    new URL(url);
+    return url;
+  } catch {
+    return undefined;
+  }
+}
+
 async function readBody(req: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
@@ -110,6 +121,9 @@ export async function startHost(opts: {
 
   const server = http.createServer(async (req, res) => {
     try {
+      // Read first, even when the answer is an error: unread bytes of a kept-alive connection would
+      // be parsed as the next request.
+      const body = await readBody(req);
       const rawUrl = req.url ?? '/';
       const path = rawUrl.split('?')[0];
       const method = (req.method ?? 'GET').toUpperCase();
@@ -134,17 +148,31 @@ export async function startHost(opts: {
         await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), { method: 'unknown', params: {}, payload: {} }));
         return;
       }
-      const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody(req);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-      const url = `http://${req.headers.host ?? 'localhost'}${rawUrl}`;
-      const request = new HttpRequest({ method, url, headers, body: body && body.length ? { bytes: body } : undefined });
+      const url = requestUrl(req.headers.host, rawUrl);
+      if (!url) {
+        await send(
+          res,
+          errorResponse(new ApiError('InvalidRequestArguments', `invalid Host header '${req.headers.host}'`), {
+            method: hit.c.def.name,
+            params: {},
+            payload: {},
+          }),
+        );
+        return;
+      }
+      const request = new HttpRequest({ method, url, headers, body: body.length && method !== 'GET' && method !== 'HEAD' ? { bytes: body } : undefined });
       const result = await hit.handler(request, context(`${hit.c.def.service}_${hit.c.def.name}`, quiet));
       await send(res, result);
     } catch (err) {
       console.error('local host error:', err);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
+      if (res.headersSent) res.end();
+      else
+        await send(
+          res,
+          errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), { method: 'unknown', params: {}, payload: {} }),
+        );
     }
   });
   server.keepAliveTimeout = 65_000;

@@ -6,6 +6,7 @@ import { TableClient, TableTransaction, TableTransactionResponse } from '@azure/
 import { QueueClient, QueueServiceClient, StorageSharedKeyCredential as QueueKey } from '@azure/storage-queue';
 import { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { StorageMeter } from './counter';
+import { badArgs } from '../errors';
 
 export type Entity = Record<string, unknown> & { partitionKey: string; rowKey: string };
 export type StoredEntity = Entity & { etag: string };
@@ -70,6 +71,27 @@ export function parseConnectionString(cs: string): ParsedConnection {
 export interface Page<T> {
   items: T[];
   continuation?: string;
+}
+
+/**
+ * Whether a continuation token (which callers hand back from clients) has the shape the table
+ * service gives out: base64 of `{nextPartitionKey, nextRowKey?}` with string keys.
+ */
+export function isTableContinuation(token: string): boolean {
+  try {
+    const v = JSON.parse(Buffer.from(token, 'base64').toString('utf8'));
+    return (
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      typeof v.nextPartitionKey === 'string' &&
+      v.nextPartitionKey !== '' &&
+      (v.nextRowKey === undefined || typeof v.nextRowKey === 'string') &&
+      Object.keys(v).every((k) => k === 'nextPartitionKey' || k === 'nextRowKey')
+    );
+  } catch {
+    return false;
+  }
 }
 
 export class CountedTable {
@@ -182,6 +204,7 @@ export class CountedTable {
 
   /** One page of a filtered query; `continuation` is opaque. */
   async page<T extends Entity = Entity>(filter: string, limit: number, continuation?: string, select?: string[]): Promise<Page<T & { etag: string }>> {
+    if (continuation !== undefined && !isTableContinuation(continuation)) throw badArgs('continuationToken is not valid');
     return this.meter.run(`${this.name}.query`, async () => {
       const iter = this.client
         .listEntities<T>({ queryOptions: { filter, select } })

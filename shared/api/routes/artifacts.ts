@@ -5,7 +5,9 @@
 import '../../artifacts/schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { inputError, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
+
+const isPageToken = (v: unknown): v is { c: string } => typeof v === 'object' && v !== null && isString((v as { c?: unknown }).c);
 import { createArtifact } from '../../artifacts/create';
 import { contentOf, resolveArtifact } from '../../artifacts/read';
 import { ArtifactStore } from '../../artifacts/store';
@@ -48,7 +50,7 @@ async function info(req: ApiRequest, runId: number): Promise<ApiResponse> {
 
 async function list(req: ApiRequest, runId: number): Promise<ApiResponse> {
   const limit = pageLimit(req.query.limit);
-  const token = decodeToken<{ c: string }>(req.query.continuationToken);
+  const token = decodeToken(req.query.continuationToken, isPageToken);
   const page = await new ArtifactStore(req.services.storage).page(req.params.taskId, runId, limit, token?.c);
   const body: Record<string, unknown> = { artifacts: page.items.map(listingEntry) };
   if (page.continuation) body.continuationToken = encodeToken({ c: page.continuation });

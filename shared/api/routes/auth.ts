@@ -6,7 +6,7 @@ import { RouteDef, ok } from '../types';
 import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
 import { notFound, inputError } from '../../errors';
 import { satisfies, normalize } from '../../auth/scopes';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 
 function clientJson(c: Client, expandedScopes: string[], withToken = false) {
   return {
@@ -57,7 +57,7 @@ export const authRoutes: RouteDef[] = [
     query: ['prefix', 'continuationToken', 'limit'],
     scopes: 'auth:list-clients',
     handler: async (req) => {
-      const page = await req.services.clients.listClients(req.query.prefix, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const page = await req.services.clients.listClients(req.query.prefix, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const clients = await Promise.all(page.clients.map(async (c) => clientJson(c, await expandedOf(req, c))));
       return ok({ clients, ...(page.continuation ? { continuationToken: encodeToken(page.continuation) } : {}) });
     },
@@ -111,6 +111,8 @@ export const authRoutes: RouteDef[] = [
     input: 'create-client-request',
     handler: async (req) => {
       await req.authorize({ clientId: req.params.clientId, scopes: req.body.scopes });
+      if (new Date(req.body.expires) <= req.services.now())
+        throw inputError(`expires (${req.body.expires}) is in the past; a client must expire in the future`);
       const c = await req.services.clients.createClient({
         clientId: req.params.clientId,
         description: req.body.description,

@@ -5,7 +5,7 @@
  */
 import { RouteDef, ApiRequest, ok } from '../types';
 import { conflict, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { TaskRecord, isResolved, taskState, taskStatus } from '../../tasks/model';
 import { cancelTaskOnce } from '../../tasks/resolve';
 import { dependentPage } from '../../tasks/dependencies';
@@ -47,7 +47,7 @@ export const groupRoutes: RouteDef[] = [
     handler: async (req) => {
       const svc = req.services;
       const meta = await groupMeta(req);
-      const page = await svc.groups.memberPage(meta.taskGroupId, pageLimit(req.query.limit), svc.now(), decodeToken<string>(req.query.continuationToken));
+      const page = await svc.groups.memberPage(meta.taskGroupId, pageLimit(req.query.limit), svc.now(), decodeToken(req.query.continuationToken, isString));
       const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.taskGroupId === meta.taskGroupId);
       return ok({ ...groupInfo(meta), tasks: tasks.map(entry), ...withToken(page.continuation) });
     },
@@ -117,7 +117,7 @@ export const groupRoutes: RouteDef[] = [
       const svc = req.services;
       const taskId = req.params.taskId;
       if (!(await svc.tasks.load(taskId))) throw notFound(`task ${taskId} not found`);
-      const page = await dependentPage(svc, taskId, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const page = await dependentPage(svc, taskId, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.dependencies.includes(taskId));
       return ok({ taskId, tasks: tasks.map(entry), ...withToken(page.continuation) });
     },

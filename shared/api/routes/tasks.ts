@@ -5,12 +5,12 @@ import { RouteDef, ok } from '../types';
 import { notFound } from '../../errors';
 import { createTask, CREATE_TASK_SCOPES } from '../../tasks/create';
 import { taskStatus } from '../../tasks/model';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isOffset, pageLimit } from '../continuation';
 
 async function batch<T>(req: Parameters<RouteDef['handler']>[0], each: (taskId: string) => Promise<T | undefined>) {
   const ids: string[] = req.body.taskIds;
   await req.authorize({ taskIds: ids });
-  const start = decodeToken<number>(req.query.continuationToken) ?? 0;
+  const start = decodeToken(req.query.continuationToken, isOffset) ?? 0;
   const limit = pageLimit(req.query.limit);
   const slice = ids.slice(start, start + limit);
   const found = await Promise.all(slice.map(async (taskId) => ({ taskId, v: await each(taskId) })));
