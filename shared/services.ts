@@ -28,7 +28,13 @@ export interface Tuning {
   resolvedNetDelayS: number;
 }
 
-export const DEFAULT_TUNING: Tuning = { hintLeaseS: 5 * 60, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
+/**
+ * A claim takes milliseconds, so a hint's lease only has to outlive one claim attempt; it is also
+ * how long the pending runs an instance had just dequeued stay invisible after that instance dies.
+ */
+export const HINT_LEASE_S = 10;
+
+export const DEFAULT_TUNING: Tuning = { hintLeaseS: HINT_LEASE_S, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
 
 export interface Services extends TaskDeps {
   config: Config;
