@@ -26,6 +26,10 @@ export interface Tuning {
   triggerLeaseS: number;
   /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
   resolvedNetDelayS: number;
+  /** A run pending this long without a visible hint gets a fresh one (see shared/reaper/hints.ts). */
+  hintRepairAfterS: number;
+  /** How often one instance's reaper looks for such runs. */
+  hintRepairEveryS: number;
 }
 
 /**
@@ -34,7 +38,14 @@ export interface Tuning {
  */
 export const HINT_LEASE_S = 10;
 
-export const DEFAULT_TUNING: Tuning = { hintLeaseS: HINT_LEASE_S, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
+export const DEFAULT_TUNING: Tuning = {
+  hintLeaseS: HINT_LEASE_S,
+  triggerLeaseS: 5 * 60,
+  resolvedNetDelayS: 2 * 60,
+  // Far beyond any lease (10 s) a hint is normally hidden by, so only lost or hijacked hints qualify.
+  hintRepairAfterS: 15 * 60,
+  hintRepairEveryS: 5 * 60,
+};
 
 export interface Services extends TaskDeps {
   config: Config;

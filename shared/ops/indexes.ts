@@ -325,6 +325,19 @@ async function countWhere(storage: Storage, filter: string, select = ['RowKey'])
   return n;
 }
 
+/** Up to `limit` pending runs of a task queue scheduled before `before`, oldest first. */
+export async function stalePending(
+  storage: Storage,
+  taskQueueId: string,
+  before: string,
+  now: Date,
+  limit: number,
+): Promise<{ taskId: string; runId: number }[]> {
+  const filter = `PartitionKey eq ${lit(queuePk(taskQueueId))} and RowKey ge 'p~' and RowKey lt ${lit(`p~${before}`)} and live eq true and deadline gt ${lit(now.toJSON())}`;
+  const page = await storage.table('Indexes').page(filter, limit, undefined, ['taskId', 'runId']);
+  return page.items.map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
+}
+
 export async function listActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, limit: number, continuation?: string) {
   const page = await storage.table('Indexes').page(activeFilter(taskQueueId, state, now.toJSON()), limit, continuation);
   return { rows: page.items.map(clean), continuation: page.continuation };

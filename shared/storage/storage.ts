@@ -293,6 +293,14 @@ export class CountedQueue {
     });
   }
 
+  /** Up to `count` visible messages from the front, without leasing them. */
+  async peek(count: number): Promise<{ messageText: string }[]> {
+    return this.meter.run(`${this.label}.peek`, async () => {
+      const r = await this.client.peekMessages({ numberOfMessages: Math.max(1, Math.min(MAX_DEQUEUE, count)) });
+      return r.peekedMessageItems.map((m) => ({ messageText: m.messageText }));
+    });
+  }
+
   async approximateCount(): Promise<number> {
     return this.meter.run(`${this.label}.properties`, async () => {
       try {

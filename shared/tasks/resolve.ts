@@ -392,3 +392,26 @@ export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStat
   if (!after) throw notFound(`task ${t.taskId} not found`);
   return taskStatus(after);
 }
+
+/**
+ * Gives a pending run a fresh hint (its old one was lost or hidden for far too long). The new hint
+ * goes first; the row then names it, so the old hint, if it ever shows up again, claims nothing.
+ */
+export async function rehintRun(d: TaskDeps, taskId: string, runId: number, staleHintId: string | undefined): Promise<boolean> {
+  const t = await d.tasks.load(taskId);
+  const still = (x: TaskRecord) => runId === x.runs.length - 1 && x.runs[runId].state === 'pending' && x.runs[runId].hintId === staleHintId;
+  if (!t || !still(t) || deadlinePassed(t, d.now())) return false;
+  const hintId = slugid.nice();
+  await d.pending.put(t.definition.taskQueueId, t.definition.priority, taskId, runId, hintId, t.definition.deadline);
+  const result = await d.tasks.modify(
+    taskId,
+    (x) => {
+      if (!still(x)) return false;
+      x.runs[runId].hintId = hintId;
+      return true;
+    },
+    t,
+  );
+  if (result?.changed) d.wake(t.definition.taskQueueId);
+  return !!result?.changed;
+}
