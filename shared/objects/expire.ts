@@ -4,13 +4,17 @@
  */
 import type { Storage } from '../storage/storage';
 import { ObjectBlobs } from '../storage/object-blobs';
-import { ObjectStore } from './store';
+import { ObjectStore, isFinished } from './store';
 
-/** Deletes the object if it is past `nowIso`; returns 1 if it was deleted, else 0 (a stale index row). */
+/**
+ * Deletes the object if it is past `expires`, or is an upload never finished past `uploadExpires`;
+ * returns 1 if it was deleted, else 0 (a stale index row).
+ */
 export async function expireObject(storage: Storage, name: string, nowIso: string): Promise<number> {
   const store = new ObjectStore(storage);
   const o = await store.get(name);
-  if (!o || o.expires >= nowIso) return 0;
+  const due = !!o && (o.expires < nowIso || (!isFinished(o) && o.uploadExpires !== '' && o.uploadExpires < nowIso));
+  if (!o || !due) return 0;
   await new ObjectBlobs(storage).delete(name);
   await store.delete(o);
   return 1;

@@ -9,7 +9,8 @@
  *   fine unless it brings a new or different hash.
  * - startDownload offers `getUrl` (URL, expiry and hashes, so the client checks the data) before
  *   `simple` (a URL).
- * - Every object expires through the artifact expiry index (shared/artifacts/expiry.ts).
+ * - Every object expires through the artifact expiry index (shared/artifacts/expiry.ts); an upload
+ *   never finished is dropped after UPLOAD_TTL_MS, as Taskcluster drops it.
  */
 import type { Storage } from '../storage/storage';
 import { ObjectBlobs, PutUrl } from '../storage/object-blobs';
@@ -27,6 +28,8 @@ export const GET_URL_TTL_MS = 60 * 1000;
 const GET_URL_SKEW_MS = 60 * 1000;
 /** simple download URLs live 30 minutes, as the queue's signed artifact URLs do. */
 export const SIMPLE_URL_TTL_MS = 30 * 60 * 1000;
+/** Unfinished uploads are dropped after a day (Taskcluster's). */
+export const UPLOAD_TTL_MS = 24 * 3600 * 1000;
 /** ETag races on one object row settle within a few attempts. */
 const MAX_ATTEMPTS = 5;
 /** Download methods in order of preference. */
@@ -71,8 +74,12 @@ async function reserve(d: ObjectDeps, name: string, wanted: ObjectRecord, anyExp
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const o = await store.get(name);
     if (!o) {
-      await noteExpiry(d.storage, `o~${objectKey(name)}`, wanted.expires, d.now(), name);
-      const fresh = { ...wanted };
+      const now = d.now();
+      const uploadExpires = new Date(now.getTime() + UPLOAD_TTL_MS).toJSON();
+      const key = `o~${objectKey(name)}`;
+      await noteExpiry(d.storage, key, wanted.expires, now, name);
+      if (uploadExpires < wanted.expires) await noteExpiry(d.storage, key, uploadExpires, now, name);
+      const fresh = { ...wanted, uploadExpires };
       if (await store.insert(fresh)) return fresh;
       continue;
     }
@@ -88,7 +95,7 @@ async function reserve(d: ObjectDeps, name: string, wanted: ObjectRecord, anyExp
 
 /** What the queue does for an object artifact: reserve the upload, proposing no method. */
 export async function reserveUpload(d: ObjectDeps, name: string, projectId: string, uploadId: string, expires: string): Promise<ObjectRecord> {
-  return reserve(d, name, { name, projectId, uploadId, expires, hashes: {} }, true);
+  return reserve(d, name, { name, projectId, uploadId, expires, uploadExpires: '', hashes: {} }, true);
 }
 
 export async function createUpload(
@@ -97,7 +104,7 @@ export async function createUpload(
   input: CreateUploadInput,
 ): Promise<{ projectId: string; uploadId: string; expires: string; uploadMethod: UploadMethod }> {
   const expires = new Date(input.expires).toJSON();
-  await reserve(d, name, { name, projectId: input.projectId, uploadId: input.uploadId, expires, hashes: input.hashes ?? {} });
+  await reserve(d, name, { name, projectId: input.projectId, uploadId: input.uploadId, expires, uploadExpires: '', hashes: input.hashes ?? {} });
   const reply = { projectId: input.projectId, uploadId: input.uploadId, expires: input.expires };
   const blobs = new ObjectBlobs(d.storage);
   const { dataInline, putUrl } = input.proposedUploadMethods;
@@ -136,7 +143,7 @@ export async function finishUpload(
     if (o.uploadId !== input.uploadId) throw conflict(`Object "${name}" does not have uploadId ${input.uploadId}`);
     const hashes = mergeHashes(name, o.hashes, input.hashes);
     if (!(await new ObjectBlobs(d.storage).exists(name))) throw inputError(`No data was uploaded for object "${name}"`);
-    if (await store.replace({ ...o, uploadId: '', hashes })) return;
+    if (await store.replace({ ...o, uploadId: '', uploadExpires: '', hashes })) return;
   }
   throw conflict(`object ${name} is being changed concurrently; retry`);
 }

@@ -12,6 +12,8 @@ export interface ObjectRecord {
   uploadId: string;
   /** ISO date (toJSON form). */
   expires: string;
+  /** When an unfinished upload is dropped (ISO); '' once finished. */
+  uploadExpires: string;
   /** `{algorithm: hex}`, as the uploader declared them. */
   hashes: Record<string, string>;
   etag?: string;
@@ -38,6 +40,7 @@ export class ObjectStore {
       projectId: o.projectId,
       uploadId: o.uploadId,
       expires: o.expires,
+      uploadExpires: o.uploadExpires,
       hashes: JSON.stringify(o.hashes),
     };
   }
@@ -50,6 +53,7 @@ export class ObjectStore {
       projectId: row.projectId as string,
       uploadId: (row.uploadId as string) ?? '',
       expires: row.expires as string,
+      uploadExpires: (row.uploadExpires as string) ?? '',
       hashes: JSON.parse((row.hashes as string) || '{}'),
       etag: row.etag,
     };

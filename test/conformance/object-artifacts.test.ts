@@ -272,6 +272,35 @@ describe('the Object API', () => {
     await expectError(o.object(`tests/${slugid()}`), 404, 'ResourceNotFound');
   });
 
+  test('an upload never finished is dropped after a day, data and all; a finished object stays', async () => {
+    const o = root();
+    const open = `tests/${slugid()}/open`;
+    const done = `tests/${slugid()}/done`;
+    const services = svc.services as { now: () => Date };
+    const realNow = services.now;
+    // Both uploads began 25 hours ago (the service's clock says so); only one was finished.
+    services.now = () => new Date(Date.now() - 25 * 3600_000);
+    try {
+      const body = (uploadId: string) => ({
+        projectId: 'p',
+        uploadId,
+        expires: new Date(Date.now() + 30 * 24 * 3600_000).toJSON(),
+        proposedUploadMethods: { dataInline: { contentType: 'text/plain', objectData: Buffer.from('x').toString('base64') } },
+      });
+      await o.createUpload(open, body(slugid()));
+      const doneId = slugid();
+      await o.createUpload(done, body(doneId));
+      await o.finishUpload(done, { projectId: 'p', uploadId: doneId });
+    } finally {
+      services.now = realNow;
+    }
+    const blobs = new ObjectBlobs(svc.services.storage);
+    await reapUntil(svc, async () => !(await blobs.exists(open)), 15_000);
+    await expectError(o.finishUpload(open, { projectId: 'p', uploadId: slugid() }), 404, 'ResourceNotFound');
+    expect((await o.object(done)).projectId).toBe('p');
+    expect(await blobs.exists(done)).toBe(true);
+  }, 30_000);
+
   test('the client refuses data whose hash does not match the recorded one', async () => {
     const { taskId, wq } = await claimedTask();
     const name = 'public/tampered.txt';
