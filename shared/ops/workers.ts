@@ -212,7 +212,8 @@ export class WorkerRegistry {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       row ??= await this.getRow(taskQueueId, workerGroup, workerId);
       if (!row) return; // expired and deleted meanwhile: nothing to record on
-      const known = recentOf(row) ?? [];
+      // A row from before the list existed starts from its claims in the index.
+      const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
       const fresh = runs.filter((r) => !known.some((k) => k.taskId === r.taskId && k.runId === r.runId));
       if (!fresh.length) return;
       const recentTasks = JSON.stringify([...known, ...fresh.map(({ taskId, runId }) => ({ taskId, runId }))].slice(-RECENT_TASKS));
