@@ -270,6 +270,7 @@ describe('the Object API', () => {
     expect(r.status).toBe(303);
     expect(await (await fetch(r.headers.get('location')!)).text()).toBe('some bytes');
     await expectError(o.object(`tests/${slugid()}`), 404, 'ResourceNotFound');
+    expect((await objectClient(undefined).ping()).alive).toBe(true);
   });
 
   test('an upload never finished is dropped after a day, data and all; a finished object stays', async () => {
