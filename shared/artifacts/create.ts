@@ -1,15 +1,19 @@
 /**
  * createArtifact: the checks in the real queue's order, idempotent re-creation with its documented
- * exceptions, and the per-type reply (an upload URL for s3).
+ * exceptions, and the per-type reply (an upload URL for s3; for object, an upload reserved in the
+ * Object API and credentials for that one object).
  */
+import * as slugid from 'slugid';
 import type { Storage } from '../storage/storage';
 import type { TaskStore } from '../tasks/store';
 import { conflict, inputError } from '../errors';
 import { normalizeDate, jsonEqual } from '../tasks/model';
-import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, runKey } from './model';
+import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
 import { noteExpiry } from './expiry';
+import { Issuer, uploadCredentials } from './object';
+import { reserveUpload } from '../objects/objects';
 
 /** `expires` may lie this far in the past (clock drift), as in the real queue. */
 const EXPIRES_PAST_TOLERANCE_MS = 15 * 60 * 1000;
@@ -22,10 +26,12 @@ export interface CreateArtifactDeps {
   storage: Storage;
   tasks: TaskStore;
   now: () => Date;
+  /** Signs object artifacts' upload credentials. */
+  clients: { issuer: Issuer };
 }
 
 export interface CreateArtifactInput {
-  storageType: StorageType | 'object';
+  storageType: StorageType;
   expires: string;
   contentType?: string;
   contentLength?: number;
@@ -43,6 +49,9 @@ function detailsOf(input: CreateArtifactInput): Record<string, string> {
       return { artifact: input.artifact! };
     case 'error':
       return { reason: input.reason!, message: input.message! };
+    case 'object':
+      // Present once finished; until then it holds the upload's secret id.
+      return { uploadId: slugid.nice() };
     default:
       return {};
   }
@@ -108,11 +117,6 @@ export async function createArtifact(
   name: string,
   input: CreateArtifactInput,
 ): Promise<Record<string, unknown>> {
-  if (input.storageType === 'object') {
-    throw inputError(
-      'object artifacts need the Object service, which this deployment does not run; create s3 artifacts instead (generic-worker: createObjectArtifacts false)',
-    );
-  }
   if (name.length > MAX_NAME_LENGTH) throw inputError(`artifact names are at most ${MAX_NAME_LENGTH} characters`);
   checkContent(input);
   const now = d.now();
@@ -155,6 +159,22 @@ export async function createArtifact(
   await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
   const stored = await save(new ArtifactStore(d.storage), wanted);
 
+  if (stored.storageType === 'object') {
+    if (!stored.details.uploadId) throw conflict(`Artifact ${name} is already finished`);
+    const { projectId } = task.definition;
+    const objectName = objectNameFor(taskId, runId, name);
+    // Reserved after the artifact row, so a retry after a crash finds the row and reuses its uploadId.
+    const object = await reserveUpload(d, objectName, projectId, stored.details.uploadId, stored.expires);
+    const { workerGroup, workerId } = run as { workerGroup: string; workerId: string };
+    return {
+      storageType: 'object',
+      name: objectName,
+      projectId,
+      uploadId: object.uploadId,
+      expires: object.expires,
+      credentials: uploadCredentials(d.clients.issuer, { taskId, runId, name, projectId, expires: object.expires, workerGroup, workerId }, now),
+    };
+  }
   if (stored.storageType !== 's3') return { storageType: stored.storageType };
   return {
     storageType: 's3',
@@ -170,6 +190,8 @@ async function save(store: ArtifactStore, wanted: ArtifactRecord): Promise<Artif
     if (await store.insert({ ...wanted })) return wanted;
     const original = await store.get(wanted.taskId, wanted.runId, wanted.name);
     if (!original) continue; // deleted meanwhile (expired): insert again
+    // A repeat of an unfinished object artifact keeps its upload (and so may retry after a lost reply).
+    if (original.storageType === 'object' && original.details.uploadId && wanted.storageType === 'object') wanted = { ...wanted, details: original.details };
     if (!compatible(original, wanted)) {
       throw conflict(
         `Artifact already exists with different properties, and none of the allowed exceptions apply: ` +

@@ -8,7 +8,8 @@
  * reads the index rows that are due (one range query: past day partitions, row key < now), and
  * for each one deletes the run's expired artifacts (blob first, then the row) and then the index
  * row. An index row is a hint: the artifact row's `expires` is the truth, so a stale index row
- * (expiry since extended) only costs a query.
+ * (expiry since extended) only costs a query. Objects of the Object API use the same index: their
+ * rows carry `object` (the object name) and expire that one object.
  */
 import crypto from 'node:crypto';
 import type { Storage } from '../storage/storage';
@@ -18,6 +19,7 @@ import type { Logger } from '../log';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, blobNameFor } from './blobs';
 import { ArtifactRecord, artifactRowKey, runKey } from './model';
+import { expireObject } from '../objects/expire';
 
 const INDEX_PREFIX = '~expires~';
 /** Index writes for one day spread over 16 partitions (Azure serves ~2000 ops/s per partition). */
@@ -45,13 +47,16 @@ export function indexKeys(run: string, expires: string): { partitionKey: string;
 
 const written = new Set<string>();
 
-/** Makes sure an index row covers artifacts of `run` expiring at `expires` (before the row is written). */
-export async function noteExpiry(storage: Storage, run: string, expires: string, now: Date): Promise<void> {
+/**
+ * Makes sure an index row covers artifacts of `run` expiring at `expires` (before the row is
+ * written); with `object`, the row stands for that one object instead (`run` is then its key).
+ */
+export async function noteExpiry(storage: Storage, run: string, expires: string, now: Date, object?: string): Promise<void> {
   const keys = indexKeys(run, expires);
   const cacheKey = `${storage.prefix}|${keys.partitionKey}|${keys.rowKey}`;
   const cacheable = new Date(expires).getTime() - now.getTime() > INDEX_CACHE_MARGIN_MS;
   if (cacheable && written.has(cacheKey)) return;
-  await storage.table('Artifacts').upsert({ ...keys, run, expires });
+  await storage.table('Artifacts').upsert({ ...keys, run, expires, ...(object !== undefined ? { object } : {}) });
   if (!cacheable) return;
   if (written.size >= INDEX_CACHE_MAX) written.clear();
   written.add(cacheKey);
@@ -129,7 +134,8 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
       seen += page.items.length;
       await inBatches(page.items, DELETE_CONCURRENCY, async (row) => {
         try {
-          stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
+          if (typeof row.object === 'string') stats.artifacts += await expireObject(d.storage, row.object, nowIso);
+          else stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
           stats.runs++;
           try {
             await table.delete(row.partitionKey, row.rowKey, row.etag);

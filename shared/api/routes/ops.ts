@@ -41,6 +41,18 @@ registerSchema('update-worker-request', {
   required: ['expires'],
 });
 
+const STABILITY = { type: 'string', enum: ['experimental', 'stable', 'deprecated'] };
+registerSchema('update-provisioner-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: { stability: STABILITY, description: { type: 'string' }, expires: { type: 'string', format: 'date-time' }, actions: { type: 'array' } },
+});
+registerSchema('update-workertype-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: { stability: STABILITY, description: { type: 'string' }, expires: { type: 'string', format: 'date-time' } },
+});
+
 /** Operator queries that load a task per item page by this much at most. */
 const MAX_LOADED_PAGE = 100;
 /** Default window of resolved counts: the last day. */
@@ -416,6 +428,23 @@ export const opsRoutes: RouteDef[] = [
     },
   },
   {
+    // Deprecated in Taskcluster (removed in v106) but still in taskcluster-client v87: after the
+    // scope check it changes nothing and answers the provisioner, as Taskcluster does.
+    name: 'declareProvisioner',
+    service: 'queue',
+    method: 'PUT',
+    route: '/provisioners/<provisionerId>',
+    scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-provisioner:<provisionerId>#<property>' }] },
+    input: 'update-provisioner-request',
+    description: 'Deprecated: checks `queue:declare-provisioner:<provisionerId>#<property>` per given property and returns the provisioner unchanged.',
+    handler: async (req) => {
+      await req.authorize({ provisionerId: req.params.provisionerId, properties: Object.keys(req.body ?? {}) });
+      const p = provisioners(await req.services.workers.allQueues(`${req.params.provisionerId}!2f`))[0];
+      if (!p) throw notFound(`Provisioner \`${req.params.provisionerId}\` not found. Are you sure it was created?`);
+      return ok(p);
+    },
+  },
+  {
     name: 'listWorkerTypes',
     service: 'queue',
     method: 'GET',
@@ -434,6 +463,25 @@ export const opsRoutes: RouteDef[] = [
     route: '/provisioners/<provisionerId>/worker-types/<workerType>',
     scopes: 'queue:get-worker-type:<provisionerId>/<workerType>',
     handler: async (req) => ok({ ...workerTypeResponse(await req.services.workers.queue(queueOf(req))), actions: [] }),
+  },
+  {
+    // Deprecated, still in taskcluster-client v87: creates or updates the task queue as Taskcluster does.
+    name: 'declareWorkerType',
+    service: 'queue',
+    method: 'PUT',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>',
+    scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-worker-type:<provisionerId>/<workerType>#<property>' }] },
+    input: 'update-workertype-request',
+    description:
+      'Deprecated: creates or updates the task queue `<provisionerId>/<workerType>` (description, stability; expires only moves later, default 5 days from now).',
+    handler: async (req) => {
+      const { provisionerId, workerType } = req.params;
+      const body = req.body ?? {};
+      await req.authorize({ provisionerId, workerType, properties: Object.keys(body) });
+      const expires = body.expires === undefined ? undefined : new Date(body.expires).toJSON();
+      await req.services.workers.declareQueue(queueOf(req), { expires, description: body.description, stability: body.stability });
+      return ok({ ...workerTypeResponse(await req.services.workers.queue(queueOf(req))), actions: [] });
+    },
   },
 
   // ---- workers ----

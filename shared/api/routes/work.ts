@@ -12,6 +12,20 @@ import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
+/** Lists the claims in the worker's recentTasks; the claims stand even if that write fails. */
+async function recordClaims<C extends { status: { taskId: string }; runId: number }>(
+  req: ApiRequest,
+  taskQueueId: string,
+  worker: { workerGroup: string; workerId: string },
+  claims: C[],
+): Promise<C[]> {
+  const runs = claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId }));
+  await req.services.workers.claimed(taskQueueId, worker.workerGroup, worker.workerId, runs).catch((err) => {
+    req.services.log.warn('recent-tasks-write-failed', { taskQueueId, ...worker, error: String((err as Error)?.message ?? err) });
+  });
+  return claims;
+}
+
 async function loadTask(req: ApiRequest): Promise<TaskRecord> {
   const t = await req.services.tasks.load(req.params.taskId);
   if (!t) throw notFound(`task ${req.params.taskId} not found`);
@@ -72,8 +86,9 @@ export const workRoutes: RouteDef[] = [
         return ok({ tasks: [] });
       }
       // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
-      if (xmlMessage !== undefined) return ok({ tasks: await claimFromXml(req.services, req.params.taskQueueId, worker, xmlMessage) });
-      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, worker, tasks) });
+      const tq = req.params.taskQueueId;
+      if (xmlMessage !== undefined) return ok({ tasks: await recordClaims(req, tq, worker, await claimFromXml(req.services, tq, worker, xmlMessage)) });
+      return ok({ tasks: await recordClaims(req, tq, worker, await claimWork(req.services, tq, worker, tasks)) });
     },
   },
   {
@@ -95,7 +110,8 @@ export const workRoutes: RouteDef[] = [
       const outcome = await claimRun(req.services, t.taskId, runId, { workerGroup, workerId }, null, t);
       if (outcome.kind === 'task-not-found') throw notFound(`task ${t.taskId} not found`);
       if (outcome.kind === 'conflict') throw conflict(`cannot claim run ${runId} of task ${t.taskId}: ${outcome.reason}`);
-      return ok(claimResponse(req.services, outcome.task, outcome.run));
+      const [claimed] = await recordClaims(req, t.definition.taskQueueId, { workerGroup, workerId }, [claimResponse(req.services, outcome.task, outcome.run)]);
+      return ok(claimed);
     },
   },
   {
