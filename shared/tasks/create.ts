@@ -3,7 +3,7 @@
  * scopes, timestamps, `**` scopes, group, then an idempotent insert.
  */
 import * as slugid from 'slugid';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { PRIORITIES, Priority } from './vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import { TaskDeps } from './deps';
 import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, jsonEqual, normalizeDate, taskStatus } from './model';

@@ -2,7 +2,7 @@
  * Task and run records, the task status as clients see it, and the row encoding in Table Storage.
  */
 import { inputError, ApiError } from '../errors';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { PRIORITIES, Priority } from './vocabulary';
 import type { Entity } from '../storage/storage';
 import type { TriggerRef } from './triggers';
 
