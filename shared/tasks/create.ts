@@ -2,11 +2,12 @@
  * createTask, following the reference order: schema (done by the caller), task-queue forms,
  * scopes, timestamps, `**` scopes, group, then an idempotent insert.
  */
+import { isDeepStrictEqual } from 'node:util';
 import * as slugid from 'slugid';
 import { PRIORITIES, Priority } from './vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import { TaskDeps } from './deps';
-import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, jsonEqual, normalizeDate, taskStatus } from './model';
+import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus } from './model';
 import { trackDependencies } from './dependencies';
 
 /** Clients' clocks may drift this far from ours when they stamp `created`. */
@@ -128,7 +129,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   if (!(await d.tasks.insert(record))) {
     const existing = await d.tasks.load(taskId);
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
-    if (!jsonEqual(existing.definition, definition)) {
+    if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
     // A retry of a create that may have stopped before its dependencies were tracked: redo that
