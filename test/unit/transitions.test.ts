@@ -177,13 +177,15 @@ describe('reclaim', () => {
 });
 
 describe('report', () => {
-  test.each([
-    [{ state: 'completed' } as T.Outcome, 'completed/completed'],
-    [{ state: 'failed' } as T.Outcome, 'failed/failed'],
-    ...(['malformed-payload', 'resource-unavailable', 'internal-error'] as const).map(
-      (reason) => [{ state: 'exception', reason } as T.Outcome, `exception/${reason}`] as const,
-    ),
-  ])('%j resolves the task for good: triggers dropped, uploads committed', (outcome, summaryLine) => {
+  const finals: [T.Outcome, string][] = [
+    [{ state: 'completed' }, 'completed/completed'],
+    [{ state: 'failed' }, 'failed/failed'],
+    ...(['malformed-payload', 'resource-unavailable', 'internal-error'] as const).map((reason): [T.Outcome, string] => [
+      { state: 'exception', reason },
+      `exception/${reason}`,
+    ]),
+  ];
+  test.each(finals)('%j resolves the task for good: triggers dropped, uploads committed', (outcome, summaryLine) => {
     const s = step(report(runningTask(), outcome));
     expect(summary(s.next)).toEqual([summaryLine]);
     expect(s.next.takenUntil).toBe('');
