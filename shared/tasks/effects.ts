@@ -17,8 +17,6 @@ import type { Entity } from '../storage/storage';
 import type { TriggerRef } from './triggers';
 import type { Priority } from './vocabulary';
 
-export type Phase = 'before' | 'with' | 'after';
-
 export type Effect =
   // ---- before ----
   /** A pending hint for the run; `hintId` is the only hint that may claim it. */

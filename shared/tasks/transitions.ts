@@ -5,26 +5,25 @@
  * after an ETag race is deterministic. The executor (executor.ts) loads, applies, performs the
  * effects (effects.ts) and writes.
  *
- * The task's state is its last run's state ('unscheduled' without runs):
+ * The task's state is its last run's state ('unscheduled' without runs); `=` is an idempotent repeat:
  *
- *   transition        unscheduled  pending          running                      resolved
- *   create            -> pending (no dependencies) or stays unscheduled
- *   schedule          -> pending   =                =                            =
- *   claim                          -> running       = (replay) / refused         refused
- *   reclaim                        refused          = (new takenUntil)           refused
- *   report                         refused          -> resolved, or pending      = (same report) / refused
- *                                                      (retry: new run)
- *   claim expired                  =                -> exception, or pending     = (owes propagation)
- *                                                      (retry: new run)
- *   deadline          -> exception -> exception     -> exception                 = (owes propagation)
- *   cancel            -> exception -> exception     -> exception                 = (owes propagation)
- *   rerun             -> pending   =                =                            -> pending (new run)
- *   propagated        bookkeeping only: dependentsNotified = last run
- *   dependent added   bookkeeping only: hasDependents = true
+ *   transition      unscheduled         pending             running                   completed/failed/exception
+ *   create          -> pending (no dependencies) or unscheduled
+ *   schedule        -> pending          =                   =                         =
+ *   claim           409                 -> running          = same worker / 409       409
+ *   reclaim         404                 409                 -> running (takenUntil)   409
+ *   report          404                 409                 -> resolved, or pending   = same report / 409
+ *                                                              (retry run)
+ *   expireClaim     =                   =                   -> exception, or pending  = (owes propagation)
+ *   deadline        -> exception (run)  -> exception        -> exception              = (owes propagation)
+ *   cancel          -> exception (run)  -> exception        -> exception              = (owes propagation)
+ *   rerun           -> pending (run)    =                   =                         -> pending (new run)
+ *   propagated      bookkeeping only: dependentsNotified = last run
+ *   dependentAdded  bookkeeping only: hasDependents = true
  *
- * `=` is an idempotent repeat: the task unchanged, with the effects it still owes (propagation,
- * upload commits). A refusal carries today's 404/409 message. Deadline, cancel, claim and rerun
- * refuse after the deadline where the table says so (see each function).
+ * An idempotent repeat returns the task unchanged with the effects it still owes (propagation,
+ * upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
+ * cancel, rerun and scheduleTask refuse (409).
  */
 import { effect, Effect } from './effects';
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, taskState } from './model';
@@ -58,7 +57,6 @@ export type Result = Step | Refusal | Later;
 
 export const isRefusal = (r: Result): r is Refusal => 'refused' in r;
 export const isLater = (r: Result): r is Later => 'retryAfterS' in r;
-export const changed = (task: TaskRecord, s: Step): boolean => s.next !== task;
 
 export interface Worker {
   workerGroup: string;
