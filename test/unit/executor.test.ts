@@ -5,6 +5,7 @@
  */
 import { execute } from '../../shared/tasks/executor';
 import * as T from '../../shared/tasks/transitions';
+import { effect } from '../../shared/tasks/effects';
 import type { TaskDeps } from '../../shared/tasks/deps';
 import type { TaskRecord } from '../../shared/tasks/model';
 
@@ -61,8 +62,8 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
     },
     tasks: {
       load: async () => (calls.push('load'), structuredClone(stored)),
-      replace: async (current: TaskRecord, next: TaskRecord) => {
-        calls.push('write');
+      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = []) => {
+        calls.push(['write', ...rows.map((r) => r.rowKey)].join(' '));
         const race = races.shift();
         if (race) {
           stored = { ...race, etag: `${current.etag}+` };
@@ -125,4 +126,16 @@ test('a refusal performs nothing and writes nothing', async () => {
   const r = await execute(f.d, 'T1', (x) => T.reclaim(x, { runId: 0, claimTimeoutS: 1200 }, NOW), t);
   expect(r).toEqual({ refused: 'conflict', message: 'run 0 of task T1 is not running (it was resolved, canceled or overtaken)' });
   expect(f.calls).toEqual([]);
+});
+
+test('`with` rows go into the write of the task row, on every attempt', async () => {
+  const t = pendingTask();
+  const f = fakes(t, { races: [{ ...structuredClone(t), retriesLeft: 0 }] });
+  const withOutbox = (x: TaskRecord): T.Result => {
+    const s = T.dependentAdded(x);
+    return { next: s.next, effects: [effect.row({ partitionKey: 'T1', rowKey: `outbox-${x.retriesLeft}` })] };
+  };
+  await execute(f.d, 'T1', withOutbox, t);
+  expect(f.calls).toEqual(['write outbox-1', 'load', 'write outbox-0']);
+  expect(f.stored().hasDependents).toBe(true);
 });
