@@ -14,6 +14,7 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
+import { commitRunUploads } from './artifacts/commit';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -90,6 +91,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
     expiry: new ExpiryIndex(storage),
+    uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
     log,
     startedAt: now(),

@@ -7,7 +7,8 @@ import * as slugid from 'slugid';
 import type { Storage } from '../storage/storage';
 import type { TaskStore } from '../tasks/store';
 import { conflict, inputError } from '../errors';
-import { normalizeDate, jsonEqual } from '../tasks/model';
+import { isDeepStrictEqual } from 'node:util';
+import { normalizeDate } from '../tasks/model';
 import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
@@ -86,7 +87,7 @@ export function compatible(original: ArtifactRecord, next: ArtifactRecord): bool
   if (original.expires > next.expires) return false;
   if (original.storageType === next.storageType) {
     // Same type: same details, except that a reference may point somewhere else.
-    return next.storageType === 'reference' || jsonEqual(original.details, next.details);
+    return next.storageType === 'reference' || isDeepStrictEqual(original.details, next.details);
   }
   // The only type change allowed: a reference becomes a link.
   return original.storageType === 'reference' && next.storageType === 'link';
@@ -105,7 +106,7 @@ function merged(original: ArtifactRecord, next: ArtifactRecord): ArtifactRecord 
   const same =
     out.storageType === original.storageType &&
     out.expires === original.expires &&
-    jsonEqual(out.details, original.details) &&
+    isDeepStrictEqual(out.details, original.details) &&
     out.uncommitted === original.uncommitted;
   return same ? undefined : out;
 }

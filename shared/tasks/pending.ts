@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { CountedQueue, Storage, MAX_VISIBILITY_S } from '../storage/storage';
 import { encodeKey, odata } from '../storage/keys';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { PRIORITIES, Priority } from './vocabulary';
 import { priorityLevel } from './model';
 
 export interface Hint {

@@ -5,7 +5,7 @@
 import { QueueSASPermissions, SASProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
 import type { Services } from '../services';
 import type { SasProtocol } from '../config';
-import { PRIORITIES } from '../api/schemas';
+import { PRIORITIES } from '../tasks/vocabulary';
 
 /** Start backdated so workers with a slow clock can use the URLs at once (as Taskcluster did). */
 export const SAS_BACKDATE_MS = 15 * 60 * 1000;

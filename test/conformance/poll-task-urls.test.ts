@@ -6,7 +6,7 @@
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { poll, pollInOrder, deleteMessage, PollUrls, PolledMessage } from '../helpers/azure-queue';
-import { PRIORITIES } from '../../shared/api/schemas';
+import { PRIORITIES } from '../../shared/tasks/vocabulary';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const tc10 = require('tc10');

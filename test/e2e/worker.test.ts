@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
-import { PRIORITIES } from '../../shared/api/schemas';
+import { PRIORITIES } from '../../shared/tasks/vocabulary';
 
 /** Short claims so reclaims (and a cancel noticed at reclaim) happen within seconds; reclaim at half. */
 const CLAIM_TIMEOUT_S = 10;
