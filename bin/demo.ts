@@ -187,7 +187,17 @@ async function main(): Promise<number> {
   const services = await buildServices(config, { log: jsonLogger(undefined, true) });
   startPollers(services);
   const provider = async () => services;
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, host: '127.0.0.1', runTimers: true, quiet: true });
+  const settings = { QUEUE_REAPER_SCHEDULE: config.reaperSchedule };
+  const host = await startHost({
+    routes,
+    services: provider,
+    timers: timerFunctions(provider),
+    port,
+    host: '127.0.0.1',
+    runTimers: true,
+    quiet: true,
+    settings,
+  });
 
   const tc = (await import('taskcluster-client')).default;
   const queue = new tc.Queue({ rootUrl, credentials: rootCreds });

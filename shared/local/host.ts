@@ -10,10 +10,11 @@ import { RouteDef } from '../api/types';
 import { compile, CompiledRoute } from '../api/router';
 import { errorResponse, makeHandler, ServiceProvider } from '../api/http';
 import { ApiError } from '../errors';
+import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 
 export interface TimerDef {
   name: string;
-  /** NCRONTAB schedule (six fields); `%SETTING%` is resolved from the environment as Azure does. */
+  /** NCRONTAB schedule (see shared/cron.ts); `%SETTING%` is resolved from the app settings as Azure does. */
   schedule: string;
   handler: (timer: Timer, context: InvocationContext) => Promise<void>;
 }
@@ -24,20 +25,6 @@ export interface LocalHost {
   close(): Promise<void>;
   /** Runs a timer function now (as POST /admin/functions/<name> does on the real host). */
   runTimer(name: string): Promise<void>;
-}
-
-/** Interval between timer runs for a six-field NCRONTAB schedule (second- or minute-steps only). */
-export function intervalMs(schedule: string, env: NodeJS.ProcessEnv = process.env): number {
-  const resolved = schedule.replace(/^%(.+)%$/, (_m, k: string) => env[k] ?? '');
-  const f = resolved.trim().split(/\s+/);
-  if (f.length === 6) {
-    const step = (x: string) => (x === '*' ? 1 : /^\*\/(\d+)$/.test(x) ? Number(x.slice(2)) : undefined);
-    const s = step(f[0]);
-    if (s && f.slice(1).every((x) => x === '*')) return s * 1000;
-    const m = step(f[1]);
-    if (f[0] === '0' && m && f.slice(2).every((x) => x === '*')) return m * 60_000;
-  }
-  return 60_000;
 }
 
 function context(functionName: string, quiet: boolean): InvocationContext {
@@ -93,6 +80,8 @@ export async function startHost(opts: {
   quiet?: boolean;
   /** Run timers on their schedule (tests usually trigger them by hand). */
   runTimers?: boolean;
+  /** App settings that a `%SETTING%` schedule names (default: process.env). */
+  settings?: Record<string, string | undefined>;
 }): Promise<LocalHost> {
   const quiet = opts.quiet ?? false;
   const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.routes.map((r) => ({
@@ -100,6 +89,18 @@ export async function startHost(opts: {
     handler: makeHandler(r, opts.services),
   }));
   const timers = new Map((opts.timers ?? []).map((t) => [t.name, t]));
+  // Schedules are checked before listening: a timer that cannot run stops start-up.
+  const scheduled = [...timers.values()]
+    .filter(() => opts.runTimers)
+    .map((t) => {
+      try {
+        const schedule = resolveSchedule(t.schedule, opts.settings ?? process.env);
+        parseSchedule(schedule);
+        return [t.name, schedule] as const;
+      } catch (err) {
+        throw new Error(`timer ${t.name}: ${(err as Error).message}`, { cause: err });
+      }
+    });
   const running = new Map<string, Promise<void>>();
 
   const runTimer = async (name: string, isPastDue = false): Promise<void> => {
@@ -179,19 +180,14 @@ export async function startHost(opts: {
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
 
-  const intervals: NodeJS.Timeout[] = [];
-  if (opts.runTimers) {
-    for (const t of timers.values()) {
-      intervals.push(setInterval(() => void runTimer(t.name), intervalMs(t.schedule)));
-    }
-  }
+  const jobs = scheduled.map(([name, schedule]) => runOnSchedule(schedule, () => void runTimer(name)));
 
   return {
     url: `http://localhost:${port}`,
     port,
     runTimer: (name) => runTimer(name),
     close: async () => {
-      intervals.forEach(clearInterval);
+      jobs.forEach((j) => j.stop());
       await Promise.all(running.values());
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

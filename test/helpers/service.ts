@@ -106,7 +106,7 @@ export async function expectError(p: Promise<unknown>, statusCode: number, code?
     await p;
   } catch (err: any) {
     if (err.statusCode !== statusCode || (code && err.code !== code)) {
-      throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, got ${err.statusCode} ${err.code}: ${err.message}`);
+      throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, got ${err.statusCode} ${err.code}: ${err.message}`, { cause: err });
     }
     return err;
   }

@@ -3,7 +3,7 @@
  * taskcluster-client v87 names and routes them), the health check, and this queue's own queries
  * (task history, tasks by state and time, latest tasks, counts by state) plus the dashboard.
  */
-import { ApiRequest, RouteDef, ok } from '../types';
+import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { badArgs, notFound } from '../../errors';
 import { pageLimit } from '../continuation';
 import { registerSchema } from '../schemas';
@@ -23,7 +23,7 @@ import {
   IndexRow,
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
-import { dashboardPage } from '../../ops/dashboard-page';
+import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 
 registerSchema('quarantine-worker-request', {
   type: 'object',
@@ -571,13 +571,20 @@ export const opsRoutes: RouteDef[] = [
     method: 'GET',
     route: '/dashboard',
     scopes: null,
-    handler: async (req) => ({
-      status: 200,
-      headers: {
-        'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
-      },
-      raw: dashboardPage(req.services.config.publicUrl),
-    }),
+    handler: async () => dashboardResponse('index.html'),
+  },
+  {
+    name: 'dashboardFile',
+    service: 'web',
+    method: 'GET',
+    route: '/dashboard/<file>',
+    scopes: null,
+    handler: async (req) => (req.params.file === 'config.json' ? ok(dashboardConfig(req.services.config.publicUrl)) : dashboardResponse(req.params.file)),
   },
 ];
+
+function dashboardResponse(name: string): ApiResponse {
+  const file = dashboardFile(name);
+  if (!file) throw notFound(`the dashboard has no file ${name}`);
+  return { status: 200, headers: { 'content-type': file.contentType, 'content-security-policy': DASHBOARD_CSP }, raw: file.body };
+}
