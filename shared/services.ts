@@ -2,7 +2,7 @@
  * Builds everything the handlers need from a Config, once per process.
  */
 import { Config } from './config';
-import { Storage } from './storage/storage';
+import { Storage, createStorage } from './storage/storage';
 import { ClientStore } from './auth/clients';
 import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';
@@ -69,7 +69,7 @@ export interface ServiceOptions {
 export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
-  const storage = new Storage(config.storageConnection, config.storagePrefix);
+  const storage = createStorage(config.storageConnection, config.storagePrefix);
   await storage.ensureAll();
   const clients = new ClientStore(storage, {
     rootClientId: config.rootClientId,

@@ -14,7 +14,6 @@
 import crypto from 'node:crypto';
 import type { Storage } from '../storage/storage';
 import { StorageConflict } from '../storage/storage';
-import { odata } from '../storage/keys';
 import type { Logger } from '../log';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, blobNameFor } from './blobs';
@@ -98,7 +97,7 @@ async function expireRun(store: ArtifactStore, blobs: ArtifactBlobs, run: string
   let deleted = 0;
   let continuation: string | undefined;
   do {
-    const page = await store.page(taskId, runId, 1000, continuation, `expires lt ${odata(nowIso)}`);
+    const page = await store.page(taskId, runId, 1000, continuation, [{ prop: 'expires', op: 'lt', value: nowIso }]);
     continuation = page.continuation;
     const due = page.items.filter((a) => a.expires < nowIso);
     await inBatches(
@@ -123,13 +122,12 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
   const store = new ArtifactStore(d.storage);
   const blobs = new ArtifactBlobs(d.storage);
   // Every index partition up to today's (shards are hex digits, and '~' sorts after them).
-  const filter =
-    `PartitionKey ge ${odata(INDEX_PREFIX)} and PartitionKey lt ${odata(`${INDEX_PREFIX}${nowIso.slice(0, 10)}~~`)}` + ` and RowKey lt ${odata(nowIso)}`;
+  const query = { partitionKey: { ge: INDEX_PREFIX, lt: `${INDEX_PREFIX}${nowIso.slice(0, 10)}~~` }, rowKey: { lt: nowIso } };
   try {
     let continuation: string | undefined;
     let seen = 0;
     do {
-      const page = await table.page(filter, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
+      const page = await table.page(query, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
       continuation = page.continuation;
       seen += page.items.length;
       await inBatches(page.items, DELETE_CONCURRENCY, async (row) => {

@@ -15,10 +15,9 @@
  * ETag-guarded merge per call that claimed something: the index rows' time keys cannot order
  * claims made in the same millisecond.
  */
-import { Storage, StorageConflict, StoredEntity } from '../storage/storage';
+import { Condition, Query, Storage, StorageConflict, StoredEntity } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
-import { lit } from './keys';
 import { listWorkerRuns } from './indexes';
 
 /** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
@@ -335,11 +334,18 @@ export class WorkerRegistry {
 
   /** listWorkers: live or quarantined workers of a queue, each with its latest claim. */
   async list(taskQueueId: string, quarantined: boolean | undefined, limit: number, continuation?: string) {
-    const now = lit(this.now().toJSON());
-    let filter = `PartitionKey eq ${lit(encodeKey(taskQueueId))} and (expires gt ${now} or quarantineUntil gt ${now})`;
-    if (quarantined === true) filter += ` and quarantineUntil gt ${now}`;
-    if (quarantined === false) filter += ` and quarantineUntil le ${now}`;
-    const page = await this.workers.page<WorkerRow>(filter, limit, continuation);
+    const now = this.now().toJSON();
+    const where: Condition[] = [
+      {
+        or: [
+          { prop: 'expires', op: 'gt', value: now },
+          { prop: 'quarantineUntil', op: 'gt', value: now },
+        ],
+      },
+    ];
+    if (quarantined === true) where.push({ prop: 'quarantineUntil', op: 'gt', value: now });
+    if (quarantined === false) where.push({ prop: 'quarantineUntil', op: 'le', value: now });
+    const page = await this.workers.page<WorkerRow>({ partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
     const workers = await Promise.all(
       page.items.map(async (w) => {
         const latest = (recentOf(w) ?? (await this.recentFromIndex(taskQueueId, w.workerGroup, w.workerId, 1))).slice(-1)[0];
@@ -406,9 +412,9 @@ export class WorkerRegistry {
   async allQueues(prefix?: string): Promise<QueueInfo[]> {
     const byPk = new Map<string, { taskQueueId?: string; meta?: StoredEntity; touched: string }>();
     let continuation: string | undefined;
-    const filter = prefix ? `PartitionKey ge ${lit(prefix)} and PartitionKey lt ${lit(prefix + '~')}` : '';
+    const query: Query = prefix ? { partitionKey: { ge: prefix, lt: prefix + '~' } } : {};
     do {
-      const page = await this.queues.page(filter, 1000, continuation);
+      const page = await this.queues.page(query, 1000, continuation);
       for (const r of page.items) {
         const e = byPk.get(r.partitionKey) ?? { touched: '' };
         if (typeof r.taskQueueId === 'string') e.taskQueueId = r.taskQueueId;

@@ -5,7 +5,6 @@
  * Edges are written before the required tasks are checked, so a dependency resolving at the same
  * moment is seen either by this check or by its own resolution (both serialize on its row's ETag).
  */
-import { odata } from '../storage/keys';
 import { TaskDeps } from './deps';
 import { TaskRecord, isResolved, taskState } from './model';
 
@@ -42,9 +41,7 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking:
   const deps = def.dependencies;
   for (let i = 0; i < deps.length; i += MAX_BATCH) {
     const chunk = deps.slice(i, i + MAX_BATCH);
-    await table.transact((tx) => {
-      for (const r of chunk) tx.upsertEntity({ partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires }, 'Replace');
-    });
+    await table.transact(chunk.map((r) => ({ op: 'upsert', entity: { partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires } })));
   }
   const missing: string[] = [];
   const expiring: string[] = [];
@@ -75,7 +72,7 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking:
 }
 
 export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
-  const page = await d.storage.table('TaskDeps').page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'r-' and RowKey lt 'r.'`, 1, undefined, ['RowKey']);
+  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'r-', lt: 'r.' }, select: ['RowKey'] }, 1);
   return page.items.length > 0;
 }
 
@@ -91,7 +88,7 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
   let scheduled = 0;
   let continuation: string | undefined;
   do {
-    const page = await table.page(`PartitionKey eq ${odata(task.taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, 1000, continuation);
+    const page = await table.page({ partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } }, 1000, continuation);
     for (const row of page.items) {
       if (row.require === 'completed' && state !== 'completed') continue;
       const dependent = row.rowKey.slice(2);
@@ -111,8 +108,6 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
 
 /** One page of the tasks that depend on `taskId` (its dependents list). */
 export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-  const page = await d.storage
-    .table('TaskDeps')
-    .page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, limit, continuation, ['RowKey']);
+  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'd-', lt: 'd.' }, select: ['RowKey'] }, limit, continuation);
   return { taskIds: page.items.map((r) => r.rowKey.slice(2)), continuation: page.continuation };
 }

@@ -71,12 +71,11 @@ export class TaskStore {
   /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */
   private async write(taskId: string, row: Entity, extra: Entity[], etag?: string): Promise<string> {
     if (!extra.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
-    const r = await this.table.transact((tx) => {
-      if (etag) tx.updateEntity(row, 'Replace', { etag });
-      else tx.createEntity(row);
-      for (const e of extra) tx.upsertEntity(e, 'Replace');
-    });
-    const newEtag = r.subResponses[0]?.etag;
+    const etags = await this.table.transact([
+      etag ? { op: 'update', entity: row, etag } : { op: 'create', entity: row },
+      ...extra.map((e) => ({ op: 'upsert' as const, entity: e })),
+    ]);
+    const newEtag = etags[0];
     if (newEtag) return newEtag;
     const reread = await this.table.get(taskId, TASK_RK);
     if (!reread) throw new StorageConflict('missing', `Tasks: ${taskId} gone after write`);
@@ -118,7 +117,7 @@ export class TaskStore {
       const chunk = keys.slice(i, i + MAX_BATCH);
       try {
         if (chunk.length === 1) await this.table.delete(taskId, chunk[0]);
-        else await this.table.transact((tx) => chunk.forEach((rk) => tx.deleteEntity(taskId, rk)));
+        else await this.table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: taskId, rowKey: rk })));
       } catch (err) {
         // A row was already gone (another deleter): fall back to one by one.
         if (!(err instanceof StorageConflict)) throw err;

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { startTestService, TestService, expectError } from '../helpers/service';
 import { checkHealth } from '../../shared/ops/health';
-import { Storage } from '../../shared/storage/storage';
+import { createStorage } from '../../shared/storage/storage';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -41,7 +41,7 @@ test('500 when storage fails', async () => {
 });
 
 test('unreachable storage (connection refused) is reported, not thrown', async () => {
-  const dead = new Storage(
+  const dead = createStorage(
     'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' +
       crypto.randomBytes(32).toString('base64') +
       ';TableEndpoint=http://127.0.0.1:9/devstoreaccount1;QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;BlobEndpoint=http://127.0.0.1:9/devstoreaccount1',

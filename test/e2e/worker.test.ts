@@ -9,6 +9,7 @@ import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
 import { PRIORITIES } from '../../shared/tasks/vocabulary';
+import { sdkQueue } from '../helpers/storage-sdk';
 
 /** Short claims so reclaims (and a cancel noticed at reclaim) happen within seconds; reclaim at half. */
 const CLAIM_TIMEOUT_S = 10;
@@ -98,9 +99,8 @@ async function readArtifact(taskId: string, runId: number, name: string): Promis
 async function pendingMessages(taskQueueId: string): Promise<number> {
   let n = 0;
   for (const p of PRIORITIES) {
-    const props = await svc.services.pending
-      .queue(taskQueueId, p)
-      .client.getProperties()
+    const props = await sdkQueue(svc.services, svc.services.pending.queueName(taskQueueId, p))
+      .getProperties()
       .catch(() => undefined);
     n += props?.approximateMessagesCount ?? 0;
   }
