@@ -12,51 +12,16 @@
 const DOMAIN = '^shared/(?!(api|app|local|storage)/)[^/]+/';
 const AZURE_STORAGE_SDKS = '^node_modules/@azure/(data-tables|storage-queue|storage-blob)/';
 
-// ---------------------------------------------------------------------------------------------
-// TEMPORARY ALLOWLIST: known violations that work in progress on other branches removes (core:
-// domain vocabulary out of shared/api/schemas and effects instead of resolve -> artifacts/commit;
-// storage: SAS minting and SDK calls into shared/storage; objects: artifact schemas). The lead
-// deletes this whole block (and its two uses below) once those branches are merged. To list what
-// it still hides, run `npm run deps` with `knownViolations` removed from the options.
-const TEMPORARY_KNOWN_VIOLATIONS = [
-  ['domain-not-to-api-or-entry-points', 'shared/tasks/model.ts', 'shared/api/schemas.ts'],
-  ['domain-not-to-api-or-entry-points', 'shared/tasks/create.ts', 'shared/api/schemas.ts'],
-  ['domain-not-to-api-or-entry-points', 'shared/tasks/pending.ts', 'shared/api/schemas.ts'],
-  ['domain-not-to-api-or-entry-points', 'shared/work/poll-urls.ts', 'shared/api/schemas.ts'],
-  ['domain-not-to-api-or-entry-points', 'shared/artifacts/schemas.ts', 'shared/api/schemas.ts'],
-  ['azure-sdks-only-in-storage', 'shared/artifacts/blobs.ts', 'node_modules/@azure/storage-blob/dist/commonjs/index.js'],
-  ['azure-sdks-only-in-storage', 'shared/work/poll-urls.ts', 'node_modules/@azure/storage-queue/dist/commonjs/index.js'],
-  ['azure-sdks-only-in-storage', 'bench/raw.ts', 'node_modules/@azure/data-tables/dist/commonjs/index.js'],
-  ['azure-sdks-only-in-storage', 'bench/raw.ts', 'node_modules/@azure/storage-queue/dist/commonjs/index.js'],
-].map(([name, from, to]) => ({ type: 'dependency', rule: { name, severity: 'error' }, from, to }));
-// Folder edges that lie on the cycles the imports above close (plus shared/tasks/resolve.ts ->
-// shared/artifacts/commit.ts); folder-level findings cannot be baselined, so the cycle rule skips them.
-const TEMPORARY_CYCLE_EDGES = {
-  'shared/tasks': ['shared/api', 'shared/artifacts'],
-  'shared/work': ['shared/api', 'shared/tasks'],
-  'shared/artifacts': ['shared/api', 'shared/tasks'],
-  'shared/ops': ['shared/tasks'],
-  'shared/api': ['shared/tasks', 'shared/work', 'shared/ops', 'shared/artifacts'],
-};
-// ---------------------------------------------------------------------------------------------
 
-const exact = (names) => `^(${names.join('|')})$`;
 const folderCycleRules = [
   {
     name: 'no-folder-cycles',
     comment: 'Folders form a hierarchy; a cycle between two folders means neither can be understood or changed alone.',
     severity: 'error',
     scope: 'folder',
-    from: { pathNot: exact(Object.keys(TEMPORARY_CYCLE_EDGES)) },
+    from: {},
     to: { circular: true },
   },
-  ...Object.entries(TEMPORARY_CYCLE_EDGES).map(([from, skip]) => ({
-    name: 'no-folder-cycles',
-    severity: 'error',
-    scope: 'folder',
-    from: { path: exact([from]) },
-    to: { circular: true, pathNot: exact(skip) },
-  })),
 ];
 
 module.exports = {
@@ -117,6 +82,5 @@ module.exports = {
     // Type-only imports couple layers just as much as value imports.
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    knownViolations: TEMPORARY_KNOWN_VIOLATIONS,
   },
 };

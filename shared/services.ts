@@ -2,7 +2,7 @@
  * Builds everything the handlers need from a Config, once per process.
  */
 import { Config } from './config';
-import { Storage, createStorage } from './storage/storage';
+import { createStorage } from './storage/storage';
 import { ClientStore } from './auth/clients';
 import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';

@@ -15,7 +15,7 @@
 import type { Storage } from '../storage/storage';
 import { ObjectBlobs, PutUrl } from '../storage/object-blobs';
 import { ApiError, conflict, inputError, notFound } from '../errors';
-import { noteExpiry } from '../artifacts/expiry';
+import { noteExpiry } from './expiry-index';
 import { ObjectRecord, ObjectStore, isFinished, objectKey } from './store';
 
 /** The dataInline method carries at most 8 KiB of decoded data (Taskcluster's schema). */

@@ -70,11 +70,11 @@ describe('recovery after kill -9 between dequeue and claim', () => {
 
   it(`the run is claimable again within the ${HINT_LEASE_S} s hint lease`, async () => {
     const conn = process.env.TEST_STORAGE_CONNECTION!;
-    let victim: ChildProcess | undefined;
+    const armed: { victim?: ChildProcess } = {};
     let killedAt = 0;
     proxy = queueProxy(endpoint(conn, 'Queue'), () => {
-      if (!victim || killedAt) return false;
-      victim.kill('SIGKILL');
+      if (!armed.victim || killedAt) return false;
+      armed.victim.kill('SIGKILL');
       killedAt = Date.now();
       return true;
     });
@@ -106,7 +106,7 @@ describe('recovery after kill -9 between dequeue and claim', () => {
     const taskId = tc.slugid();
     await queue.createTask(taskId, taskDef(taskQueueId));
 
-    victim = first;
+    armed.victim = first;
     await expect(queue.claimWork(taskQueueId, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).rejects.toThrow();
     expect(killedAt).toBeGreaterThan(0);
     if (first.exitCode === null && first.signalCode === null) await new Promise((r) => first.once('exit', r));

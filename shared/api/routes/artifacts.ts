@@ -2,7 +2,7 @@
  * Artifact endpoints: create (and the object-only finish), downloads (303 / 424), content
  * descriptors, info and listings.
  */
-import '../../artifacts/schemas';
+import '../artifact-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { conflict, inputError, notFound } from '../../errors';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
