@@ -4,14 +4,12 @@
  */
 import crypto from 'node:crypto';
 import { loadConfig } from '../../shared/config';
-import { buildServices, Services, Tuning } from '../../shared/services';
-import { routes } from '../../shared/api/route-table';
+import { Services, Tuning } from '../../shared/services';
+import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
-import { timerFunctions } from '../../shared/reaper/timers';
 import { freePort } from '../../shared/local/azurite';
 import { memoryLogger } from '../../shared/log';
 import { generateAccessToken } from '../../shared/auth/clients';
-import { startPollers } from '../../shared/work/runtime-hooks';
 
 export interface TestService {
   rootUrl: string;
@@ -45,10 +43,9 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     ...env,
   });
   const log = memoryLogger();
-  const services = await buildServices(config, { log, tuning: opts.tuning });
-  startPollers(services);
-  const provider = async () => services;
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });
+  const app = await startApp(config, { log, tuning: opts.tuning });
+  const services = app.svc;
+  const host = await startHost({ app, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
     new Cls({ rootUrl, credentials: credentials === null ? undefined : (credentials ?? root), retries: 0, ...opts });
