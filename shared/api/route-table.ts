@@ -10,8 +10,18 @@ import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
+import { referenceRoutes } from './references';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
+export const routes: RouteDef[] = [
+  ...taskRoutes,
+  ...workRoutes,
+  ...groupRoutes,
+  ...pollRoutes,
+  ...artifactRoutes,
+  ...authRoutes,
+  ...opsRoutes,
+  ...referenceRoutes(() => routes),
+];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

@@ -24,6 +24,7 @@ import {
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
 import { dashboardPage } from '../../ops/dashboard-page';
+import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
 registerSchema('quarantine-worker-request', {
   type: 'object',
@@ -160,9 +161,12 @@ async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string
 const workerRoute = '/provisioners/<provisionerId>/worker-types/<workerType>/workers/<workerGroup>/<workerId>';
 
 /** This queue's own operator queries (served, as a taskcluster-client reference, by opsReference). */
-export const opsQueryRoutes: RouteDef[] = [
+export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
   {
     name: 'taskHistory',
+    title: 'Task History',
+    stability: 'experimental',
+    output: 'task-history-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/history',
@@ -179,6 +183,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskQueueTasks',
+    title: 'List Tasks of a Task Queue by State',
+    stability: 'experimental',
+    output: 'list-task-queue-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/tasks',
@@ -204,6 +211,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'taskQueueStateCounts',
+    title: 'Task Queue State Counts',
+    stability: 'experimental',
+    output: 'task-queue-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/state-counts',
@@ -219,6 +229,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listResolvedTasks',
+    title: 'List Resolved Tasks',
+    stability: 'experimental',
+    output: 'list-resolved-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/resolved-tasks',
@@ -238,6 +251,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTasksByName',
+    title: 'List Tasks by Name',
+    stability: 'experimental',
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/tasks-by-name',
@@ -251,6 +267,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskGroupLatest',
+    title: 'Latest Tasks of a Task Group',
+    stability: 'experimental',
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>/latest',
@@ -261,6 +280,9 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'workerStateCounts',
+    title: 'Worker State Counts',
+    stability: 'experimental',
+    output: 'worker-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: `${workerRoute}/counts`,
@@ -275,36 +297,24 @@ export const opsQueryRoutes: RouteDef[] = [
       return ok({ taskQueueId: queueOf(req), workerGroup, workerId, since, counts });
     },
   },
-];
+]).map((r) => ({ ...r, category: OPS_QUERIES }));
 
 /** A taskcluster-client API reference for opsQueryRoutes: `new (tc.createClient(ref))({rootUrl, credentials})`. */
 export function opsReference() {
-  return {
-    $schema: '/schemas/common/api-reference-v0.json#',
-    apiVersion: 'v1',
-    serviceName: 'queue',
-    title: 'Queue operator queries',
-    description: 'Task history, tasks by state and time, latest tasks and counts by state.',
-    entries: opsQueryRoutes.map((r) => ({
-      type: 'function',
-      method: r.method.toLowerCase(),
-      route: r.route.replace(/\*>/g, '>'),
-      query: r.query ?? [],
-      args: [...r.route.matchAll(/<([a-zA-Z0-9_]+)\*?>/g)].map((m) => m[1]),
-      name: r.name,
-      stability: 'experimental',
-      category: 'Operator',
-      title: r.name,
-      description: r.description ?? '',
-      ...(typeof r.scopes === 'string' ? { scopes: r.scopes } : {}),
-    })),
-  };
+  return apiReference(
+    REFERENCES.find((s) => s.name === 'queue-ops')!,
+    opsQueryRoutes,
+  );
 }
 
 export const opsRoutes: RouteDef[] = [
   // ---- task queues (specific routes before getTaskQueue, whose wildcard matches them too) ----
   {
     name: 'taskQueueCounts',
+    title: 'Get Number of Pending and Claimed Tasks',
+    description: 'How many tasks of a task queue are pending and how many are claimed.',
+    stability: 'experimental',
+    output: 'task-queue-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/counts',
@@ -322,6 +332,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listPendingTasks',
+    title: 'List Pending Tasks',
+    description: 'The pending tasks of a task queue, oldest first, a page at a time.',
+    stability: 'experimental',
+    output: 'list-pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/pending',
@@ -341,6 +355,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listClaimedTasks',
+    title: 'List Claimed Tasks',
+    description: 'The claimed (running) tasks of a task queue, with their workers, a page at a time.',
+    stability: 'experimental',
+    output: 'list-claimed-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/claimed',
@@ -359,6 +377,10 @@ export const opsRoutes: RouteDef[] = [
   ...opsQueryRoutes,
   {
     name: 'listTaskQueues',
+    title: 'Get a list of all active task queues',
+    description: 'The task queues that have been active recently, a page at a time.',
+    stability: 'stable',
+    output: 'list-task-queues-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues',
@@ -371,6 +393,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getTaskQueue',
+    title: 'Get a task queue',
+    description: 'A task queue: its description, stability and when it was last active.',
+    stability: 'stable',
+    output: 'task-queue-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>',
@@ -379,6 +405,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'pendingTasks',
+    title: 'Get Number of Pending Tasks',
+    description: 'How many tasks of a task queue are pending.',
+    stability: 'stable',
+    output: 'count-pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/pending/<taskQueueId*>',
@@ -393,6 +423,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- provisioners and worker types, derived from task queues ----
   {
     name: 'listProvisioners',
+    title: 'Get a list of all active provisioners',
+    description: 'The provisioners (the first half of task queue ids) that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-provisioners-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners',
@@ -405,6 +439,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getProvisioner',
+    title: 'Get an active provisioner',
+    description: 'A provisioner, derived from its task queues.',
+    stability: 'deprecated',
+    output: 'provisioner-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>',
@@ -417,6 +455,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listWorkerTypes',
+    title: 'Get a list of all active worker-types',
+    description: 'The worker types of a provisioner that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-workertypes-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types',
@@ -429,6 +471,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorkerType',
+    title: 'Get a worker-type',
+    description: 'A worker type: the task queue `provisionerId/workerType`.',
+    stability: 'deprecated',
+    output: 'workertype-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>',
@@ -439,6 +485,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- workers ----
   {
     name: 'listWorkers',
+    title: 'Get a list of all active workers of a workerType',
+    description: 'The workers of a task queue that have claimed work recently (or only quarantined ones), each with its latest claim.',
+    stability: 'experimental',
+    output: 'list-workers-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/workers',
@@ -458,6 +508,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorker',
+    title: 'Get a worker',
+    description: 'A worker: when it was first and last seen, its recent claims and its quarantine.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'GET',
     route: workerRoute,
@@ -466,6 +520,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'quarantineWorker',
+    title: 'Quarantine a worker',
+    description: 'Quarantine a worker until the given time: its claimWork calls get no tasks.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: workerRoute,
@@ -482,6 +540,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'declareWorker',
+    title: 'Declare a worker',
+    description: 'Declare a worker (its expiry) before or while it claims work.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>',
@@ -499,6 +561,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- monitoring and the dashboard ----
   {
     name: 'heartbeat',
+    title: 'Heartbeat',
+    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
+    stability: 'stable',
+    output: 'heartbeat-response',
     service: 'queue',
     method: 'GET',
     route: '/__heartbeat__',
@@ -511,6 +577,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'opsReference',
+    title: 'Operator API Reference',
+    description: 'The API reference of the operator queries (also served under /api/references/queue-ops/v1/api.json).',
+    stability: 'experimental',
+    output: 'api-reference',
     service: 'queue',
     method: 'GET',
     route: '/ops/reference',
@@ -519,6 +589,9 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'dashboard',
+    title: 'Dashboard',
+    description: 'The operator dashboard (HTML).',
+    stability: 'experimental',
     service: 'web',
     method: 'GET',
     route: '/dashboard',
