@@ -71,7 +71,7 @@ export function apiReference(s: ReferenceSpec, routes: RouteDef[]) {
       route: r.route.replace(/\*>/g, '>'),
       args: [...r.route.matchAll(/<([a-zA-Z0-9_]+)\*?>/g)].map((m) => m[1]),
       query: r.query ?? [],
-      ...(r.input ? { input: `${schemaPath(s.name, r.input)}#` } : {}),
+      ...(r.input && !r.legacyInput ? { input: `${schemaPath(s.name, r.input)}#` } : {}),
       ...(r.output ? { output: `${schemaPath(s.name, r.output)}#` } : {}),
       ...(r.scopes !== null ? { scopes: r.scopes } : {}),
       category: r.category ?? s.title,

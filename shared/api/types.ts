@@ -31,6 +31,8 @@ export interface RouteDef {
   scopes: Template | null;
   /** JSON schema id of the request body (see shared/api/schemas.ts). */
   input?: string;
+  /** The body is validated when sent but is no argument in the API reference (a legacy body clients no longer send). */
+  legacyInput?: boolean;
   /** JSON schema id of a successful JSON response body (shared/api/output-schemas.ts); none for raw or empty bodies. */
   output?: string;
   handler: (req: ApiRequest) => Promise<ApiResponse>;

@@ -69,10 +69,13 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
 const violations: string[] = [];
 
 /** Every successful JSON response is checked against the route's output schema; a violation fails the test that caused it. */
-afterEach(() => {
+function assertNoViolations(): void {
   const found = violations.splice(0);
   if (found.length) throw new Error(`responses that break their output schema:\n${found.join('\n')}`);
-});
+}
+afterEach(assertNoViolations);
+// Responses of beforeAll hooks, or of calls still running when the last test ended.
+afterAll(assertNoViolations);
 
 function checkedOutput(r: RouteDef): RouteDef {
   return {

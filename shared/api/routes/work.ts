@@ -30,6 +30,8 @@ function report(name: string, path: string, title: string, description: string, 
     route: `/task/<taskId>/runs/<runId>/${path}`,
     scopes: 'queue:resolve-task:<taskId>/<runId>',
     input,
+    // Only the legacy {success: false} body of reportCompleted; taskcluster-client sends none.
+    legacyInput: name === 'reportCompleted',
     handler: async (req) => ok({ status: await resolveRun(req.services, req.params.taskId, runIdOf(req), outcome(req)) }),
   };
 }
