@@ -105,7 +105,10 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
     host,
     log,
     queue: (credentials = root) => new tc.Queue({ rootUrl, credentials, retries: 0 }),
-    close: () => host.close(),
+    close: async () => {
+      await app.close();
+      await host.close();
+    },
   };
 }
 

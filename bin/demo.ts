@@ -299,6 +299,7 @@ async function main(): Promise<number> {
     if (alreadySignaled) await Promise.race([workerExited, new Promise((r) => setTimeout(r, 10_000))]);
     if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGTERM');
     await Promise.race([workerExited, new Promise((r) => setTimeout(r, 30_000))]);
+    await app.close();
     await host.close();
     await azurite.stop();
   };

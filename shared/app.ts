@@ -8,7 +8,7 @@ import { buildServices, Services, ServiceOptions } from './services';
 import { routes as routeTable } from './api/route-table';
 import type { RouteDef } from './api/types';
 import { timerFunctions, TimerFunction } from './reaper/timers';
-import { startPollers } from './work/runtime-hooks';
+import { startPollers, stopPollers } from './work/runtime-hooks';
 
 /** What tests and the bench tune: logger, clock, message leases. */
 export type AppOptions = ServiceOptions;
@@ -20,6 +20,8 @@ export interface App {
   timers: TimerFunction[];
   /** The services, built once on first use with the pollers attached; a failed build is retried by the next call. */
   services(): Promise<Services>;
+  /** Stops the claimWork pollers: waiting claimWork calls answer `{tasks: []}` now. */
+  close(): Promise<void>;
 }
 
 /**
@@ -40,7 +42,11 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
       });
     return built;
   };
-  return { routes: routeTable, timers: timerFunctions(services), services };
+  const close = async () => {
+    const svc = await built?.catch(() => undefined);
+    if (svc) stopPollers(svc);
+  };
+  return { routes: routeTable, timers: timerFunctions(services), services, close };
 }
 
 /** createApp, with the services built now (local host, bench, demo, tests). */

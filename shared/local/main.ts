@@ -58,6 +58,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     if (stopping) return;
     stopping = true;
     console.log('stopping…');
+    await app.close();
     await host.close();
     await azurite?.stop();
     process.exit(0);

@@ -61,7 +61,10 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     queue: (c, o) => client(tc.Queue, c, o),
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
-    close: () => host.close(),
+    close: async () => {
+      await app.close();
+      await host.close();
+    },
   };
 }
 
