@@ -161,11 +161,12 @@ async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string
 const workerRoute = '/provisioners/<provisionerId>/worker-types/<workerType>/workers/<workerGroup>/<workerId>';
 
 /** This queue's own operator queries (served, as a taskcluster-client reference, by opsReference). */
-export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
+export const opsQueryRoutes: RouteDef[] = [
   {
     name: 'taskHistory',
     title: 'Task History',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'task-history-response',
     service: 'queue',
     method: 'GET',
@@ -185,6 +186,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'listTaskQueueTasks',
     title: 'List Tasks of a Task Queue by State',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'list-task-queue-tasks-response',
     service: 'queue',
     method: 'GET',
@@ -213,6 +215,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'taskQueueStateCounts',
     title: 'Task Queue State Counts',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'task-queue-state-counts-response',
     service: 'queue',
     method: 'GET',
@@ -231,6 +234,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'listResolvedTasks',
     title: 'List Resolved Tasks',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'list-resolved-tasks-response',
     service: 'queue',
     method: 'GET',
@@ -253,6 +257,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'listTasksByName',
     title: 'List Tasks by Name',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
@@ -269,6 +274,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'listTaskGroupLatest',
     title: 'Latest Tasks of a Task Group',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
@@ -282,6 +288,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
     name: 'workerStateCounts',
     title: 'Worker State Counts',
     stability: 'experimental',
+    category: OPS_QUERIES,
     output: 'worker-state-counts-response',
     service: 'queue',
     method: 'GET',
@@ -297,7 +304,7 @@ export const opsQueryRoutes: RouteDef[] = (<RouteDef[]>[
       return ok({ taskQueueId: queueOf(req), workerGroup, workerId, since, counts });
     },
   },
-]).map((r) => ({ ...r, category: OPS_QUERIES }));
+];
 
 /** A taskcluster-client API reference for opsQueryRoutes: `new (tc.createClient(ref))({rootUrl, credentials})`. */
 export function opsReference() {
