@@ -90,7 +90,7 @@ test('each route is in exactly one reference (web pages aside) and says what it 
   for (const r of routes) expect([r.name, r.title.length > 0, r.description.length > 0]).toEqual([r.name, true, true]);
 });
 
-test("queue and auth entries call the same method, route, args and query as Taskcluster's own references", async () => {
+test("queue and auth entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
   const apis = (await import('taskcluster-client/src/apis.js' as string)).default;
   for (const [ours, theirs] of [
     [refs.queue, apis.Queue.reference],
@@ -101,6 +101,9 @@ test("queue and auth entries call the same method, route, args and query as Task
       if (!tc) continue; // this queue's own additions
       const shape = (x: any) => ({ name: x.name, method: x.method, route: x.route, args: x.args, query: [...x.query].sort(), input: !!x.input });
       expect(shape(e)).toEqual(shape(tc));
+      // Where Taskcluster documents a response, ours has the same schema name.
+      const schemaName = (id: string | undefined) => id?.replace(/^.*\//, '');
+      if (tc.output) expect([e.name, schemaName(e.output)]).toEqual([e.name, schemaName(tc.output)]);
     }
   }
 });

@@ -111,7 +111,7 @@ export const taskRoutes: RouteDef[] = [
     title: 'Get Multiple Task Statuses',
     description: 'The statuses of the given tasks; tasks that do not exist are left out.',
     stability: 'stable',
-    output: 'task-statuses-response',
+    output: 'tasks-statuses-response',
     service: 'queue',
     method: 'POST',
     route: '/tasks/status',
