@@ -48,6 +48,7 @@ jest.mock(
 
 beforeAll(() => {
   jest.isolateModules(() => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     require('../../functions/http');
   });
 });
