@@ -12,7 +12,6 @@
 const DOMAIN = '^shared/(?!(api|app|local|storage)/)[^/]+/';
 const AZURE_STORAGE_SDKS = '^node_modules/@azure/(data-tables|storage-queue|storage-blob)/';
 
-
 const folderCycleRules = [
   {
     name: 'no-folder-cycles',

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { extractZip } from './helpers/unzip';
-import { routes, functionName } from '../shared/api/route-table';
-import { azureRoute } from '../shared/api/router';
+import { routes } from '../shared/api/route-table';
+import { azureRegistrations } from '../shared/api/router';
 
 const root = path.resolve(__dirname, '..');
 let dir: string;
@@ -58,7 +58,7 @@ test('its entry points load in a clean directory and register the route table an
     const trigger: any = Object.values(m.bindings).find((b: any) => b.type === 'httpTrigger');
     return { name: m.name, route: trigger.route, methods: trigger.methods, authLevel: trigger.authLevel };
   });
-  const want = routes.map((r) => ({ name: functionName(r), route: azureRoute(r), methods: [r.method], authLevel: 'anonymous' }));
+  const want = azureRegistrations(routes).map((r) => ({ name: r.name, route: r.route, methods: r.methods, authLevel: 'anonymous' }));
   expect(got.sort((a, b) => a.name.localeCompare(b.name))).toEqual(want.sort((a, b) => a.name.localeCompare(b.name)));
   const timers = registered.filter((m) => Object.values(m.bindings).some((b: any) => b.type === 'timerTrigger'));
   expect(timers.map((m) => m.name)).toEqual(['reaper']);

@@ -101,7 +101,9 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
   return async function handler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
     const tally = { calls: 0 };
     const actor: ActorContext = { transitions: 0 };
-    return invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
+    const response = await invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
+    // HEAD is answered like GET, without the body.
+    return request.method === 'HEAD' ? { ...response, body: undefined } : response;
   };
 
   async function handle(request: HttpRequest, context: InvocationContext, tally: { calls: number }, actor: ActorContext): Promise<HttpResponseInit> {

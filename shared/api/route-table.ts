@@ -11,6 +11,7 @@ import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
 import { objectRoutes } from './routes/object';
+import { referenceRoutes } from './references';
 
 export const routes: RouteDef[] = [
   ...taskRoutes,
@@ -21,6 +22,7 @@ export const routes: RouteDef[] = [
   ...authRoutes,
   ...opsRoutes,
   ...objectRoutes,
+  ...referenceRoutes(() => routes),
 ];
 
 export function functionName(r: RouteDef): string {

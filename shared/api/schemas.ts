@@ -132,3 +132,8 @@ export function validate(schemaId: string, value: unknown): string[] {
 export function registerSchema(id: string, schema: object): void {
   schemas[id] = schema;
 }
+
+/** The schema registered under `id` (request and response schemas alike), for serving. */
+export function schemaById(id: string): object | undefined {
+  return schemas[id];
+}

@@ -6,9 +6,9 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { HttpRequest, InvocationContext, HttpResponseInit, Timer } from '@azure/functions';
-import { RouteDef } from '../api/types';
-import { compile, CompiledRoute } from '../api/router';
-import { errorResponse, makeHandler, ServiceProvider } from '../api/http';
+import { compile, CompiledRoute, findRoute } from '../api/router';
+import { errorResponse, makeHandler } from '../api/http';
+import type { App } from '../app';
 import { ApiError } from '../errors';
 import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 
@@ -72,9 +72,8 @@ async function send(res: http.ServerResponse, r: HttpResponseInit): Promise<void
 }
 
 export async function startHost(opts: {
-  routes: RouteDef[];
-  services: ServiceProvider;
-  timers?: TimerDef[];
+  /** The routes, services and timers to serve (createApp). */
+  app: Pick<App, 'routes' | 'services' | 'timers'>;
   port?: number;
   host?: string;
   quiet?: boolean;
@@ -84,11 +83,11 @@ export async function startHost(opts: {
   settings?: Record<string, string | undefined>;
 }): Promise<LocalHost> {
   const quiet = opts.quiet ?? false;
-  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.routes.map((r) => ({
+  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.app.routes.map((r) => ({
     c: compile(r),
-    handler: makeHandler(r, opts.services),
+    handler: makeHandler(r, opts.app.services),
   }));
-  const timers = new Map((opts.timers ?? []).map((t) => [t.name, t]));
+  const timers = new Map<string, TimerDef>(opts.app.timers.map((t) => [t.name, t]));
   // Schedules are checked before listening: a timer that cannot run stops start-up.
   const scheduled = [...timers.values()]
     .filter(() => opts.runTimers)
@@ -144,7 +143,7 @@ export async function startHost(opts: {
         res.writeHead(202).end();
         return;
       }
-      const hit = compiled.find(({ c }) => (c.def.method === method || (method === 'HEAD' && c.def.method === 'GET')) && c.regex.test(path));
+      const hit = findRoute(compiled, method, path);
       if (!hit) {
         await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), { method: 'unknown', params: {}, payload: {} }));
         return;

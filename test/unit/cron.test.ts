@@ -73,7 +73,8 @@ test('the local host runs a timer at the times its schedule gives and refuses on
   const services = async () => {
     throw new Error('no services in this test');
   };
-  const host = await startHost({ routes: [], services, timers: [timer], runTimers: true, quiet: true, settings: { TICK: '* * * * * *' } });
+  const app = { routes: [], services, timers: [timer] };
+  const host = await startHost({ app, runTimers: true, quiet: true, settings: { TICK: '* * * * * *' } });
   try {
     await new Promise((r) => setTimeout(r, 2600));
   } finally {
@@ -82,8 +83,6 @@ test('the local host runs a timer at the times its schedule gives and refuses on
   expect(runs.length).toBeGreaterThanOrEqual(2);
   // Each run starts on a whole second, as the schedule says (allowing for timer latency).
   for (const t of runs) expect(t % 1000).toBeLessThan(400);
-  await expect(startHost({ routes: [], services, timers: [timer], runTimers: true, settings: { TICK: '* * * * *  * *' } })).rejects.toThrow(
-    /^timer tick: .* is not an NCRONTAB schedule/,
-  );
-  await expect(startHost({ routes: [], services, timers: [timer], runTimers: true, settings: {} })).rejects.toThrow(/TICK, which is not set/);
+  await expect(startHost({ app, runTimers: true, settings: { TICK: '* * * * *  * *' } })).rejects.toThrow(/^timer tick: .* is not an NCRONTAB schedule/);
+  await expect(startHost({ app, runTimers: true, settings: {} })).rejects.toThrow(/TICK, which is not set/);
 });

@@ -68,6 +68,10 @@ async function list(req: ApiRequest, runId: number): Promise<ApiResponse> {
 export const artifactRoutes: RouteDef[] = [
   {
     name: 'createArtifact',
+    title: 'Create Artifact',
+    description: 'Create an artifact of a running run: s3 artifacts get a URL to PUT the bytes to; reference, link and error artifacts are recorded as given.',
+    stability: 'stable',
+    output: 'post-artifact-response',
     service: 'queue',
     method: 'POST',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
@@ -77,6 +81,8 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'finishArtifact',
+    title: 'Finish Artifact',
+    stability: 'stable',
     service: 'queue',
     method: 'PUT',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
@@ -100,6 +106,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'getArtifact',
+    title: 'Get Artifact Data from Run',
+    description: 'Redirect (303) to the artifact of a run, with the URL in the body; error artifacts answer 424 with their reason.',
+    stability: 'stable',
+    output: 'get-artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
@@ -108,6 +118,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'getLatestArtifact',
+    title: 'Get Artifact Data from Latest Run',
+    description: 'As getArtifact, for the latest run of the task.',
+    stability: 'stable',
+    output: 'get-artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifacts/<name*>',
@@ -120,6 +134,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'listArtifacts',
+    title: 'Get Artifacts from Run',
+    description: 'The artifacts of a run, a page at a time.',
+    stability: 'stable',
+    output: 'list-artifacts-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifacts',
@@ -133,6 +151,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'listLatestArtifacts',
+    title: 'Get Artifacts from Latest Run',
+    description: 'The artifacts of the latest run of a task, a page at a time.',
+    stability: 'stable',
+    output: 'list-artifacts-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifacts',
@@ -142,6 +164,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'artifactInfo',
+    title: 'Get Artifact Information From Run',
+    description: 'What is known about an artifact of a run, without its content.',
+    stability: 'stable',
+    output: 'artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifact-info/<name*>',
@@ -150,6 +176,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'latestArtifactInfo',
+    title: 'Get Artifact Information From Latest Run',
+    description: 'As artifactInfo, for the latest run of the task.',
+    stability: 'stable',
+    output: 'artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifact-info/<name*>',
@@ -158,6 +188,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'artifact',
+    title: 'Get Artifact Content From Run',
+    description: 'Where to fetch the content of an artifact of a run (a URL), or the error it records.',
+    stability: 'stable',
+    output: 'artifact-content-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifact-content/<name*>',
@@ -166,6 +200,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'latestArtifact',
+    title: 'Get Artifact Content From Latest Run',
+    description: 'As artifact, for the latest run of the task.',
+    stability: 'stable',
+    output: 'artifact-content-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifact-content/<name*>',

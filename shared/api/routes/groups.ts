@@ -39,6 +39,10 @@ async function groupMeta(req: ApiRequest): Promise<TaskGroupMeta> {
 export const groupRoutes: RouteDef[] = [
   {
     name: 'listTaskGroup',
+    title: 'List Task Group',
+    description: 'The tasks of a task group with their status, a page at a time.',
+    stability: 'stable',
+    output: 'list-task-group-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>/list',
@@ -54,6 +58,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'getTaskGroup',
+    title: 'Get Task Group',
+    description: 'A task group: its scheduler, expiry and whether it is sealed.',
+    stability: 'stable',
+    output: 'task-group-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>',
@@ -62,6 +70,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'sealTaskGroup',
+    title: 'Seal Task Group',
+    description: 'Seal a task group: no more tasks may be added to it.',
+    stability: 'stable',
+    output: 'task-group-response',
     service: 'queue',
     method: 'POST',
     route: '/task-group/<taskGroupId>/seal',
@@ -76,6 +88,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'cancelTaskGroup',
+    title: 'Cancel Task Group',
+    description: 'Cancel every unresolved task of a sealed task group.',
+    stability: 'stable',
+    output: 'cancel-task-group-response',
     service: 'queue',
     method: 'POST',
     route: '/task-group/<taskGroupId>/cancel',
@@ -108,6 +124,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'listDependentTasks',
+    title: 'List Dependent Tasks',
+    description: 'The tasks that depend on the given task, with their status, a page at a time.',
+    stability: 'stable',
+    output: 'list-dependent-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/dependents',

@@ -67,6 +67,9 @@ const DOWNLOAD_SCOPES = 'object:download:<name>';
 export const objectRoutes: RouteDef[] = [
   {
     name: 'ping',
+    title: 'Ping Server',
+    stability: 'stable',
+    output: 'ping-response',
     service: 'object',
     method: 'GET',
     route: '/ping',
@@ -76,6 +79,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'lbheartbeat',
+    title: 'Load Balancer Heartbeat',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'object',
     method: 'GET',
     route: '/__lbheartbeat__',
@@ -85,6 +91,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'createUpload',
+    title: 'Begin upload of a new object',
+    stability: 'stable',
+    output: 'create-upload-response',
     service: 'object',
     method: 'PUT',
     route: '/upload/<name*>',
@@ -99,6 +108,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'finishUpload',
+    title: 'Mark an upload as complete',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'object',
     method: 'POST',
     route: '/finish-upload/<name*>',
@@ -113,6 +125,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'startDownload',
+    title: 'Download object data',
+    stability: 'stable',
+    output: 'download-object-response',
     service: 'object',
     method: 'PUT',
     route: '/start-download/<name*>',
@@ -123,6 +138,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'object',
+    title: "Get an object's metadata",
+    stability: 'stable',
+    output: 'object-metadata-response',
     service: 'object',
     method: 'GET',
     route: '/metadata/<name*>',
@@ -132,6 +150,9 @@ export const objectRoutes: RouteDef[] = [
   },
   {
     name: 'download',
+    title: "Get an object's data",
+    stability: 'stable',
+    output: 'object-download-redirect-response',
     service: 'object',
     method: 'GET',
     route: '/download/<name*>',

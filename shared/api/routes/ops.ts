@@ -24,6 +24,7 @@ import {
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
 import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
+import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
 registerSchema('quarantine-worker-request', {
   type: 'object',
@@ -175,6 +176,10 @@ const workerRoute = '/provisioners/<provisionerId>/worker-types/<workerType>/wor
 export const opsQueryRoutes: RouteDef[] = [
   {
     name: 'taskHistory',
+    title: 'Task History',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'task-history-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/history',
@@ -191,6 +196,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskQueueTasks',
+    title: 'List Tasks of a Task Queue by State',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'list-task-queue-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/tasks',
@@ -216,6 +225,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'taskQueueStateCounts',
+    title: 'Task Queue State Counts',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'task-queue-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/state-counts',
@@ -231,6 +244,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listResolvedTasks',
+    title: 'List Resolved Tasks',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'list-resolved-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/resolved-tasks',
@@ -250,6 +267,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTasksByName',
+    title: 'List Tasks by Name',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/tasks-by-name',
@@ -263,6 +284,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskGroupLatest',
+    title: 'Latest Tasks of a Task Group',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>/latest',
@@ -273,6 +298,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'workerStateCounts',
+    title: 'Worker State Counts',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'worker-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: `${workerRoute}/counts`,
@@ -291,32 +320,20 @@ export const opsQueryRoutes: RouteDef[] = [
 
 /** A taskcluster-client API reference for opsQueryRoutes: `new (tc.createClient(ref))({rootUrl, credentials})`. */
 export function opsReference() {
-  return {
-    $schema: '/schemas/common/api-reference-v0.json#',
-    apiVersion: 'v1',
-    serviceName: 'queue',
-    title: 'Queue operator queries',
-    description: 'Task history, tasks by state and time, latest tasks and counts by state.',
-    entries: opsQueryRoutes.map((r) => ({
-      type: 'function',
-      method: r.method.toLowerCase(),
-      route: r.route.replace(/\*>/g, '>'),
-      query: r.query ?? [],
-      args: [...r.route.matchAll(/<([a-zA-Z0-9_]+)\*?>/g)].map((m) => m[1]),
-      name: r.name,
-      stability: 'experimental',
-      category: 'Operator',
-      title: r.name,
-      description: r.description ?? '',
-      ...(typeof r.scopes === 'string' ? { scopes: r.scopes } : {}),
-    })),
-  };
+  return apiReference(
+    REFERENCES.find((s) => s.name === 'queue-ops')!,
+    opsQueryRoutes,
+  );
 }
 
 export const opsRoutes: RouteDef[] = [
   // ---- task queues (specific routes before getTaskQueue, whose wildcard matches them too) ----
   {
     name: 'taskQueueCounts',
+    title: 'Get Number of Pending and Claimed Tasks',
+    description: 'How many tasks of a task queue are pending and how many are claimed.',
+    stability: 'experimental',
+    output: 'task-queue-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/counts',
@@ -334,6 +351,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listPendingTasks',
+    title: 'List Pending Tasks',
+    description: 'The pending tasks of a task queue, oldest first, a page at a time.',
+    stability: 'experimental',
+    output: 'list-pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/pending',
@@ -353,6 +374,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listClaimedTasks',
+    title: 'List Claimed Tasks',
+    description: 'The claimed (running) tasks of a task queue, with their workers, a page at a time.',
+    stability: 'experimental',
+    output: 'list-claimed-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/claimed',
@@ -371,6 +396,10 @@ export const opsRoutes: RouteDef[] = [
   ...opsQueryRoutes,
   {
     name: 'listTaskQueues',
+    title: 'Get a list of all active task queues',
+    description: 'The task queues that have been active recently, a page at a time.',
+    stability: 'stable',
+    output: 'list-taskqueues-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues',
@@ -383,6 +412,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getTaskQueue',
+    title: 'Get a task queue',
+    description: 'A task queue: its description, stability and when it was last active.',
+    stability: 'stable',
+    output: 'taskqueue-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>',
@@ -391,6 +424,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'pendingTasks',
+    title: 'Get Number of Pending Tasks',
+    description: 'How many tasks of a task queue are pending.',
+    stability: 'stable',
+    output: 'pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/pending/<taskQueueId*>',
@@ -405,6 +442,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- provisioners and worker types, derived from task queues ----
   {
     name: 'listProvisioners',
+    title: 'Get a list of all active provisioners',
+    description: 'The provisioners (the first half of task queue ids) that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-provisioners-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners',
@@ -417,6 +458,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getProvisioner',
+    title: 'Get an active provisioner',
+    description: 'A provisioner, derived from its task queues.',
+    stability: 'deprecated',
+    output: 'provisioner-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>',
@@ -431,6 +476,9 @@ export const opsRoutes: RouteDef[] = [
     // Deprecated in Taskcluster (removed in v106) but still in taskcluster-client v87: after the
     // scope check it changes nothing and answers the provisioner, as Taskcluster does.
     name: 'declareProvisioner',
+    title: 'Update a provisioner',
+    stability: 'deprecated',
+    output: 'provisioner-response',
     service: 'queue',
     method: 'PUT',
     route: '/provisioners/<provisionerId>',
@@ -446,6 +494,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listWorkerTypes',
+    title: 'Get a list of all active worker-types',
+    description: 'The worker types of a provisioner that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-workertypes-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types',
@@ -458,6 +510,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorkerType',
+    title: 'Get a worker-type',
+    description: 'A worker type: the task queue `provisionerId/workerType`.',
+    stability: 'deprecated',
+    output: 'workertype-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>',
@@ -467,6 +523,9 @@ export const opsRoutes: RouteDef[] = [
   {
     // Deprecated, still in taskcluster-client v87: creates or updates the task queue as Taskcluster does.
     name: 'declareWorkerType',
+    title: 'Update a worker-type',
+    stability: 'deprecated',
+    output: 'workertype-response',
     service: 'queue',
     method: 'PUT',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>',
@@ -487,6 +546,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- workers ----
   {
     name: 'listWorkers',
+    title: 'Get a list of all active workers of a workerType',
+    description: 'The workers of a task queue that have claimed work recently (or only quarantined ones), each with its latest claim.',
+    stability: 'experimental',
+    output: 'list-workers-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/workers',
@@ -506,6 +569,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorker',
+    title: 'Get a worker',
+    description: 'A worker: when it was first and last seen, its recent claims and its quarantine.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'GET',
     route: workerRoute,
@@ -514,6 +581,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'quarantineWorker',
+    title: 'Quarantine a worker',
+    description: 'Quarantine a worker until the given time: its claimWork calls get no tasks.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: workerRoute,
@@ -530,6 +601,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'declareWorker',
+    title: 'Declare a worker',
+    description: 'Declare a worker (its expiry) before or while it claims work.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>',
@@ -547,6 +622,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- monitoring and the dashboard ----
   {
     name: 'heartbeat',
+    title: 'Heartbeat',
+    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
+    stability: 'stable',
+    output: 'heartbeat-response',
     service: 'queue',
     method: 'GET',
     route: '/__heartbeat__',
@@ -559,6 +638,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'opsReference',
+    title: 'Operator API Reference',
+    description: 'The API reference of the operator queries (also served under /api/references/queue-ops/v1/api.json).',
+    stability: 'experimental',
+    output: 'api-reference',
     service: 'queue',
     method: 'GET',
     route: '/ops/reference',
@@ -567,6 +650,9 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'dashboard',
+    title: 'Dashboard',
+    description: 'The operator dashboard (HTML).',
+    stability: 'experimental',
     service: 'web',
     method: 'GET',
     route: '/dashboard',
@@ -575,6 +661,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'dashboardFile',
+    title: 'Dashboard file',
+    description: "The dashboard's static files, and `config.json` (the root URL the page talks to).",
+    stability: 'experimental',
+    output: 'dashboard-config-response',
     service: 'web',
     method: 'GET',
     route: '/dashboard/<file>',
