@@ -283,7 +283,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
       obj({ method: { const: 'getUrl' }, url: { type: 'string', format: 'uri' }, expires: dateTime, hashes: { type: 'object', additionalProperties: str } }),
     ],
   },
-  'object-metadata-response': obj({ projectId: str, expires: dateTime, hashes: { type: 'object', additionalProperties: str } }),
+  'get-object-response': obj({ projectId: str, expires: dateTime, hashes: { type: 'object', additionalProperties: str } }),
   'object-download-redirect-response': obj({ url: { type: 'string', format: 'uri' } }),
   'dashboard-config-response': obj({ rootUrl: { type: 'string', format: 'uri' } }),
   'artifact-content-response': artifactContent,

@@ -16,7 +16,7 @@ export interface ReferenceSpec {
   /** Served as `/api/references/<name>/v1/api.json`. */
   name: string;
   /** The service whose URLs the client builds (`/api/<serviceName>/v1/...`). */
-  serviceName: 'queue' | 'auth';
+  serviceName: 'queue' | 'auth' | 'object';
   title: string;
   description: string;
   includes(r: RouteDef): boolean;
@@ -37,6 +37,13 @@ export const REFERENCES: ReferenceSpec[] = [
     title: 'Authentication API',
     description: 'The subset of the Taskcluster Auth API this deployment serves: clients, roles and scopes.',
     includes: (r) => r.service === 'auth',
+  },
+  {
+    name: 'object',
+    serviceName: 'object',
+    title: 'Object Service',
+    description: 'Object artifacts on Blob storage: uploads (dataInline, putUrl) and downloads (getUrl, simple) with hashes.',
+    includes: (r) => r.service === 'object',
   },
   {
     name: 'queue-ops',

@@ -140,7 +140,7 @@ export const objectRoutes: RouteDef[] = [
     name: 'object',
     title: "Get an object's metadata",
     stability: 'stable',
-    output: 'object-metadata-response',
+    output: 'get-object-response',
     service: 'object',
     method: 'GET',
     route: '/metadata/<name*>',
