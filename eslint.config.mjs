@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default defineConfig(
-  { ignores: ['node_modules/', 'dist/', '.package/', 'coverage/', 'test-output/', 'docs/', 'infra/'] },
+  { ignores: ['node_modules/', 'dist/', '.local/', '.package/', 'coverage/', 'test-output/', 'docs/', 'infra/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
