@@ -253,6 +253,13 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
     'tasks',
   ]),
   'cancel-task-group-response': obj({ taskGroupId: slugid, taskGroupSize: int, cancelledCount: int, taskIds: { type: 'array', items: slugid } }),
+  'change-task-group-priority-response': obj({
+    taskGroupId: slugid,
+    schedulerId: str,
+    newPriority: str,
+    tasksAffected: int,
+    taskIds: { type: 'array', items: slugid },
+  }),
   'list-dependent-tasks-response': pageOf('tasks', statusAndTask, { taskId: slugid }),
 
   // ---- artifacts ----

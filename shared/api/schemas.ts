@@ -104,6 +104,12 @@ const schemas: Record<string, object> = {
     },
     required: ['description', 'scopes'],
   },
+  'change-priority-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { newPriority: { type: 'string', enum: [...PRIORITIES] } },
+    required: ['newPriority'],
+  },
   scopeset: {
     type: 'object',
     additionalProperties: false,

@@ -77,6 +77,8 @@ export interface TaskRecord {
   historySeq?: number;
   /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
   deadlineTrigger?: TriggerRef;
+  /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
+  priority?: Priority;
   etag?: string;
 }
 
@@ -99,6 +101,16 @@ export interface TaskStatus {
 /** Priority levels, highest first; index 0 is the highest. */
 export function priorityLevel(p: Priority): number {
   return PRIORITIES.length - PRIORITIES.indexOf(p);
+}
+
+/** The priority the task's runs are queued at: a changed priority, else the definition's. */
+export function priorityOf(t: TaskRecord): Priority {
+  return t.priority ?? t.definition.priority;
+}
+
+/** The definition as clients see it: with the current priority (changeTaskPriority). */
+export function definitionOf(t: TaskRecord): TaskDefinition {
+  return t.priority ? { ...t.definition, priority: t.priority } : t.definition;
 }
 
 export function taskState(t: TaskRecord): TaskState {
@@ -127,7 +139,7 @@ export function taskStatus(t: TaskRecord): TaskStatus {
     schedulerId: d.schedulerId,
     projectId: d.projectId,
     taskGroupId: d.taskGroupId,
-    priority: d.priority,
+    priority: priorityOf(t),
     deadline: d.deadline,
     expires: d.expires,
     retriesLeft: t.retriesLeft,
@@ -161,6 +173,7 @@ export function encodeTask(t: TaskRecord): Entity {
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
+    ...(t.priority ? { priority: t.priority } : {}),
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -187,6 +200,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
+    ...(e.priority ? { priority: e.priority as Priority } : {}),
     etag: e.etag,
   };
 }

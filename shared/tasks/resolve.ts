@@ -11,6 +11,7 @@ import { conflict, notFound } from '../errors';
 import { Executed, execute } from './executor';
 import * as T from './transitions';
 import type { Later, Refusal } from './transitions';
+import type { Priority } from './vocabulary';
 
 export type { Outcome, Worker } from './transitions';
 export { MAX_RUNS } from './transitions';
@@ -106,6 +107,14 @@ export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStat
   const input = { hintId: slugid.nice() };
   const now = d.now();
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.scheduleTask(x, input, now), t)).task);
+}
+
+/** changeTaskPriority: the task's status after the change (a repeat changes nothing). */
+export async function changeTaskPriority(d: TaskDeps, t: TaskRecord, priority: Priority): Promise<{ status: TaskStatus; changed: boolean }> {
+  const input = { priority, hintId: slugid.nice() };
+  const now = d.now();
+  const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.changePriority(x, input, now), t));
+  return { status: taskStatus(task), changed };
 }
 
 /**

@@ -19,6 +19,7 @@
  *   cancel          -> exception (run)  -> exception        -> exception              = (owes propagation)
  *   rerun           -> pending (run)    =                   =                         -> pending (new run)
  *   rehint          =                   = (fresh hint)      =                         =
+ *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
  *
@@ -27,7 +28,8 @@
  * cancel, rerun and scheduleTask refuse (409).
  */
 import { effect, Effect } from './effects';
-import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, taskState } from './model';
+import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from './model';
+import type { Priority } from './vocabulary';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -89,7 +91,7 @@ function addPendingRun(x: TaskRecord, reasonCreated: ReasonCreated, now: Date, h
   const runId = x.runs.length;
   x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: now.toJSON(), hintId });
   const d = x.definition;
-  return effect.putHint(d.taskQueueId, d.priority, x.taskId, runId, hintId, d.deadline);
+  return effect.putHint(d.taskQueueId, priorityOf(x), x.taskId, runId, hintId, d.deadline);
 }
 
 /** Whether a resolution with `reason` adds a retry run to `x`. */
@@ -386,8 +388,27 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
   const d = next.definition;
   return {
     next,
-    effects: [effect.putHint(d.taskQueueId, d.priority, task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
+    effects: [effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
   };
+}
+
+/**
+ * changeTaskPriority: the task's runs are queued at `priority` from now on. A pending run gets a
+ * fresh hint in the new priority's queue (its old hint then claims nothing); a running run keeps
+ * its claim, and its retry is queued at the new priority. Refused once resolved or past the deadline.
+ */
+export function changePriority(task: TaskRecord, input: { priority: Priority; hintId: string }, now: Date): Result {
+  if (isResolved(taskState(task))) return refuse(`task ${task.taskId} is resolved; its priority can no longer change`);
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  if (priorityOf(task) === input.priority) return same(task);
+  const next = copy(task);
+  next.priority = input.priority;
+  // The `task-priority-changed` event (events work) belongs here, as an outbox row: effect.row(...).
+  const last = lastRun(next);
+  if (last?.state !== 'pending') return { next, effects: [] };
+  last.hintId = input.hintId;
+  const d = next.definition;
+  return { next, effects: [effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)] };
 }
 
 /** Bookkeeping after propagation: the resolution of run `last` has been told to dependents. */

@@ -54,6 +54,7 @@ const ROWS: [RegExp, (t: TaskRecord) => T.Result][] = [
   [/^cancel/, (t) => T.cancel(t, {}, NOW)],
   [/^rerun/, (t) => T.rerun(t, { hintId: 'hr' }, NOW)],
   [/^rehint/, (t) => T.rehint(t, { runId: lastRunId(t), staleHintId: t.runs[lastRunId(t)]?.hintId, hintId: 'hh' }, NOW)],
+  [/^change priority/, (t) => T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)],
 ];
 
 /** What a cell's alternative (e.g. "409", "=", "pending (retry run)", "resolved") says of a result. */
@@ -93,7 +94,18 @@ const body = readmeTable().slice(2);
 const checked = body.filter(([label]) => ROWS.some(([re]) => re.test(label)));
 
 test('every transition row of the README table is checked', () => {
-  expect(checked.map(([label]) => label.split(' ')[0])).toEqual(['schedule', 'claim', 'reclaim', 'report', 'claim', 'deadline', 'cancel', 'rerun', 'rehint']);
+  expect(checked.map(([label]) => label.split(' ')[0])).toEqual([
+    'schedule',
+    'claim',
+    'reclaim',
+    'report',
+    'claim',
+    'deadline',
+    'cancel',
+    'rerun',
+    'rehint',
+    'change',
+  ]);
 });
 
 describe.each(checked)('%s', (label, ...cells) => {

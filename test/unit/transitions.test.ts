@@ -476,3 +476,40 @@ describe('rehint (a lost or hidden hint)', () => {
     expect(T.rehint(claimed, { runId: 0, staleHintId: 'old', hintId: 'new' }, NOW2).next).toBe(claimed);
   });
 });
+
+describe('changePriority', () => {
+  const change = (t: TaskRecord, priority: 'high' | 'lowest' = 'high', now = NOW) => T.changePriority(t, { priority, hintId: 'hp' }, now);
+
+  test('a pending run gets a fresh hint in the new priority, put before the write; the definition is kept', () => {
+    const r = step(change(pendingTask()));
+    expect(r.next.priority).toBe('high');
+    expect(r.next.definition.priority).toBe('lowest');
+    expect(r.next.runs[0].hintId).toBe('hp');
+    expect(kinds(r.effects)).toEqual(['before:put-hint', 'after:wake']);
+    expect(r.effects[0]).toMatchObject({ priority: 'high', runId: 0, hintId: 'hp' });
+  });
+
+  test('a running run keeps its claim; its retry is queued at the new priority', () => {
+    const r = step(change(runningTask()));
+    expect(r.effects).toEqual([]);
+    expect(r.next.runs[0]).toMatchObject({ state: 'running', hintId: 'h0' });
+    const retried = step(report(r.next, { state: 'exception', reason: 'worker-shutdown' }));
+    expect(retried.effects.find((e) => e.kind === 'put-hint')).toMatchObject({ priority: 'high', runId: 1 });
+  });
+
+  test('an unscheduled task is scheduled at the new priority', () => {
+    const t = T.create({ taskId: 'T1', definition: definition({ dependencies: ['D1'] }), hintId: 'h0' }, NOW).next;
+    const r = step(change(t));
+    expect(r.effects).toEqual([]);
+    expect(T.schedule(r.next, { hintId: 'hs' }, NOW).effects[0]).toMatchObject({ kind: 'put-hint', priority: 'high' });
+  });
+
+  test('the same priority again changes nothing; resolved or past the deadline is refused', () => {
+    const t = step(change(pendingTask())).next;
+    expect(change(t).next === t).toBe(true);
+    expect(change(pendingTask(), 'lowest')).toMatchObject({ next: expect.anything(), effects: [] });
+    const done = step(report(runningTask(), { state: 'completed' })).next;
+    expect(change(done)).toMatchObject({ refused: 'conflict' });
+    expect(change(pendingTask(), 'high', later(3600))).toMatchObject({ refused: 'conflict' });
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * Scheduling controls beyond Taskcluster's lifecycle: priority changes (Taskcluster's
+ * changeTaskPriority / changeTaskGroupPriority, RFC 190) and declaring a worker gone.
+ */
+import { RouteDef, ApiRequest, ok } from '../types';
+import { notFound } from '../../errors';
+import { TaskRecord, isResolved, taskState } from '../../tasks/model';
+import { changeTaskPriority } from '../../tasks/resolve';
+import { mapLimit } from '../../limit';
+import type { Priority } from '../../tasks/vocabulary';
+
+/** Task rows changed at once in a group-wide change. */
+const GROUP_CONCURRENCY = 32;
+/** Member rows read per page of a group-wide change. */
+const GROUP_PAGE = 1000;
+
+async function loadTask(req: ApiRequest): Promise<TaskRecord> {
+  const t = await req.services.tasks.load(req.params.taskId);
+  if (!t) throw notFound(`task ${req.params.taskId} not found`);
+  return t;
+}
+
+const statusOf = (err: unknown) => (err as { status?: number }).status;
+
+export const schedulingRoutes: RouteDef[] = [
+  {
+    name: 'changeTaskPriority',
+    title: 'Change Task Priority',
+    description: [
+      'Change the priority of an unresolved task. A pending run moves to the new priority at once',
+      '(behind the tasks already waiting at that priority); a running run keeps its claim, and a',
+      'retry or rerun is queued at the new priority. `task` and `status` show the new priority.',
+      'A resolved task, or one past its deadline, cannot change (409).',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'task-status-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/priority',
+    scopes: { AnyOf: ['queue:change-task-priority:<taskId>', 'queue:change-task-priority-in-queue:<taskQueueId>'] },
+    input: 'change-priority-request',
+    handler: async (req) => {
+      const t = await loadTask(req);
+      await req.authorize({ taskId: t.taskId, taskQueueId: t.definition.taskQueueId });
+      const { status } = await changeTaskPriority(req.services, t, req.body.newPriority as Priority);
+      return ok({ status });
+    },
+  },
+  {
+    name: 'changeTaskGroupPriority',
+    title: 'Change Task Group Priority',
+    description: [
+      'Change the priority of every unresolved task of a task group, as `changeTaskPriority` does for',
+      'one task. Answers with the tasks whose priority this call changed.',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'change-task-group-priority-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/task-group/<taskGroupId>/priority',
+    scopes: 'queue:change-task-group-priority:<schedulerId>/<taskGroupId>',
+    input: 'change-priority-request',
+    handler: async (req) => {
+      const svc = req.services;
+      const meta = await svc.groups.meta(req.params.taskGroupId);
+      if (!meta || new Date(meta.expires) < svc.now()) throw notFound(`task group ${req.params.taskGroupId} not found`);
+      await req.authorize({ schedulerId: meta.schedulerId, taskGroupId: meta.taskGroupId });
+      const newPriority = req.body.newPriority as Priority;
+      const taskIds: string[] = [];
+      let continuation: string | undefined;
+      do {
+        const page = await svc.groups.memberPage(meta.taskGroupId, GROUP_PAGE, svc.now(), continuation);
+        await mapLimit(page.taskIds, GROUP_CONCURRENCY, async (id) => {
+          const t = await svc.tasks.load(id);
+          if (!t || t.definition.taskGroupId !== meta.taskGroupId || isResolved(taskState(t))) return;
+          try {
+            if ((await changeTaskPriority(svc, t, newPriority)).changed) taskIds.push(id);
+          } catch (err) {
+            // Resolved or past its deadline meanwhile, or gone: not ours to change.
+            if (statusOf(err) !== 409 && statusOf(err) !== 404) throw err;
+          }
+        });
+        continuation = page.continuation;
+      } while (continuation);
+      return ok({ taskGroupId: meta.taskGroupId, schedulerId: meta.schedulerId, newPriority, tasksAffected: taskIds.length, taskIds });
+    },
+  },
+];

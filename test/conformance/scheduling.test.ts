@@ -1,0 +1,145 @@
+/**
+ * Scheduling controls end to end, driven by a client built by taskcluster-client's `createClient`
+ * from the queue reference the service serves (v87 predates changeTaskPriority).
+ */
+import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { claim, claimOne, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
+
+let svc: TestService;
+let ref: any;
+beforeAll(async () => {
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
+  ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
+});
+afterAll(async () => svc?.close());
+
+/** A Queue client with the served reference's methods (root credentials unless given). */
+const queue = (opts: Record<string, unknown> = {}) =>
+  new (svc.tc.createClient(ref, 'queue'))({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0, ...opts });
+
+describe('changeTaskPriority', () => {
+  test('a waiting worker gets the re-prioritized task next', async () => {
+    const tq = uniqueQueue();
+    const first = slugid();
+    const second = slugid();
+    await svc.queue().createTask(first, taskDef(tq, { priority: 'low' }));
+    await svc.queue().createTask(second, taskDef(tq, { priority: 'low' }));
+    const r = await queue().changeTaskPriority(second, { newPriority: 'highest' });
+    expect(r.status).toMatchObject({ taskId: second, priority: 'highest', state: 'pending' });
+    expect((await queue().task(second)).priority).toBe('highest');
+    // Without the change, `first` (created earlier at the same priority) would come first.
+    await claimOne(svc, tq, second, W1);
+    await claimOne(svc, tq, first, W2);
+    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+  });
+
+  test('lowering a priority lets other tasks go first', async () => {
+    const tq = uniqueQueue();
+    const a = slugid();
+    const b = slugid();
+    await svc.queue().createTask(a, taskDef(tq, { priority: 'high' }));
+    await svc.queue().createTask(b, taskDef(tq, { priority: 'medium' }));
+    await queue().changeTaskPriority(a, { newPriority: 'lowest' });
+    await claimOne(svc, tq, b, W1);
+    await claimOne(svc, tq, a, W1);
+  });
+
+  test('a running run keeps its claim; its retry is queued at the new priority', async () => {
+    const { tq, taskId, wq } = await runningTask(svc, { priority: 'lowest' });
+    const other = slugid();
+    await svc.queue().createTask(other, taskDef(tq, { priority: 'medium' }));
+    const r = await queue().changeTaskPriority(taskId, { newPriority: 'very-high' });
+    expect(r.status.runs).toMatchObject([{ state: 'running' }]);
+    await wq.reclaimTask(taskId, 0);
+    await wq.reportException(taskId, 0, { reason: 'worker-shutdown' });
+    // The retry run overtakes the medium task.
+    const c = await claimOne(svc, tq, taskId, W2);
+    expect(c.runId).toBe(1);
+    expect(c.task.priority).toBe('very-high');
+  });
+
+  test('an unscheduled task keeps the new priority for when it is scheduled', async () => {
+    const tq = uniqueQueue();
+    const dep = slugid();
+    const taskId = slugid();
+    await svc.queue().createTask(dep, taskDef(uniqueQueue()));
+    await svc.queue().createTask(taskId, taskDef(tq, { dependencies: [dep], priority: 'lowest' }));
+    await queue().changeTaskPriority(taskId, { newPriority: 'high' });
+    const s = (await svc.queue().scheduleTask(taskId)).status;
+    expect(s).toMatchObject({ state: 'pending', priority: 'high' });
+    const c = await claimOne(svc, tq, taskId);
+    expect(c.status.priority).toBe('high');
+  });
+
+  test('repeating the same change is a no-op; createTask with the original definition stays idempotent', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    const def = taskDef(tq, { priority: 'low' });
+    await svc.queue().createTask(taskId, def);
+    await queue().changeTaskPriority(taskId, { newPriority: 'high' });
+    const again = await queue().changeTaskPriority(taskId, { newPriority: 'high' });
+    expect(again.status.priority).toBe('high');
+    expect((await svc.queue().createTask(taskId, def)).status.priority).toBe('high');
+    await claimOne(svc, tq, taskId);
+  });
+
+  test('bad input and invalid use: 400, 404, 409, 403', async () => {
+    const { taskId, wq } = await runningTask(svc);
+    await expectError(queue().changeTaskPriority(taskId, { newPriority: 'normal' }), 400, 'InputValidationError');
+    await expectError(queue().changeTaskPriority(taskId, {}), 400, 'InputValidationError');
+    await expectError(queue().changeTaskPriority(slugid(), { newPriority: 'high' }), 404, 'ResourceNotFound');
+    await wq.reportCompleted(taskId, 0);
+    await expectError(queue().changeTaskPriority(taskId, { newPriority: 'high' }), 409, 'RequestConflict');
+    await expectError(
+      queue({ authorizedScopes: ['queue:change-task-priority:someOtherTask'] }).changeTaskPriority(taskId, { newPriority: 'high' }),
+      403,
+      'InsufficientScopes',
+    );
+  });
+
+  test('scopes: the task id or its task queue', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const byTask = await queue({ authorizedScopes: [`queue:change-task-priority:${taskId}`] }).changeTaskPriority(taskId, { newPriority: 'low' });
+    expect(byTask.status.priority).toBe('low');
+    const byQueue = await queue({ authorizedScopes: [`queue:change-task-priority-in-queue:${tq}`] }).changeTaskPriority(taskId, { newPriority: 'high' });
+    expect(byQueue.status.priority).toBe('high');
+  });
+});
+
+describe('changeTaskGroupPriority', () => {
+  test('changes every unresolved task of the group', async () => {
+    const tq = uniqueQueue();
+    const taskGroupId = slugid();
+    const [a, b, done] = [slugid(), slugid(), slugid()];
+    for (const id of [done, a, b]) await svc.queue().createTask(id, taskDef(tq, { taskGroupId, priority: 'lowest' }));
+    const c = await claimOne(svc, tq, done);
+    await svc.queue(c.credentials).reportCompleted(done, 0);
+    const other = slugid();
+    await svc.queue().createTask(other, taskDef(tq, { priority: 'medium' }));
+    const r = await queue().changeTaskGroupPriority(taskGroupId, { newPriority: 'very-high' });
+    expect(r).toMatchObject({ taskGroupId, schedulerId: '-', newPriority: 'very-high', tasksAffected: 2 });
+    expect([...r.taskIds].sort()).toEqual([a, b].sort());
+    expect((await status(svc, done)).priority).toBe('lowest');
+    const first = (await claim(svc, tq, W1, 2)).map((x: any) => x.status.taskId);
+    expect(first.sort()).toEqual([a, b].sort());
+    await claimOne(svc, tq, other);
+  });
+
+  test('needs queue:change-task-group-priority:<schedulerId>/<taskGroupId>; unknown group 404; bad priority 400', async () => {
+    const taskGroupId = slugid();
+    await svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { taskGroupId }));
+    await expectError(
+      queue({ authorizedScopes: [`queue:change-task-group-priority:other/${taskGroupId}`] }).changeTaskGroupPriority(taskGroupId, { newPriority: 'high' }),
+      403,
+      'InsufficientScopes',
+    );
+    const r = await queue({ authorizedScopes: [`queue:change-task-group-priority:-/${taskGroupId}`] }).changeTaskGroupPriority(taskGroupId, {
+      newPriority: 'high',
+    });
+    expect(r.tasksAffected).toBe(1);
+    await expectError(queue().changeTaskGroupPriority(slugid(), { newPriority: 'high' }), 404, 'ResourceNotFound');
+    await expectError(queue().changeTaskGroupPriority(taskGroupId, { newPriority: 'urgent' }), 400, 'InputValidationError');
+  });
+});
