@@ -506,7 +506,7 @@ describe('changePriority', () => {
 
   test('the same priority again changes nothing; resolved or past the deadline is refused', () => {
     const t = step(change(pendingTask())).next;
-    expect(change(t).next === t).toBe(true);
+    expect(step(change(t)).next === t).toBe(true);
     expect(change(pendingTask(), 'lowest')).toMatchObject({ next: expect.anything(), effects: [] });
     const done = step(report(runningTask(), { state: 'completed' })).next;
     expect(change(done)).toMatchObject({ refused: 'conflict' });
