@@ -260,6 +260,12 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
     tasksAffected: int,
     taskIds: { type: 'array', items: slugid },
   }),
+  'worker-gone-response': obj({
+    taskQueueId,
+    workerGroup: str,
+    workerId: str,
+    resolved: { type: 'array', items: obj({ taskId: slugid, runId: int }) },
+  }),
   'list-dependent-tasks-response': pageOf('tasks', statusAndTask, { taskId: slugid }),
 
   // ---- artifacts ----

@@ -109,6 +109,14 @@ export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStat
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.scheduleTask(x, input, now), t)).task);
 }
 
+/** A worker declared gone: resolves the run it holds as exception/worker-shutdown; true if this call did. */
+export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
+  const input = { runId, worker, hintId: slugid.nice() };
+  const now = d.now();
+  const r = await execute(d, taskId, (t) => T.workerGone(t, input, now));
+  return !!r && 'changed' in r && r.changed;
+}
+
 /** changeTaskPriority: the task's status after the change (a repeat changes nothing). */
 export async function changeTaskPriority(d: TaskDeps, t: TaskRecord, priority: Priority): Promise<{ status: TaskStatus; changed: boolean }> {
   const input = { priority, hintId: slugid.nice() };

@@ -19,6 +19,8 @@
  *   cancel          -> exception (run)  -> exception        -> exception              = (owes propagation)
  *   rerun           -> pending (run)    =                   =                         -> pending (new run)
  *   rehint          =                   = (fresh hint)      =                         =
+ *   workerGone      =                   =                   -> exception, or pending  =
+ *                                                              (worker-shutdown; retry)
  *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
@@ -390,6 +392,20 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
     next,
     effects: [effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
   };
+}
+
+/**
+ * A worker declared gone: its running run resolves at once as exception/worker-shutdown (retried
+ * while retries are left), with everything a worker's own report of it owes. Only the run that
+ * worker still holds: a run already resolved, overtaken or claimed by another worker is left alone.
+ */
+export function workerGone(task: TaskRecord, input: { runId: number; worker: Worker; hintId: string }, now: Date): Result {
+  const r = task.runs[input.runId];
+  const held = r && running(task, input.runId) && r.workerGroup === input.worker.workerGroup && r.workerId === input.worker.workerId;
+  if (!held || deadlinePassed(task, now)) return same(task);
+  const step = report(task, { runId: input.runId, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: input.hintId }, now);
+  if (!('next' in step)) return step;
+  return { next: step.next, effects: [...step.effects, effect.log('worker-gone', { taskId: task.taskId, runId: input.runId, ...input.worker })] };
 }
 
 /**

@@ -3,7 +3,7 @@
  * from the queue reference the service serves (v87 predates changeTaskPriority).
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claim, claimOne, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { claim, claimOne, runSummary, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
 
 let svc: TestService;
 let ref: any;
@@ -141,5 +141,52 @@ describe('changeTaskGroupPriority', () => {
     expect(r.tasksAffected).toBe(1);
     await expectError(queue().changeTaskGroupPriority(slugid(), { newPriority: 'high' }), 404, 'ResourceNotFound');
     await expectError(queue().changeTaskGroupPriority(taskGroupId, { newPriority: 'urgent' }), 400, 'InputValidationError');
+  });
+});
+
+describe('declareWorkerGone', () => {
+  test("the worker's running runs resolve at once as exception/worker-shutdown and are retried", async () => {
+    const tq = uniqueQueue();
+    const [prov, wt] = tq.split('/');
+    const retried = slugid();
+    const final = slugid();
+    const others = slugid();
+    await svc.queue().createTask(retried, taskDef(tq, { retries: 1 }));
+    await svc.queue().createTask(final, taskDef(tq, { retries: 0 }));
+    const mine = await claim(svc, tq, W1, 2);
+    expect(mine).toHaveLength(2);
+    await svc.queue().createTask(others, taskDef(tq));
+    await claimOne(svc, tq, others, W2);
+
+    const r = await queue().declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId);
+    expect(r).toMatchObject({ taskQueueId: tq, ...W1 });
+    expect(r.resolved.map((x: any) => `${x.taskId}/${x.runId}`).sort()).toEqual([`${retried}/0`, `${final}/0`].sort());
+    expect(await runSummary(svc, retried)).toEqual(['exception/worker-shutdown', 'pending']);
+    expect(await runSummary(svc, final)).toEqual(['exception/worker-shutdown']);
+    expect(await runSummary(svc, others)).toEqual(['running']);
+    // The retry is claimable at once, by another worker.
+    const c = await claimOne(svc, tq, retried, W2);
+    expect([c.runId, c.status.runs[1].reasonCreated]).toEqual([1, 'retry']);
+    // The gone worker's late reports and reclaims are refused.
+    const late = mine.find((x: any) => x.status.taskId === final);
+    await expectError(svc.queue(late.credentials).reportCompleted(final, 0), 409, 'RequestConflict');
+    await expectError(svc.queue(late.credentials).reclaimTask(final, 0), 409, 'RequestConflict');
+    // Repeating the call resolves nothing more.
+    expect((await queue().declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId)).resolved).toEqual([]);
+  });
+
+  test('needs queue:declare-worker-gone:<provisionerId>/<workerType>/<workerGroup>/<workerId>', async () => {
+    const { tq, taskId } = await runningTask(svc);
+    const [prov, wt] = tq.split('/');
+    const scoped = (s: string) => queue({ authorizedScopes: [s] }).declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId);
+    await expectError(scoped(`queue:declare-worker-gone:${prov}/${wt}/${W1.workerGroup}/other`), 403, 'InsufficientScopes');
+    expect(await runSummary(svc, taskId)).toEqual(['running']);
+    const r = await scoped(`queue:declare-worker-gone:${prov}/${wt}/*`);
+    expect(r.resolved).toEqual([{ taskId, runId: 0 }]);
+  });
+
+  test('an unknown worker: nothing to resolve', async () => {
+    const r = await queue().declareWorkerGone('prov', 'nobody', 'wg', 'ghost');
+    expect(r.resolved).toEqual([]);
   });
 });

@@ -54,6 +54,7 @@ const ROWS: [RegExp, (t: TaskRecord) => T.Result][] = [
   [/^cancel/, (t) => T.cancel(t, {}, NOW)],
   [/^rerun/, (t) => T.rerun(t, { hintId: 'hr' }, NOW)],
   [/^rehint/, (t) => T.rehint(t, { runId: lastRunId(t), staleHintId: t.runs[lastRunId(t)]?.hintId, hintId: 'hh' }, NOW)],
+  [/^worker gone/, (t) => T.workerGone(t, { runId: lastRunId(t), worker: W, hintId: 'hg' }, later(5))],
   [/^change priority/, (t) => T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)],
 ];
 
@@ -104,6 +105,7 @@ test('every transition row of the README table is checked', () => {
     'cancel',
     'rerun',
     'rehint',
+    'worker',
     'change',
   ]);
 });

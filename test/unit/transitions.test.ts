@@ -513,3 +513,32 @@ describe('changePriority', () => {
     expect(change(pendingTask(), 'high', later(3600))).toMatchObject({ refused: 'conflict' });
   });
 });
+
+describe('workerGone', () => {
+  const gone = (t: TaskRecord, worker = W, now = NOW) => T.workerGone(t, { runId: t.runs.length - 1, worker, hintId: 'hg' }, now);
+
+  test("the worker's running run resolves as exception/worker-shutdown with a retry, owing what a report owes", () => {
+    const r = step(gone(runningTask()));
+    expect(summary(r.next)).toEqual(['exception/worker-shutdown', 'pending']);
+    expect(r.next.retriesLeft).toBe(1);
+    expect(r.next.runs[1]).toMatchObject({ reasonCreated: 'retry', hintId: 'hg' });
+    expect(kinds(r.effects)).toEqual(['before:put-hint', 'after:wake', 'after:drop-trigger', 'after:commit-uploads', 'after:log']);
+  });
+
+  test('without retries the task resolves', () => {
+    const r = step(gone(runningTask({ retries: 0 })));
+    expect(summary(r.next)).toEqual(['exception/worker-shutdown']);
+    expect(taskState(r.next)).toBe('exception');
+  });
+
+  test('a run held by another worker, pending or resolved, or past the deadline, is left alone', () => {
+    for (const t of [runningTask(), pendingTask(), step(report(runningTask(), { state: 'completed' })).next]) {
+      const other = gone(t, { workerGroup: 'wg', workerId: 'w2' });
+      expect(step(other).next === t).toBe(true);
+    }
+    const t = pendingTask();
+    expect(step(gone(t)).next === t).toBe(true);
+    const r = runningTask();
+    expect(step(gone(r, W, later(3600))).next === r).toBe(true);
+  });
+});

@@ -8,6 +8,7 @@ import { TaskRecord, isResolved, taskState } from '../../tasks/model';
 import { changeTaskPriority } from '../../tasks/resolve';
 import { mapLimit } from '../../limit';
 import type { Priority } from '../../tasks/vocabulary';
+import { declareWorkerGone } from '../../work/worker-gone';
 
 /** Task rows changed at once in a group-wide change. */
 const GROUP_CONCURRENCY = 32;
@@ -83,6 +84,27 @@ export const schedulingRoutes: RouteDef[] = [
         continuation = page.continuation;
       } while (continuation);
       return ok({ taskGroupId: meta.taskGroupId, schedulerId: meta.schedulerId, newPriority, tasksAffected: taskIds.length, taskIds });
+    },
+  },
+  {
+    name: 'declareWorkerGone',
+    title: 'Declare a Worker Gone',
+    description: [
+      'Tell the queue that a worker is gone for good (its instance was terminated or its machine died),',
+      'as an operator or a provisioner knows before any claim expires. Every run the worker still holds',
+      'resolves at once as `exception/worker-shutdown` and is retried while the task has retries left,',
+      'instead of waiting for its claim to expire. Answers with the runs this call resolved; repeating',
+      'it resolves nothing more.',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'worker-gone-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>/workers/<workerGroup>/<workerId>/gone',
+    scopes: 'queue:declare-worker-gone:<provisionerId>/<workerType>/<workerGroup>/<workerId>',
+    handler: async (req) => {
+      const { provisionerId, workerType, workerGroup, workerId } = req.params;
+      return ok(await declareWorkerGone(req.services, `${provisionerId}/${workerType}`, workerGroup, workerId));
     },
   },
 ];
