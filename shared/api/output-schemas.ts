@@ -81,28 +81,54 @@ const taskStatus = obj(
   ['taskId', 'provisionerId', 'workerType', 'taskQueueId', 'schedulerId', 'projectId', 'taskGroupId', 'deadline', 'expires', 'retriesLeft', 'state', 'runs'],
 );
 
+/** Every field of a definition is always there, except the extension `notBefore`. */
+const TASK_FIELDS = [
+  'provisionerId',
+  'workerType',
+  'taskQueueId',
+  'schedulerId',
+  'projectId',
+  'taskGroupId',
+  'dependencies',
+  'requires',
+  'routes',
+  'priority',
+  'retries',
+  'created',
+  'deadline',
+  'expires',
+  'scopes',
+  'payload',
+  'metadata',
+  'tags',
+  'extra',
+];
 /** The normalized definition, as `task(taskId)` returns it. */
-const task = obj({
-  provisionerId: str,
-  workerType: str,
-  taskQueueId,
-  schedulerId: str,
-  projectId: str,
-  taskGroupId: slugid,
-  dependencies: { type: 'array', items: slugid },
-  requires: { type: 'string', enum: ['all-completed', 'all-resolved'] },
-  routes: strings,
-  priority: str,
-  retries: int,
-  created: dateTime,
-  deadline: dateTime,
-  expires: dateTime,
-  scopes: strings,
-  payload: { type: 'object' },
-  metadata: obj({ name: str, description: str, owner: str, source: str }),
-  tags: { type: 'object', additionalProperties: str },
-  extra: { type: 'object' },
-});
+const task = obj(
+  {
+    provisionerId: str,
+    workerType: str,
+    taskQueueId,
+    schedulerId: str,
+    projectId: str,
+    taskGroupId: slugid,
+    dependencies: { type: 'array', items: slugid },
+    requires: { type: 'string', enum: ['all-completed', 'all-resolved'] },
+    routes: strings,
+    priority: str,
+    retries: int,
+    created: dateTime,
+    deadline: dateTime,
+    expires: dateTime,
+    scopes: strings,
+    payload: { type: 'object' },
+    metadata: obj({ name: str, description: str, owner: str, source: str }),
+    tags: { type: 'object', additionalProperties: str },
+    extra: { type: 'object' },
+    notBefore: dateTime,
+  },
+  TASK_FIELDS,
+);
 
 const credentials = obj({ clientId: str, accessToken: str, certificate: str });
 

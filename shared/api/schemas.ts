@@ -48,6 +48,7 @@ const schemas: Record<string, object> = {
       },
       tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
       extra: { type: 'object', default: {} },
+      notBefore: dateTime,
     },
     required: ['created', 'deadline', 'payload', 'metadata'],
   },

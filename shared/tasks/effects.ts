@@ -19,8 +19,18 @@ import type { Priority } from './vocabulary';
 
 export type Effect =
   // ---- before ----
-  /** A pending hint for the run; `hintId` is the only hint that may claim it. */
-  | { phase: 'before'; kind: 'put-hint'; taskQueueId: string; priority: Priority; taskId: string; runId: number; hintId: string; deadline: string }
+  /** A pending hint for the run; `hintId` is the only hint that may claim it; invisible until `visibleAt` when given (delayed start). */
+  | {
+      phase: 'before';
+      kind: 'put-hint';
+      taskQueueId: string;
+      priority: Priority;
+      taskId: string;
+      runId: number;
+      hintId: string;
+      deadline: string;
+      visibleAt?: string;
+    }
   /** The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`. */
   | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string }
   /** The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. */
@@ -49,7 +59,7 @@ export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
 
 /** Constructors, so transitions read as a list of what they owe. */
 export const effect = {
-  putHint: (taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string): Effect => ({
+  putHint: (taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string, visibleAt?: string): Effect => ({
     phase: 'before',
     kind: 'put-hint',
     taskQueueId,
@@ -58,6 +68,7 @@ export const effect = {
     runId,
     hintId,
     deadline,
+    ...(visibleAt ? { visibleAt } : {}),
   }),
   putClaimTrigger: (taskId: string, runId: number, takenUntil: string): Effect => ({ phase: 'before', kind: 'put-claim-trigger', taskId, runId, takenUntil }),
   putDeadlineTrigger: (taskId: string, deadline: string): Effect => ({ phase: 'before', kind: 'put-deadline-trigger', taskId, deadline }),

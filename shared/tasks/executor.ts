@@ -80,7 +80,7 @@ async function performBefore(d: TaskDeps, step: Step, performed: Performed): Pro
 async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
-      await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline);
+      await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
       return undefined;
     case 'put-claim-trigger':
       return d.triggers.claim(e.taskId, e.runId, e.takenUntil);

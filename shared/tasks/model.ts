@@ -60,6 +60,8 @@ export interface TaskDefinition {
   metadata: { name: string; description: string; owner: string; source: string };
   tags: Record<string, string>;
   extra: Record<string, unknown>;
+  /** Delayed start (extension): run 0 becomes claimable no earlier than this; absent = at once. */
+  notBefore?: string;
 }
 
 export interface TaskRecord {

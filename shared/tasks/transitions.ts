@@ -88,12 +88,25 @@ function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
 }
 
-/** The one way a pending run is added: the run, and its hint (put before the row). */
+/** The delayed start of run 0 (`notBefore`), when it is still ahead. */
+function delayedStart(x: TaskRecord, reasonCreated: ReasonCreated, now: Date): string | undefined {
+  const at = x.definition.notBefore;
+  return reasonCreated === 'scheduled' && at && new Date(at) > now ? at : undefined;
+}
+
+/** A pending run's start time when still ahead (delayed start): a fresh hint must stay hidden until then too. */
+const dueLater = (r: Run, now: Date) => (new Date(r.scheduled) > now ? r.scheduled : undefined);
+
+/**
+ * The one way a pending run is added: the run, and its hint (put before the row). A delayed start
+ * shows as `scheduled` in the future, and its hint stays invisible until then.
+ */
 function addPendingRun(x: TaskRecord, reasonCreated: ReasonCreated, now: Date, hintId: string): Effect {
   const runId = x.runs.length;
-  x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: now.toJSON(), hintId });
+  const later = delayedStart(x, reasonCreated, now);
+  x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: later ?? now.toJSON(), hintId });
   const d = x.definition;
-  return effect.putHint(d.taskQueueId, priorityOf(x), x.taskId, runId, hintId, d.deadline);
+  return effect.putHint(d.taskQueueId, priorityOf(x), x.taskId, runId, hintId, d.deadline, later);
 }
 
 /** Whether a resolution with `reason` adds a retry run to `x`. */
@@ -196,6 +209,8 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
   if (deadlinePassed(task, now)) return refuse('the task deadline has passed');
   const r = task.runs[runId];
   if (!r) return refuse(`run ${runId} does not exist`);
+  // claimTask must not jump a delayed start; a hint only shows up once it is due.
+  if (via === null && r.state === 'pending' && new Date(r.scheduled) > now) return refuse(`run ${runId} is scheduled for ${r.scheduled}`);
   if (isLatest(task, runId) && r.state === 'pending' && (via === null || r.hintId === via.hintId)) {
     const next = copy(task);
     const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
@@ -390,7 +405,10 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
   const d = next.definition;
   return {
     next,
-    effects: [effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
+    effects: [
+      effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline, dueLater(run, now)),
+      effect.wake(d.taskQueueId),
+    ],
   };
 }
 
@@ -424,7 +442,13 @@ export function changePriority(task: TaskRecord, input: { priority: Priority; hi
   if (last?.state !== 'pending') return { next, effects: [] };
   last.hintId = input.hintId;
   const d = next.definition;
-  return { next, effects: [effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)] };
+  return {
+    next,
+    effects: [
+      effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline, dueLater(last, now)),
+      effect.wake(d.taskQueueId),
+    ],
+  };
 }
 
 /** Bookkeeping after propagation: the resolution of run `last` has been told to dependents. */

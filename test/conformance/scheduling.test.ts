@@ -190,3 +190,57 @@ describe('declareWorkerGone', () => {
     expect(r.resolved).toEqual([]);
   });
 });
+
+describe('delayed start (notBefore)', () => {
+  const DELAY_MS = 3000;
+
+  test('the task is pending but scheduled for later; nobody gets it before notBefore, a waiting worker gets it after', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    const notBefore = new Date(Date.now() + DELAY_MS).toJSON();
+    const created = await svc.queue().createTask(taskId, taskDef(tq, { notBefore }));
+    expect(created.status).toMatchObject({ state: 'pending', runs: [{ runId: 0, state: 'pending', scheduled: notBefore }] });
+    expect((await svc.queue().task(taskId)).notBefore).toBe(notBefore);
+    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    await expectError(svc.queue().claimTask(taskId, 0, W1), 409, 'RequestConflict');
+    // A worker waiting in claimWork (1 s polls) picks it up once it is due, without a reaper pass.
+    let c: any[] = [];
+    const end = Date.now() + DELAY_MS + 10_000;
+    while (!c.length && Date.now() < end) c = await claim(svc, tq, W1, 1);
+    expect(c.map((x) => x.status.taskId)).toEqual([taskId]);
+    expect(Date.now()).toBeGreaterThanOrEqual(new Date(notBefore).getTime());
+  });
+
+  test('a task without notBefore is unaffected; one whose notBefore has passed starts at once', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq, { notBefore: new Date(Date.now() - 1000).toJSON() }));
+    await claimOne(svc, tq, taskId);
+  });
+
+  test('with dependencies, the task waits for both', async () => {
+    const tq = uniqueQueue();
+    const { taskId: dep, wq } = await runningTask(svc);
+    const taskId = slugid();
+    const notBefore = new Date(Date.now() + 60_000).toJSON();
+    await svc.queue().createTask(taskId, taskDef(tq, { dependencies: [dep], notBefore }));
+    await wq.reportCompleted(dep, 0);
+    const s = await status(svc, taskId);
+    expect(s.runs).toMatchObject([{ state: 'pending', scheduled: notBefore }]);
+    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+  });
+
+  test('a priority change keeps the delay', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq, { notBefore: new Date(Date.now() + 60_000).toJSON() }));
+    await queue().changeTaskPriority(taskId, { newPriority: 'highest' });
+    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+  });
+
+  test('notBefore at or after the deadline, or not a date: 400', async () => {
+    const deadline = new Date(Date.now() + 3600_000).toJSON();
+    await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { deadline, notBefore: deadline })), 400, 'InputError');
+    await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { notBefore: 'tomorrow' })), 400, 'InputValidationError');
+  });
+});

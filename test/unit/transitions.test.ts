@@ -542,3 +542,32 @@ describe('workerGone', () => {
     expect(step(gone(r, W, later(3600))).next === r).toBe(true);
   });
 });
+
+describe('delayed start (notBefore)', () => {
+  const AT = later(600).toJSON();
+
+  test('run 0 is scheduled for later and its hint stays hidden until then; claimTask before it is refused', () => {
+    const r = T.create({ taskId: 'T1', definition: definition({ notBefore: AT }), hintId: 'h0' }, NOW);
+    expect(r.next.runs[0]).toMatchObject({ state: 'pending', scheduled: AT });
+    expect(r.effects.find((e) => e.kind === 'put-hint')).toMatchObject({ visibleAt: AT });
+    expect(T.claim(r.next, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, NOW)).toMatchObject({ refused: 'conflict' });
+    expect(step(T.claim(r.next, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(600))).next.runs[0].state).toBe('running');
+  });
+
+  test('a notBefore already passed, and retries, start at once', () => {
+    const r = T.create({ taskId: 'T1', definition: definition({ notBefore: later(-1).toJSON() }), hintId: 'h0' }, NOW);
+    expect(r.next.runs[0].scheduled).toBe(NOW.toJSON());
+    expect(r.effects.find((e) => e.kind === 'put-hint')).not.toHaveProperty('visibleAt');
+    const delayed = T.create({ taskId: 'T1', definition: definition({ notBefore: AT }), hintId: 'h0' }, NOW).next;
+    const claimed = step(T.claim(delayed, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(600))).next;
+    const retried = step(report(claimed, { state: 'exception', reason: 'worker-shutdown' }, 0, later(601)));
+    expect(retried.next.runs[1].scheduled).toBe(later(601).toJSON());
+    expect(retried.effects.find((e) => e.kind === 'put-hint')).not.toHaveProperty('visibleAt');
+  });
+
+  test('a fresh hint for a delayed run (priority change, rehint) stays hidden too', () => {
+    const t = T.create({ taskId: 'T1', definition: definition({ notBefore: AT }), hintId: 'h0' }, NOW).next;
+    expect(step(T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)).effects[0]).toMatchObject({ kind: 'put-hint', visibleAt: AT });
+    expect(T.rehint(t, { runId: 0, staleHintId: 'h0', hintId: 'hh' }, NOW).effects[0]).toMatchObject({ kind: 'put-hint', visibleAt: AT });
+  });
+});
