@@ -81,7 +81,7 @@ const taskStatus = obj(
   ['taskId', 'provisionerId', 'workerType', 'taskQueueId', 'schedulerId', 'projectId', 'taskGroupId', 'deadline', 'expires', 'retriesLeft', 'state', 'runs'],
 );
 
-/** Every field of a definition is always there, except the extension `notBefore`. */
+/** Every field of a definition is always there, except the extensions `notBefore` and `concurrencyKey`. */
 const TASK_FIELDS = [
   'provisionerId',
   'workerType',
@@ -126,6 +126,7 @@ const task = obj(
     tags: { type: 'object', additionalProperties: str },
     extra: { type: 'object' },
     notBefore: dateTime,
+    concurrencyKey: str,
   },
   TASK_FIELDS,
 );
@@ -286,6 +287,14 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
     tasksAffected: int,
     taskIds: { type: 'array', items: slugid },
   }),
+  'concurrency-key-response': obj(
+    {
+      concurrencyKey: str,
+      holder: obj({ taskId: slugid, runId: int, since: dateTime }),
+      waiting: { type: 'array', items: obj({ taskId: slugid, runId: int, priority: str, created: dateTime }) },
+    },
+    ['concurrencyKey', 'waiting'],
+  ),
   'worker-gone-response': obj({
     taskQueueId,
     workerGroup: str,

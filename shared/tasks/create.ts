@@ -108,6 +108,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     extra: input.extra,
     // Only when given, so definitions without it compare equal to those created before it existed.
     ...(notBefore ? { notBefore } : {}),
+    ...(input.concurrencyKey ? { concurrencyKey: input.concurrencyKey } : {}),
   };
   const step = create({ taskId, definition, hintId: slugid.nice() }, now);
   encodeTask(step.next); // refuses oversized definitions before anything is written

@@ -51,6 +51,8 @@ export type Effect =
   | { phase: 'after'; kind: 'commit-uploads'; taskId: string; runId: number }
   /** Tell dependents of the task's final resolution, then record it (dependentsNotified). */
   | { phase: 'after'; kind: 'propagate'; taskId: string }
+  /** A keyed run stopped running: free its concurrency key (if it still holds it) for the next waiter. */
+  | { phase: 'after'; kind: 'release-key'; key: string; taskId: string; runId: number }
   /** The `put-safety-net` of the same task and run has nothing left to guard. */
   | { phase: 'after'; kind: 'delete-safety-net'; taskId: string; runId: number }
   | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
@@ -94,6 +96,7 @@ export const effect = {
   wake: (taskQueueId: string): Effect => ({ phase: 'after', kind: 'wake', taskQueueId }),
   commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
+  releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),
   deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
   log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
 };

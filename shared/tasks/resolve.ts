@@ -8,7 +8,8 @@ import * as slugid from 'slugid';
 import { TaskDeps } from './deps';
 import { Run, TaskRecord, TaskStatus, taskStatus } from './model';
 import { conflict, notFound } from '../errors';
-import { Executed, execute } from './executor';
+import { Executed, execute, rehinter } from './executor';
+import { acquireKey } from './keys';
 import * as T from './transitions';
 import type { Later, Refusal } from './transitions';
 import type { Priority } from './vocabulary';
@@ -35,7 +36,22 @@ export type ClaimVia = T.ClaimInput['via'];
 export async function claimRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker, via: ClaimVia, known?: TaskRecord): Promise<ClaimOutcome> {
   const input: T.ClaimInput = { runId, worker, via, claimTimeoutS: d.config.claimTimeoutS };
   const now = d.now();
-  const r = await execute(d, taskId, (t) => T.claim(t, input, now), known);
+  let seen: TaskRecord | undefined;
+  let r = await execute(
+    d,
+    taskId,
+    (t) => {
+      seen = t;
+      return T.claim(t, input, now);
+    },
+    known,
+  );
+  if (r && 'needsKey' in r && seen) {
+    // A keyed run: take its concurrency key first (the run's hint is the fencing token), or wait in line.
+    const t: TaskRecord = seen;
+    if ((await acquireKey(d, t, runId, now, rehinter(d))) === 'busy') return { kind: 'conflict', reason: r.message };
+    r = await execute(d, taskId, (x) => T.claim(x, { ...input, keyHeld: t.runs[runId].hintId }, now), t);
+  }
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
   if ('retryAfterS' in r) throw new Error(`task ${taskId}: unexpected retry-after`);

@@ -53,6 +53,8 @@ export interface Step {
 export interface Refusal {
   refused: 'not-found' | 'conflict';
   message: string;
+  /** A keyed run may only be claimed once its concurrency key is held (shared/tasks/keys.ts). */
+  needsKey?: true;
 }
 /** A trigger arrived early (clock skew): show it again in this many seconds. */
 export interface Later {
@@ -142,6 +144,10 @@ function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaim
     if (ref) out.push(effect.dropTrigger('claim', ref));
   }
   if (opts.dropDeadline && isResolved(taskState(next)) && before.deadlineTrigger) out.push(effect.dropTrigger('deadline', before.deadlineTrigger));
+  const key = next.definition.concurrencyKey;
+  for (const r of before.runs) {
+    if (key && r.state === 'running' && next.runs[r.runId].state !== 'running') out.push(effect.releaseKey(key, next.taskId, r.runId));
+  }
   return out;
 }
 
@@ -197,6 +203,8 @@ export interface ClaimInput {
    */
   via: { hintId: string; replayWithinS: number } | null;
   claimTimeoutS: number;
+  /** The hint a concurrency key was acquired with: a keyed run is claimed only while it still has it. */
+  keyHeld?: string;
 }
 
 /**
@@ -212,6 +220,9 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
   // claimTask must not jump a delayed start; a hint only shows up once it is due.
   if (via === null && r.state === 'pending' && new Date(r.scheduled) > now) return refuse(`run ${runId} is scheduled for ${r.scheduled}`);
   if (isLatest(task, runId) && r.state === 'pending' && (via === null || r.hintId === via.hintId)) {
+    if (task.definition.concurrencyKey && input.keyHeld !== r.hintId) {
+      return { refused: 'conflict', message: `run ${runId} waits for concurrency key ${task.definition.concurrencyKey}`, needsKey: true };
+    }
     const next = copy(task);
     const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });

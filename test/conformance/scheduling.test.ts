@@ -3,6 +3,8 @@
  * from the queue reference the service serves (v87 predates changeTaskPriority).
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { releaseKey } from '../../shared/tasks/keys';
+import { rehinter } from '../../shared/tasks/executor';
 import { claim, claimOne, runSummary, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
 
 let svc: TestService;
@@ -242,5 +244,139 @@ describe('delayed start (notBefore)', () => {
     const deadline = new Date(Date.now() + 3600_000).toJSON();
     await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { deadline, notBefore: deadline })), 400, 'InputError');
     await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { notBefore: 'tomorrow' })), 400, 'InputValidationError');
+  });
+});
+
+describe('concurrency keys', () => {
+  let n = 0;
+  const uniqueKey = () => `key-${Date.now()}-${n++}`;
+  const running = async (ids: string[]) => (await Promise.all(ids.map((id) => status(svc, id)))).filter((s) => s.state === 'running').map((s) => s.taskId);
+
+  test('two workers racing for one key: only one holds it; the other task runs once it is released', async () => {
+    const tq = uniqueQueue();
+    const key = uniqueKey();
+    const [a, b] = [slugid(), slugid()];
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    expect((await svc.queue().task(a)).concurrencyKey).toBe(key);
+    const [c1, c2] = await Promise.all([claim(svc, tq, W1, 2), claim(svc, tq, W2, 2)]);
+    const claims = [...c1, ...c2];
+    expect(claims).toHaveLength(1);
+    const holder = claims[0].status.taskId;
+    const other = holder === a ? b : a;
+    const k = await queue().concurrencyKey(key);
+    expect(k).toMatchObject({ concurrencyKey: key, holder: { taskId: holder, runId: 0 }, waiting: [{ taskId: other, runId: 0 }] });
+    expect(await claim(svc, tq, W2, 2)).toEqual([]);
+    await svc.queue(claims[0].credentials).reportCompleted(holder, 0);
+    const next = await claimOne(svc, tq, other, W2);
+    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: other, runId: next.runId });
+  });
+
+  test('many workers, many tasks of one key: never two running at once, all finish', async () => {
+    const tq = uniqueQueue();
+    const key = uniqueKey();
+    const ids = Array.from({ length: 6 }, () => slugid());
+    for (const id of ids) await svc.queue().createTask(id, taskDef(tq, { concurrencyKey: key }));
+    const workers = Array.from({ length: 6 }, (_, i) => ({ workerGroup: 'wg', workerId: `race-${i}` }));
+    for (let round = 0; round < ids.length; round++) {
+      const got = (await Promise.all(workers.map((w) => claim(svc, tq, w, 3)))).flat();
+      expect(got).toHaveLength(1);
+      expect(await running(ids)).toEqual([got[0].status.taskId]);
+      await svc.queue(got[0].credentials).reportCompleted(got[0].status.taskId, got[0].runId);
+    }
+    expect((await Promise.all(ids.map((id) => status(svc, id)))).map((s) => s.state)).toEqual(ids.map(() => 'completed'));
+    expect(await queue().concurrencyKey(key)).toEqual({ concurrencyKey: key, waiting: [] });
+  });
+
+  test('waiters go in priority, then creation order', async () => {
+    const tq = uniqueQueue();
+    const key = uniqueKey();
+    const { taskId: first, wq } = await runningTask(svc, { concurrencyKey: key });
+    const firstQueue = (await status(svc, first)).taskQueueId;
+    const [low1, high, low2] = [slugid(), slugid(), slugid()];
+    await svc.queue().createTask(low1, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
+    await svc.queue().createTask(high, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
+    await svc.queue().createTask(low2, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
+    expect(await claim(svc, tq, W1, 3)).toEqual([]);
+    await queue().changeTaskPriority(high, { newPriority: 'high' });
+    // A priority change of a waiter gives it a fresh hint; it waits again, now ahead of the others.
+    expect(await claim(svc, tq, W1, 3)).toEqual([]);
+    expect((await queue().concurrencyKey(key)).waiting.map((w: any) => w.taskId)).toEqual([high, low1, low2]);
+    expect(firstQueue).not.toBe(tq);
+    await wq.reportCompleted(first, 0);
+    for (const id of [high, low1, low2]) {
+      const c = await claimOne(svc, tq, id, W2);
+      await svc.queue(c.credentials).reportCompleted(id, 0);
+    }
+  });
+
+  test('released on every resolution path (exception with retry, cancel, worker gone, completed); a retry keeps its place in line', async () => {
+    const tq = uniqueQueue();
+    const [prov, wt] = tq.split('/');
+    const key = uniqueKey();
+    const [a, b, c] = [slugid(), slugid(), slugid()];
+    const one = async (w = W1) => {
+      const got = await claim(svc, tq, w, 3);
+      expect(got).toHaveLength(1);
+      return got[0];
+    };
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
+    const a0 = await one();
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    await svc.queue().createTask(c, taskDef(tq, { concurrencyKey: key }));
+    expect(await claim(svc, tq, W1, 3)).toEqual([]);
+    // Exception with a retry: a was created first, so its retry goes first.
+    await svc.queue(a0.credentials).reportException(a, 0, { reason: 'worker-shutdown' });
+    expect([(await one()).status.taskId, 1]).toEqual([a, 1]);
+    await svc.queue().cancelTask(a);
+    const b0 = await one(W2);
+    expect(b0.status.taskId).toBe(b);
+    await queue().declareWorkerGone(prov, wt, W2.workerGroup, W2.workerId);
+    const b1 = await one();
+    expect([b1.status.taskId, b1.runId]).toEqual([b, 1]);
+    await svc.queue(b1.credentials).reportCompleted(b, 1);
+    expect((await one()).status.taskId).toBe(c);
+    expect(await runSummary(svc, a)).toEqual(['exception/worker-shutdown', 'exception/canceled']);
+  });
+
+  test("a late release by an old holder never frees a newer holder's key (runId and hint as fencing token)", async () => {
+    const tq = uniqueQueue();
+    const [prov, wt] = tq.split('/');
+    const key = uniqueKey();
+    const [a, b] = [slugid(), slugid()];
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key, retries: 0 }));
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    const [ca] = await claim(svc, tq, W1, 2);
+    await queue().declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId);
+    const cb = await claimOne(svc, tq, b, W2);
+    // The old holder's report is refused, and replaying its release changes nothing.
+    await expectError(svc.queue(ca.credentials).reportCompleted(a, 0), 409, 'RequestConflict');
+    await releaseKey(svc.services, key, a, 0, rehinter(svc.services));
+    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: b, runId: cb.runId });
+  });
+
+  test('a key leaked by a crash (holder resolved, release lost) is recovered when the next task asks', async () => {
+    const tq = uniqueQueue();
+    const key = uniqueKey();
+    const [a, b] = [slugid(), slugid()];
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
+    expect(await claim(svc, tq, W1, 1)).toHaveLength(1);
+    // Resolve a without its release effect, as a crash right after the write would.
+    const t = (await svc.services.tasks.load(a))!;
+    const next = structuredClone(t);
+    Object.assign(next.runs[0], { state: 'completed', reasonResolved: 'completed', resolved: new Date().toJSON() });
+    next.takenUntil = '';
+    expect(await svc.services.tasks.replace(t, next)).toBe('written');
+    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: a });
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    await claimOne(svc, tq, b, W2);
+    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: b });
+  });
+
+  test('bad key shapes: 400', async () => {
+    await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { concurrencyKey: 'has space' })), 400, 'InputValidationError');
+    await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { concurrencyKey: '' })), 400, 'InputValidationError');
+    await expectError(svc.queue().createTask(slugid(), taskDef(uniqueQueue(), { concurrencyKey: 'x'.repeat(101) })), 400, 'InputValidationError');
+    await expectError(queue().concurrencyKey('a%20b'), 400);
   });
 });

@@ -9,9 +9,14 @@ import { changeTaskPriority } from '../../tasks/resolve';
 import { mapLimit } from '../../limit';
 import type { Priority } from '../../tasks/vocabulary';
 import { declareWorkerGone } from '../../work/worker-gone';
+import { describeKey } from '../../tasks/keys';
+import { CONCURRENCY_KEY } from '../../tasks/vocabulary';
+import { badArgs } from '../../errors';
 
 /** Task rows changed at once in a group-wide change. */
 const GROUP_CONCURRENCY = 32;
+/** Waiting tasks listed for a concurrency key. */
+const KEY_WAITERS_SHOWN = 100;
 /** Member rows read per page of a group-wide change. */
 const GROUP_PAGE = 1000;
 
@@ -105,6 +110,27 @@ export const schedulingRoutes: RouteDef[] = [
     handler: async (req) => {
       const { provisionerId, workerType, workerGroup, workerId } = req.params;
       return ok(await declareWorkerGone(req.services, `${provisionerId}/${workerType}`, workerGroup, workerId));
+    },
+  },
+  {
+    name: 'concurrencyKey',
+    title: 'Concurrency Key',
+    description: [
+      'Who holds a concurrency key and who waits for it. A task names its key in the `concurrencyKey`',
+      'field of its definition (an extension of this queue); at most one task per key runs at a time,',
+      'and the others wait, in priority then creation order. `holder` is absent while the key is free;',
+      '`waiting` lists up to 100 waiting tasks, next first (a task resolved meanwhile may still be listed).',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'concurrency-key-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/concurrency-keys/<concurrencyKey>',
+    scopes: 'queue:get-concurrency-key:<concurrencyKey>',
+    handler: async (req) => {
+      const key = req.params.concurrencyKey;
+      if (!new RegExp(CONCURRENCY_KEY).test(key)) throw badArgs(`concurrencyKey must match ${CONCURRENCY_KEY}`);
+      return ok(await describeKey(req.services, key, KEY_WAITERS_SHOWN));
     },
   },
 ];
