@@ -35,7 +35,7 @@ const run = obj(
   {
     runId,
     state: { type: 'string', enum: RUN_STATES },
-    reasonCreated: { type: 'string', enum: ['scheduled', 'retry', 'task-retry', 'rerun', 'exception'] },
+    reasonCreated: { type: 'string', enum: ['scheduled', 'retry', 'task-retry', 'rerun', 'exception', 'resumed'] },
     reasonResolved: {
       type: 'string',
       enum: [
@@ -44,6 +44,7 @@ const run = obj(
         'deadline-exceeded',
         'canceled',
         'superseded',
+        'suspended',
         'claim-expired',
         'worker-shutdown',
         'malformed-payload',
@@ -133,15 +134,19 @@ const task = obj(
 
 const credentials = obj({ clientId: str, accessToken: str, certificate: str });
 
-const claim = obj({
-  status: taskStatus,
-  runId,
-  workerGroup: str,
-  workerId: str,
-  takenUntil: dateTime,
-  task,
-  credentials,
-});
+const claim = obj(
+  {
+    status: taskStatus,
+    runId,
+    workerGroup: str,
+    workerId: str,
+    takenUntil: dateTime,
+    task,
+    credentials,
+    continuation: {},
+  },
+  ['status', 'runId', 'workerGroup', 'workerId', 'takenUntil', 'task', 'credentials'],
+);
 
 const taskGroup = obj({ taskGroupId: slugid, schedulerId: str, expires: dateTime, sealed: dateTime }, ['taskGroupId', 'schedulerId', 'expires']);
 const statusAndTask = obj({ status: taskStatus, task });

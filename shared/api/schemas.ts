@@ -106,6 +106,12 @@ const schemas: Record<string, object> = {
     },
     required: ['description', 'scopes'],
   },
+  'suspend-run-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { continuation: {}, resumeAt: dateTime },
+    required: ['continuation'],
+  },
   'change-priority-request': {
     type: 'object',
     additionalProperties: false,

@@ -74,10 +74,14 @@ export async function waitersOf(d: TaskDeps, key: string, limit: number): Promis
   }));
 }
 
-/** The task's latest run, when it is pending before the deadline (a waiter still waiting). */
+/**
+ * The task's latest run, when it is pending, due (a delayed start or resumption is not waiting yet:
+ * it asks for the key when its hint shows up) and before the deadline.
+ */
 function waitingRun(t: TaskRecord | undefined, now: Date) {
   if (!t || taskState(t) !== 'pending' || new Date(t.definition.deadline) <= now) return undefined;
-  return t.runs[t.runs.length - 1];
+  const r = t.runs[t.runs.length - 1];
+  return new Date(r.scheduled) <= now ? r : undefined;
 }
 
 /** The first waiter that still waits (stale rows deleted on the way), with its task. */

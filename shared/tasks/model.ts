@@ -8,7 +8,7 @@ import type { TriggerRef } from './triggers';
 
 export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type TaskState = RunState | 'unscheduled';
-export type ReasonCreated = 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
+export type ReasonCreated = 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception' | 'resumed';
 export type ReasonResolved =
   | 'completed'
   | 'failed'
@@ -20,7 +20,9 @@ export type ReasonResolved =
   | 'resource-unavailable'
   | 'internal-error'
   | 'intermittent-task'
-  | 'superseded';
+  | 'superseded'
+  /** The worker suspended the run (suspendRun); a `resumed` run follows. */
+  | 'suspended';
 
 export interface Run {
   runId: number;
@@ -81,6 +83,8 @@ export interface TaskRecord {
   historySeq?: number;
   /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
   deadlineTrigger?: TriggerRef;
+  /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
+  continuation?: string;
   /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
   priority?: Priority;
   etag?: string;
@@ -178,6 +182,7 @@ export function encodeTask(t: TaskRecord): Entity {
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
     ...(t.priority ? { priority: t.priority } : {}),
+    ...(t.continuation ? { continuation: t.continuation } : {}),
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -205,6 +210,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
     ...(e.priority ? { priority: e.priority as Priority } : {}),
+    ...(e.continuation ? { continuation: e.continuation as string } : {}),
     etag: e.etag,
   };
 }

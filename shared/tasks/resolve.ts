@@ -125,6 +125,13 @@ export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStat
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.scheduleTask(x, input, now), t)).task);
 }
 
+/** suspendRun: ends the run as suspended; a resumed run is pending at `resumeAt`. */
+export async function suspendRun(d: TaskDeps, t: TaskRecord, runId: number, continuation: string, resumeAt: string): Promise<TaskStatus> {
+  const input = { runId, continuation, resumeAt, hintId: slugid.nice() };
+  const now = d.now();
+  return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.suspend(x, input, now), t)).task);
+}
+
 /** A worker declared gone: resolves the run it holds as exception/worker-shutdown; true if this call did. */
 export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
   const input = { runId, worker, hintId: slugid.nice() };

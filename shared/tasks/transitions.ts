@@ -21,6 +21,7 @@
  *   rehint          =                   = (fresh hint)      =                         =
  *   workerGone      =                   =                   -> exception, or pending  =
  *                                                              (worker-shutdown; retry)
+ *   suspend         404                 409                 -> pending (resumed run)  = same suspension / 409
  *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
@@ -435,6 +436,39 @@ export function workerGone(task: TaskRecord, input: { runId: number; worker: Wor
   const step = report(task, { runId: input.runId, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: input.hintId }, now);
   if (!('next' in step)) return step;
   return { next: step.next, effects: [...step.effects, effect.log('worker-gone', { taskId: task.taskId, runId: input.runId, ...input.worker })] };
+}
+
+/**
+ * suspendRun: the worker ends its running run as exception/suspended with a continuation (JSON);
+ * a `resumed` run becomes pending at `resumeAt` (its hint hidden until then) and whoever claims it
+ * gets the continuation. Retries are untouched; runs are bounded by MAX_RUNS. Repeating the same
+ * suspension is idempotent; anything else on a run that is not running is refused.
+ */
+export function suspend(task: TaskRecord, input: { runId: number; continuation: string; resumeAt: string; hintId: string }, now: Date): Result {
+  const { runId } = input;
+  const r = task.runs[runId];
+  if (!r) return missing(`run ${runId} of task ${task.taskId} not found`);
+  const after = task.runs[runId + 1];
+  if (r.reasonResolved === 'suspended' && after?.reasonCreated === 'resumed' && task.continuation === input.continuation) return same(task);
+  if (!running(task, runId)) return refuse(`run ${runId} of task ${task.taskId} is ${r.state}; only a running run can be suspended`);
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  if (task.runs.length >= MAX_RUNS) return refuse(`Maximum number of runs reached (${MAX_RUNS}); the task cannot be suspended again`);
+  const next = copy(task);
+  Object.assign(next.runs[runId], { state: 'exception', reasonResolved: 'suspended', resolved: now.toJSON() });
+  next.takenUntil = '';
+  next.continuation = input.continuation;
+  const resumeAt = new Date(input.resumeAt) > now ? input.resumeAt : undefined;
+  const resumed = next.runs.length;
+  next.runs.push({ runId: resumed, state: 'pending', reasonCreated: 'resumed', scheduled: resumeAt ?? now.toJSON(), hintId: input.hintId });
+  const d = next.definition;
+  return {
+    next,
+    effects: [
+      effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, resumed, input.hintId, d.deadline, resumeAt),
+      ...afterResolution(task, next, { dropClaims: [runId], dropDeadline: false }),
+      effect.commitUploads(task.taskId, runId),
+    ],
+  };
 }
 
 /**

@@ -22,6 +22,8 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
     workerId: run.workerId!,
     takenUntil: run.takenUntil!,
     task: definitionOf(task),
+    // A resumed run carries the continuation its suspended predecessor left (suspendRun).
+    ...(run.reasonCreated === 'resumed' && task.continuation ? { continuation: JSON.parse(task.continuation) } : {}),
     credentials: runCredentials(
       svc.clients,
       { taskId: task.taskId, runId: run.runId, workerGroup: run.workerGroup!, workerId: run.workerId!, takenUntil: run.takenUntil! },

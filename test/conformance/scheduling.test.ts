@@ -380,3 +380,75 @@ describe('concurrency keys', () => {
     await expectError(queue().concurrencyKey('a%20b'), 400);
   });
 });
+
+describe('suspend and resume', () => {
+  test('a task suspended three times, resumed on different workers, finishes with its accumulated state', async () => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq, { retries: 1 }));
+    let c = await claimOne(svc, tq, taskId, W1);
+    expect(c).not.toHaveProperty('continuation');
+    const workers = [W2, W1, W2];
+    for (let i = 0; i < 3; i++) {
+      const state = { steps: [...(c.continuation?.steps ?? []), `step-${i}`] };
+      const s = await queue({ credentials: c.credentials }).suspendRun(taskId, c.runId, { continuation: state });
+      expect(s.status.state).toBe('pending');
+      expect(s.status.runs.slice(-2)).toMatchObject([
+        { runId: c.runId, state: 'exception', reasonResolved: 'suspended' },
+        { runId: c.runId + 1, state: 'pending', reasonCreated: 'resumed' },
+      ]);
+      c = await claimOne(svc, tq, taskId, workers[i]);
+      expect(c.continuation).toEqual(state);
+    }
+    expect(c.continuation).toEqual({ steps: ['step-0', 'step-1', 'step-2'] });
+    const done = await svc.queue(c.credentials).reportCompleted(taskId, c.runId);
+    expect(done.status.runs.map((r: any) => `${r.state}/${r.reasonResolved}`)).toEqual([
+      'exception/suspended',
+      'exception/suspended',
+      'exception/suspended',
+      'completed/completed',
+    ]);
+    // Suspensions do not use up retries.
+    expect(done.status.retriesLeft).toBe(1);
+  });
+
+  test('resumeAt delays the resumed run; a repeat of the same suspension is idempotent', async () => {
+    const { tq, taskId, c, wq } = await runningTask(svc);
+    const q = queue({ credentials: c.credentials });
+    const resumeAt = new Date(Date.now() + 2000).toJSON();
+    const s = await q.suspendRun(taskId, 0, { continuation: 'later', resumeAt });
+    expect(s.status.runs[1]).toMatchObject({ state: 'pending', reasonCreated: 'resumed', scheduled: resumeAt });
+    expect((await q.suspendRun(taskId, 0, { continuation: 'later', resumeAt })).status.runs).toHaveLength(2);
+    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    let got: any[] = [];
+    const end = Date.now() + 10_000;
+    while (!got.length && Date.now() < end) got = await claim(svc, tq, W1, 1);
+    expect(got[0]).toMatchObject({ runId: 1, continuation: 'later' });
+    void wq;
+  });
+
+  test('invalid use: not the holder 403, not running 409, past the deadline 400, too large 400, no continuation 400', async () => {
+    const { taskId, c } = await runningTask(svc);
+    const q = queue({ credentials: c.credentials });
+    const other = await runningTask(svc);
+    await expectError(q.suspendRun(other.taskId, 0, { continuation: 1 }), 403, 'InsufficientScopes');
+    await expectError(q.suspendRun(taskId, 0, {}), 400, 'InputValidationError');
+    const deadline = (await status(svc, taskId)).deadline;
+    await expectError(q.suspendRun(taskId, 0, { continuation: 1, resumeAt: new Date(new Date(deadline).getTime() + 1000).toJSON() }), 400, 'InputError');
+    await expectError(q.suspendRun(taskId, 0, { continuation: 'x'.repeat(17 * 1024) }), 400, 'InputError');
+    await svc.queue(c.credentials).reportCompleted(taskId, 0);
+    await expectError(q.suspendRun(taskId, 0, { continuation: 1 }), 409, 'RequestConflict');
+  });
+
+  test('a suspended keyed task gives its key up while it waits', async () => {
+    const tq = uniqueQueue();
+    const key = `key-suspend-${Date.now()}`;
+    const [a, b] = [slugid(), slugid()];
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
+    const ca = await claimOne(svc, tq, a, W1);
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    expect(await claim(svc, tq, W2, 1)).toEqual([]);
+    await queue({ credentials: ca.credentials }).suspendRun(a, 0, { continuation: {}, resumeAt: new Date(Date.now() + 60_000).toJSON() });
+    await claimOne(svc, tq, b, W2);
+  });
+});

@@ -5,16 +5,18 @@
 import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound } from '../../errors';
 import { TaskRecord, isResolved, taskState } from '../../tasks/model';
-import { changeTaskPriority } from '../../tasks/resolve';
+import { changeTaskPriority, suspendRun } from '../../tasks/resolve';
 import { mapLimit } from '../../limit';
 import type { Priority } from '../../tasks/vocabulary';
 import { declareWorkerGone } from '../../work/worker-gone';
 import { describeKey } from '../../tasks/keys';
 import { CONCURRENCY_KEY } from '../../tasks/vocabulary';
-import { badArgs } from '../../errors';
+import { badArgs, inputError } from '../../errors';
 
 /** Task rows changed at once in a group-wide change. */
 const GROUP_CONCURRENCY = 32;
+/** Largest continuation a suspension may carry (UTF-8 JSON): it lives in the task row, beside the definition and runs. */
+export const MAX_CONTINUATION_BYTES = 16 * 1024;
 /** Waiting tasks listed for a concurrency key. */
 const KEY_WAITERS_SHOWN = 100;
 /** Member rows read per page of a group-wide change. */
@@ -131,6 +133,33 @@ export const schedulingRoutes: RouteDef[] = [
       const key = req.params.concurrencyKey;
       if (!new RegExp(CONCURRENCY_KEY).test(key)) throw badArgs(`concurrencyKey must match ${CONCURRENCY_KEY}`);
       return ok(await describeKey(req.services, key, KEY_WAITERS_SHOWN));
+    },
+  },
+  {
+    name: 'suspendRun',
+    title: 'Suspend a Run',
+    description: [
+      'End a running run as `exception/suspended`, leaving a `continuation` (any JSON value, at most',
+      '16 KiB as UTF-8 JSON) and an optional `resumeAt` (default now; at most the task deadline). The',
+      'queue adds a run with `reasonCreated: resumed` that becomes pending at `resumeAt`; the claim of',
+      'that run (by any worker) carries the `continuation`. Retries are not used up; a task has at',
+      'most 50 runs. The worker that holds the run calls this with its run credentials.',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'task-status-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/suspend',
+    scopes: 'queue:resolve-task:<taskId>/<runId>',
+    input: 'suspend-run-request',
+    handler: async (req) => {
+      const t = await loadTask(req);
+      const continuation = JSON.stringify(req.body.continuation);
+      const bytes = Buffer.byteLength(continuation, 'utf8');
+      if (bytes > MAX_CONTINUATION_BYTES) throw inputError(`continuation is ${bytes} bytes of JSON; at most ${MAX_CONTINUATION_BYTES} are accepted`);
+      const resumeAt = new Date(req.body.resumeAt ?? req.services.now()).toJSON();
+      if (resumeAt > t.definition.deadline) throw inputError(`resumeAt (${resumeAt}) must not be after the task deadline (${t.definition.deadline})`);
+      return ok({ status: await suspendRun(req.services, t, Number(req.params.runId), continuation, resumeAt) });
     },
   },
 ];
