@@ -55,6 +55,7 @@ const ROWS: [RegExp, (t: TaskRecord) => T.Result][] = [
   [/^rerun/, (t) => T.rerun(t, { hintId: 'hr' }, NOW)],
   [/^rehint/, (t) => T.rehint(t, { runId: lastRunId(t), staleHintId: t.runs[lastRunId(t)]?.hintId, hintId: 'hh' }, NOW)],
   [/^worker gone/, (t) => T.workerGone(t, { runId: lastRunId(t), worker: W, hintId: 'hg' }, later(5))],
+  [/^suspend/, (t) => T.suspend(t, { runId: lastRunId(t), continuation: '{}', resumeAt: later(5).toJSON(), hintId: 'hz' }, later(5))],
   [/^change priority/, (t) => T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)],
 ];
 
@@ -106,6 +107,7 @@ test('every transition row of the README table is checked', () => {
     'rerun',
     'rehint',
     'worker',
+    'suspend',
     'change',
   ]);
 });

@@ -571,3 +571,57 @@ describe('delayed start (notBefore)', () => {
     expect(T.rehint(t, { runId: 0, staleHintId: 'h0', hintId: 'hh' }, NOW).effects[0]).toMatchObject({ kind: 'put-hint', visibleAt: AT });
   });
 });
+
+describe('suspend', () => {
+  const suspend = (t: TaskRecord, continuation = '{"n":1}', resumeAt = later(60).toJSON(), now = NOW) =>
+    T.suspend(t, { runId: t.runs.length - 1, continuation, resumeAt, hintId: 'hz' }, now);
+
+  test('the run ends suspended; a resumed run is pending at resumeAt with a hidden hint; retries are kept', () => {
+    const r = step(suspend(runningTask()));
+    expect(summary(r.next)).toEqual(['exception/suspended', 'pending']);
+    expect(r.next.runs[1]).toMatchObject({ reasonCreated: 'resumed', scheduled: later(60).toJSON(), hintId: 'hz' });
+    expect(r.next.retriesLeft).toBe(2);
+    expect(r.next.continuation).toBe('{"n":1}');
+    expect(r.effects[0]).toMatchObject({ kind: 'put-hint', runId: 1, visibleAt: later(60).toJSON() });
+    expect(kinds(r.effects)).toContain('after:drop-trigger');
+  });
+
+  test('the same suspension again is idempotent; a different one, or a run not running, is refused', () => {
+    const t = step(suspend(runningTask())).next;
+    expect(step(T.suspend(t, { runId: 0, continuation: '{"n":1}', resumeAt: later(60).toJSON(), hintId: 'hz' }, NOW)).next === t).toBe(true);
+    const again = T.suspend(t, { runId: 0, continuation: '{"n":2}', resumeAt: later(60).toJSON(), hintId: 'hz2' }, NOW);
+    expect(again).toMatchObject({ refused: 'conflict' });
+    expect(suspend(pendingTask())).toMatchObject({ refused: 'conflict' });
+    expect(suspend(runningTask(), '{}', later(60).toJSON(), later(3600))).toMatchObject({ refused: 'conflict' });
+  });
+});
+
+describe('concurrency keys in the transitions', () => {
+  test('a keyed run is claimed only with the key held for its current hint', () => {
+    const t = pendingTask({ concurrencyKey: 'k' });
+    const input = { runId: 0, worker: W, via: { hintId: 'h0', replayWithinS: 10 }, claimTimeoutS: CLAIM_S };
+    expect(T.claim(t, input, NOW)).toMatchObject({ refused: 'conflict', needsKey: true });
+    expect(T.claim(t, { ...input, keyHeld: 'other' }, NOW)).toMatchObject({ needsKey: true });
+    expect(step(T.claim(t, { ...input, keyHeld: 'h0' }, NOW)).next.runs[0].state).toBe('running');
+  });
+
+  test('every way a keyed running run stops running releases its key; unkeyed tasks owe no release', () => {
+    const keyed = () => {
+      const t = step(T.claim(pendingTask({ concurrencyKey: 'k' }), { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S, keyHeld: 'h0' }, NOW)).next;
+      t.runs[0].claimTrigger = ref('claim-0');
+      return t;
+    };
+    const releases = (r: T.Result) => step(r).effects.filter((e) => e.kind === 'release-key');
+    const rel = [{ kind: 'release-key', key: 'k', taskId: 'T1', runId: 0 }];
+    expect(releases(report(keyed(), { state: 'completed' }))).toMatchObject(rel);
+    expect(releases(report(keyed(), { state: 'exception', reason: 'worker-shutdown' }))).toMatchObject(rel);
+    const k = keyed();
+    expect(releases(T.expireClaim(k, { runId: 0, takenUntil: k.runs[0].takenUntil!, hintId: 'hx' }, later(CLAIM_S)))).toMatchObject(rel);
+    expect(releases(T.deadline(keyed(), { deadline: DEADLINE }, later(3600)))).toMatchObject(rel);
+    expect(releases(T.cancel(keyed(), {}, NOW))).toMatchObject(rel);
+    expect(releases(T.workerGone(keyed(), { runId: 0, worker: W, hintId: 'hg' }, NOW))).toMatchObject(rel);
+    expect(releases(T.suspend(keyed(), { runId: 0, continuation: '1', resumeAt: NOW.toJSON(), hintId: 'hz' }, NOW))).toMatchObject(rel);
+    expect(releases(report(runningTask(), { state: 'completed' }))).toEqual([]);
+    expect(releases(T.cancel(pendingTask({ concurrencyKey: 'k' }), {}, NOW))).toEqual([]);
+  });
+});
