@@ -167,11 +167,12 @@ export async function acquireKey(d: TaskDeps, t: TaskRecord, runId: number, now:
  */
 export async function releaseKey(d: TaskDeps, key: string, taskId: string, runId: number, rehint: Rehint, task?: TaskRecord): Promise<void> {
   const h = await holderOf(d, key);
-  if (!h || h.taskId !== taskId || h.runId !== runId) return;
+  if (h && (h.taskId !== taskId || h.runId !== runId)) return; // another run's key now: not ours to release
   try {
-    await table(d).delete(pk(key), HOLDER_RK, h.etag);
+    // Already gone: an earlier attempt released it but may not have woken the next waiter.
+    if (h) await table(d).delete(pk(key), HOLDER_RK, h.etag);
   } catch (err) {
-    if (err instanceof StorageConflict) return; // taken over meanwhile: not ours to release
+    if (err instanceof StorageConflict) return; // taken over meanwhile
     throw err;
   }
   const now = d.now();

@@ -135,6 +135,12 @@ function owedPropagation(t: TaskRecord): Effect[] {
   return isResolved(taskState(t)) && t.hasDependents && t.dependentsNotified < t.runs.length - 1 ? [effect.propagate(t.taskId)] : [];
 }
 
+/** A repeat of a keyed run's resolution still owes its release (lost if the first attempt crashed after the write). */
+function owedRelease(t: TaskRecord, runId: number): Effect[] {
+  const key = t.definition.concurrencyKey;
+  return key && t.runs[runId] && isResolved(t.runs[runId].state) ? [effect.releaseKey(key, t.taskId, runId)] : [];
+}
+
 /** What a resolution owes after the write: wake pollers for a retry run, drop triggers that have nothing left to do. */
 function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaims: number[]; dropDeadline: boolean }): Effect[] {
   const out: Effect[] = [];
@@ -274,7 +280,7 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
     // The run must still be the latest, or be followed only by the retry this very report created.
     const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
     if (r.state === outcome.state && r.reasonResolved === reason && current) {
-      return same(task, [...owedPropagation(task), effect.commitUploads(task.taskId, runId)]);
+      return same(task, [...owedPropagation(task), ...owedRelease(task, runId), effect.commitUploads(task.taskId, runId)]);
     }
     return refuse(
       `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
@@ -306,7 +312,9 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
 export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string }, now: Date): Result {
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
-  if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) return same(task, owedPropagation(task));
+  if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
+    return same(task, [...owedPropagation(task), ...owedRelease(task, runId)]);
+  }
   if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same(task);
   if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
   if (deadlinePassed(task, now)) return same(task);

@@ -59,3 +59,36 @@ test('declareWorkerGone, client retries: one retry run, claimable once', async (
   });
   expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction']));
 }, 180_000);
+
+test("reportCompleted of a concurrency key's holder, client retries: the waiting task gets the key, claimable once", async () => {
+  let i = 0;
+  await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const key = `crash-${Date.now()}-${i++}`;
+    const [holder, waiter] = [slugid(), slugid()];
+    await b.queue().createTask(holder, taskDef(tq, { concurrencyKey: key }));
+    const [c] = await claim(b, tq, W1, 1);
+    expect(c.status.taskId).toBe(holder);
+    await b.queue().createTask(waiter, taskDef(tq, { concurrencyKey: key }));
+    expect(await claim(b, tq, W2, 1)).toEqual([]);
+    const r = await faulty(() => a.queue(c.credentials, { retries: 4 }).reportCompleted(holder, 0));
+    expect(r.error).toBeUndefined();
+    await claimableOnce(tq, waiter);
+  });
+}, 180_000);
+
+test('suspendRun, client retries: one resumed run with the continuation, claimable once', async () => {
+  await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await b.queue().createTask(taskId, taskDef(tq));
+    const [c] = await claim(b, tq, W1, 1);
+    const q = new (a.tc.createClient(ref, 'queue'))({ rootUrl: a.rootUrl, credentials: c.credentials, retries: 4 });
+    const r = await faulty(() => q.suspendRun(taskId, 0, { continuation: { at: 1 } }));
+    expect(r.error).toBeUndefined();
+    expect(await runSummary(b, taskId)).toEqual(['exception/suspended', 'pending']);
+    const claims = await claim(b, tq, W2, 32);
+    expect(claims.map((x) => [x.runId, x.continuation])).toEqual([[1, { at: 1 }]]);
+    expect(await claim(b, tq, W1, 32)).toEqual([]);
+  });
+}, 180_000);
