@@ -345,14 +345,17 @@ describe('concurrency keys', () => {
     const key = uniqueKey();
     const [a, b] = [slugid(), slugid()];
     await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key, retries: 0 }));
-    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key, retries: 0 }));
+    // Either may win the first claim (one batch, side by side); the other is the newer holder.
     const [ca] = await claim(svc, tq, W1, 2);
+    const old = ca.status.taskId;
+    const newer = old === a ? b : a;
     await queue().declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId);
-    const cb = await claimOne(svc, tq, b, W2);
+    const cb = await claimOne(svc, tq, newer, W2);
     // The old holder's report is refused, and replaying its release changes nothing.
-    await expectError(svc.queue(ca.credentials).reportCompleted(a, 0), 409, 'RequestConflict');
-    await releaseKey(svc.services, key, a, 0, rehinter(svc.services));
-    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: b, runId: cb.runId });
+    await expectError(svc.queue(ca.credentials).reportCompleted(old, 0), 409, 'RequestConflict');
+    await releaseKey(svc.services, key, old, 0, rehinter(svc.services));
+    expect((await queue().concurrencyKey(key)).holder).toMatchObject({ taskId: newer, runId: cb.runId });
   });
 
   test('a key leaked by a crash (holder resolved, release lost) is recovered when the next task asks', async () => {
