@@ -35,7 +35,7 @@ const run = obj(
   {
     runId,
     state: { type: 'string', enum: RUN_STATES },
-    reasonCreated: { type: 'string', enum: ['scheduled', 'retry', 'task-retry', 'rerun', 'exception'] },
+    reasonCreated: { type: 'string', enum: ['scheduled', 'retry', 'task-retry', 'rerun', 'exception', 'resumed'] },
     reasonResolved: {
       type: 'string',
       enum: [
@@ -44,6 +44,7 @@ const run = obj(
         'deadline-exceeded',
         'canceled',
         'superseded',
+        'suspended',
         'claim-expired',
         'worker-shutdown',
         'malformed-payload',
@@ -81,40 +82,71 @@ const taskStatus = obj(
   ['taskId', 'provisionerId', 'workerType', 'taskQueueId', 'schedulerId', 'projectId', 'taskGroupId', 'deadline', 'expires', 'retriesLeft', 'state', 'runs'],
 );
 
+/** Every field of a definition is always there, except the extensions `notBefore` and `concurrencyKey`. */
+const TASK_FIELDS = [
+  'provisionerId',
+  'workerType',
+  'taskQueueId',
+  'schedulerId',
+  'projectId',
+  'taskGroupId',
+  'dependencies',
+  'requires',
+  'routes',
+  'priority',
+  'retries',
+  'created',
+  'deadline',
+  'expires',
+  'scopes',
+  'payload',
+  'metadata',
+  'tags',
+  'extra',
+];
 /** The normalized definition, as `task(taskId)` returns it. */
-const task = obj({
-  provisionerId: str,
-  workerType: str,
-  taskQueueId,
-  schedulerId: str,
-  projectId: str,
-  taskGroupId: slugid,
-  dependencies: { type: 'array', items: slugid },
-  requires: { type: 'string', enum: ['all-completed', 'all-resolved'] },
-  routes: strings,
-  priority: str,
-  retries: int,
-  created: dateTime,
-  deadline: dateTime,
-  expires: dateTime,
-  scopes: strings,
-  payload: { type: 'object' },
-  metadata: obj({ name: str, description: str, owner: str, source: str }),
-  tags: { type: 'object', additionalProperties: str },
-  extra: { type: 'object' },
-});
+const task = obj(
+  {
+    provisionerId: str,
+    workerType: str,
+    taskQueueId,
+    schedulerId: str,
+    projectId: str,
+    taskGroupId: slugid,
+    dependencies: { type: 'array', items: slugid },
+    requires: { type: 'string', enum: ['all-completed', 'all-resolved'] },
+    routes: strings,
+    priority: str,
+    retries: int,
+    created: dateTime,
+    deadline: dateTime,
+    expires: dateTime,
+    scopes: strings,
+    payload: { type: 'object' },
+    metadata: obj({ name: str, description: str, owner: str, source: str }),
+    tags: { type: 'object', additionalProperties: str },
+    extra: { type: 'object' },
+    notBefore: dateTime,
+    concurrencyKey: str,
+  },
+  TASK_FIELDS,
+);
 
 const credentials = obj({ clientId: str, accessToken: str, certificate: str });
 
-const claim = obj({
-  status: taskStatus,
-  runId,
-  workerGroup: str,
-  workerId: str,
-  takenUntil: dateTime,
-  task,
-  credentials,
-});
+const claim = obj(
+  {
+    status: taskStatus,
+    runId,
+    workerGroup: str,
+    workerId: str,
+    takenUntil: dateTime,
+    task,
+    credentials,
+    continuation: {},
+  },
+  ['status', 'runId', 'workerGroup', 'workerId', 'takenUntil', 'task', 'credentials'],
+);
 
 const taskGroup = obj({ taskGroupId: slugid, schedulerId: str, expires: dateTime, sealed: dateTime }, ['taskGroupId', 'schedulerId', 'expires']);
 const statusAndTask = obj({ status: taskStatus, task });
@@ -253,6 +285,27 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
     'tasks',
   ]),
   'cancel-task-group-response': obj({ taskGroupId: slugid, taskGroupSize: int, cancelledCount: int, taskIds: { type: 'array', items: slugid } }),
+  'change-task-group-priority-response': obj({
+    taskGroupId: slugid,
+    schedulerId: str,
+    newPriority: str,
+    tasksAffected: int,
+    taskIds: { type: 'array', items: slugid },
+  }),
+  'concurrency-key-response': obj(
+    {
+      concurrencyKey: str,
+      holder: obj({ taskId: slugid, runId: int, since: dateTime }),
+      waiting: { type: 'array', items: obj({ taskId: slugid, runId: int, priority: str, created: dateTime }) },
+    },
+    ['concurrencyKey', 'waiting'],
+  ),
+  'worker-gone-response': obj({
+    taskQueueId,
+    workerGroup: str,
+    workerId: str,
+    resolved: { type: 'array', items: obj({ taskId: slugid, runId: int }) },
+  }),
   'list-dependent-tasks-response': pageOf('tasks', statusAndTask, { taskId: slugid }),
 
   // ---- artifacts ----

@@ -11,12 +11,14 @@ import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
 import { objectRoutes } from './routes/object';
+import { schedulingRoutes } from './routes/scheduling';
 import { referenceRoutes } from './references';
 
 export const routes: RouteDef[] = [
   ...taskRoutes,
   ...workRoutes,
   ...groupRoutes,
+  ...schedulingRoutes,
   ...pollRoutes,
   ...artifactRoutes,
   ...authRoutes,

@@ -4,7 +4,7 @@
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 
-import { EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE } from '../tasks/vocabulary';
+import { CONCURRENCY_KEY, EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE } from '../tasks/vocabulary';
 
 export { EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE, type Priority } from '../tasks/vocabulary';
 export const PRINTABLE = '^[\\x20-\\x7e]*$';
@@ -48,6 +48,8 @@ const schemas: Record<string, object> = {
       },
       tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
       extra: { type: 'object', default: {} },
+      notBefore: dateTime,
+      concurrencyKey: { type: 'string', pattern: CONCURRENCY_KEY },
     },
     required: ['created', 'deadline', 'payload', 'metadata'],
   },
@@ -103,6 +105,18 @@ const schemas: Record<string, object> = {
       scopes: { type: 'array', items: scope, uniqueItems: true },
     },
     required: ['description', 'scopes'],
+  },
+  'suspend-run-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { continuation: {}, resumeAt: dateTime },
+    required: ['continuation'],
+  },
+  'change-priority-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: { newPriority: { type: 'string', enum: [...PRIORITIES] } },
+    required: ['newPriority'],
   },
   scopeset: {
     type: 'object',

@@ -356,7 +356,7 @@ export async function listActive(storage: Storage, taskQueueId: string, state: A
 export interface Window {
   since?: string;
   until?: string;
-  state?: ResolvedState;
+  state?: ResolvedState | 'running';
 }
 
 /** RowKey range of rows `<prefix><inverted time>~…` whose time lies in [since, until]. */

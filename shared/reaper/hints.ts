@@ -14,6 +14,7 @@ import { stalePending } from '../ops/indexes';
 import { decodeMessage, MAX_DEQUEUE } from '../storage/storage';
 import type { Hint } from '../tasks/pending';
 import { rehintRun } from '../tasks/resolve';
+import { priorityOf } from '../tasks/model';
 import { mapLimit } from '../limit';
 
 /** Old pending runs looked at per task queue per check; the rest wait for the next check. */
@@ -41,7 +42,7 @@ export async function repairHiddenHints(svc: Services): Promise<number> {
     );
     // One peek per priority: which hints are visible right now.
     const visible = new Map<string, Set<string> | 'backlog'>();
-    for (const priority of new Set(tasks.map((s) => s.task!.definition.priority))) {
+    for (const priority of new Set(tasks.map((s) => priorityOf(s.task!)))) {
       const msgs = await svc.pending.queue(q.taskQueueId, priority).peek(MAX_DEQUEUE);
       // A full page means a backlog: the run's hint may simply be further back. Leave it.
       visible.set(priority, msgs.length >= MAX_DEQUEUE ? 'backlog' : new Set(msgs.map((m) => decodeMessage<Hint>(m as never)?.hintId ?? '')));
@@ -49,7 +50,7 @@ export async function repairHiddenHints(svc: Services): Promise<number> {
     let n = 0;
     for (const s of tasks) {
       const run = s.task!.runs[s.runId];
-      const seen = visible.get(s.task!.definition.priority);
+      const seen = visible.get(priorityOf(s.task!));
       if (seen === 'backlog' || (seen && run.hintId && seen.has(run.hintId))) continue;
       if (await rehintRun(svc, s.taskId, s.runId, run.hintId)) {
         n++;

@@ -216,7 +216,20 @@ export interface QueuePollSas {
 // ---- the port ----
 
 /** Logical table names; each is prefixed per deployment. */
-export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry', 'Objects'] as const;
+export const TABLES = [
+  'Tasks',
+  'TaskGroups',
+  'TaskDeps',
+  'TaskQueues',
+  'Workers',
+  'Artifacts',
+  'Clients',
+  'Roles',
+  'Indexes',
+  'Expiry',
+  'Objects',
+  'ConcurrencyKeys',
+] as const;
 export type TableName = (typeof TABLES)[number];
 
 /** Fixed trigger queues (pending queues are per task queue and priority). */

@@ -81,6 +81,8 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     throw inputError(`deadline may be at most ${d.config.maxTaskDeadlineDays} days from now`);
   }
   if (expires < deadline) throw inputError('expires must be after (or equal to) deadline');
+  const notBefore = input.notBefore === undefined ? undefined : normalizeDate(input.notBefore, 'notBefore');
+  if (notBefore && notBefore >= deadline) throw inputError(`notBefore (${notBefore}) must be before the deadline (${deadline})`);
   const bad = (input.scopes as string[]).filter((s) => s.endsWith('**'));
   if (bad.length) throw inputError(`scopes must not end with '**': ${bad.join(', ')}`);
 
@@ -104,6 +106,9 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     metadata: input.metadata,
     tags: input.tags,
     extra: input.extra,
+    // Only when given, so definitions without it compare equal to those created before it existed.
+    ...(notBefore ? { notBefore } : {}),
+    ...(input.concurrencyKey ? { concurrencyKey: input.concurrencyKey } : {}),
   };
   const step = create({ taskId, definition, hintId: slugid.nice() }, now);
   encodeTask(step.next); // refuses oversized definitions before anything is written

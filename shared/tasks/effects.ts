@@ -19,8 +19,18 @@ import type { Priority } from './vocabulary';
 
 export type Effect =
   // ---- before ----
-  /** A pending hint for the run; `hintId` is the only hint that may claim it. */
-  | { phase: 'before'; kind: 'put-hint'; taskQueueId: string; priority: Priority; taskId: string; runId: number; hintId: string; deadline: string }
+  /** A pending hint for the run; `hintId` is the only hint that may claim it; invisible until `visibleAt` when given (delayed start). */
+  | {
+      phase: 'before';
+      kind: 'put-hint';
+      taskQueueId: string;
+      priority: Priority;
+      taskId: string;
+      runId: number;
+      hintId: string;
+      deadline: string;
+      visibleAt?: string;
+    }
   /** The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`. */
   | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string }
   /** The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. */
@@ -41,6 +51,8 @@ export type Effect =
   | { phase: 'after'; kind: 'commit-uploads'; taskId: string; runId: number }
   /** Tell dependents of the task's final resolution, then record it (dependentsNotified). */
   | { phase: 'after'; kind: 'propagate'; taskId: string }
+  /** A keyed run stopped running: free its concurrency key (if it still holds it) for the next waiter. */
+  | { phase: 'after'; kind: 'release-key'; key: string; taskId: string; runId: number }
   /** The `put-safety-net` of the same task and run has nothing left to guard. */
   | { phase: 'after'; kind: 'delete-safety-net'; taskId: string; runId: number }
   | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
@@ -49,7 +61,7 @@ export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
 
 /** Constructors, so transitions read as a list of what they owe. */
 export const effect = {
-  putHint: (taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string): Effect => ({
+  putHint: (taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string, visibleAt?: string): Effect => ({
     phase: 'before',
     kind: 'put-hint',
     taskQueueId,
@@ -58,6 +70,7 @@ export const effect = {
     runId,
     hintId,
     deadline,
+    ...(visibleAt ? { visibleAt } : {}),
   }),
   putClaimTrigger: (taskId: string, runId: number, takenUntil: string): Effect => ({ phase: 'before', kind: 'put-claim-trigger', taskId, runId, takenUntil }),
   putDeadlineTrigger: (taskId: string, deadline: string): Effect => ({ phase: 'before', kind: 'put-deadline-trigger', taskId, deadline }),
@@ -83,6 +96,7 @@ export const effect = {
   wake: (taskQueueId: string): Effect => ({ phase: 'after', kind: 'wake', taskQueueId }),
   commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
+  releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),
   deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
   log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
 };

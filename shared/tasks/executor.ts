@@ -11,7 +11,8 @@ import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
 import { MAX_MODIFY_ATTEMPTS } from './store';
 import { TaskRecord } from './model';
 import type { TriggerRef } from './triggers';
-import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, schedule } from './transitions';
+import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
+import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
 
 export interface Executed {
@@ -80,7 +81,7 @@ async function performBefore(d: TaskDeps, step: Step, performed: Performed): Pro
 async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
-      await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline);
+      await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
       return undefined;
     case 'put-claim-trigger':
       return d.triggers.claim(e.taskId, e.runId, e.takenUntil);
@@ -132,12 +133,25 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
       return;
     }
+    case 'release-key':
+      await releaseKey(d, e.key, e.taskId, e.runId, rehinter(d), task);
+      return;
     case 'log':
       d.log.info(e.event, e.fields);
       return;
     default:
       throw new Error(`not an after effect: ${e.kind}`);
   }
+}
+
+/** Fresh hints for keyed runs (a waiter's turn, or fencing a dead holder), through this executor. */
+export function rehinter(d: TaskDeps): Rehint {
+  return async (t, runId, staleHintId) => {
+    const input = { runId, staleHintId, hintId: slugid.nice() };
+    const now = d.now();
+    const r = await execute(d, t.taskId, (x) => rehint(x, input, now), t);
+    return r && 'task' in r ? r.task : undefined;
+  };
 }
 
 /** Tells the dependents of a finally resolved task, then records that (dependentsNotified). */

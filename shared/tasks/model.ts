@@ -8,7 +8,7 @@ import type { TriggerRef } from './triggers';
 
 export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type TaskState = RunState | 'unscheduled';
-export type ReasonCreated = 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
+export type ReasonCreated = 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception' | 'resumed';
 export type ReasonResolved =
   | 'completed'
   | 'failed'
@@ -20,7 +20,9 @@ export type ReasonResolved =
   | 'resource-unavailable'
   | 'internal-error'
   | 'intermittent-task'
-  | 'superseded';
+  | 'superseded'
+  /** The worker suspended the run (suspendRun); a `resumed` run follows. */
+  | 'suspended';
 
 export interface Run {
   runId: number;
@@ -60,6 +62,10 @@ export interface TaskDefinition {
   metadata: { name: string; description: string; owner: string; source: string };
   tags: Record<string, string>;
   extra: Record<string, unknown>;
+  /** Delayed start (extension): run 0 becomes claimable no earlier than this; absent = at once. */
+  notBefore?: string;
+  /** Concurrency key (extension, shared/tasks/keys.ts): at most one task per key runs at a time. */
+  concurrencyKey?: string;
 }
 
 export interface TaskRecord {
@@ -77,6 +83,10 @@ export interface TaskRecord {
   historySeq?: number;
   /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
   deadlineTrigger?: TriggerRef;
+  /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
+  continuation?: string;
+  /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
+  priority?: Priority;
   etag?: string;
 }
 
@@ -99,6 +109,16 @@ export interface TaskStatus {
 /** Priority levels, highest first; index 0 is the highest. */
 export function priorityLevel(p: Priority): number {
   return PRIORITIES.length - PRIORITIES.indexOf(p);
+}
+
+/** The priority the task's runs are queued at: a changed priority, else the definition's. */
+export function priorityOf(t: TaskRecord): Priority {
+  return t.priority ?? t.definition.priority;
+}
+
+/** The definition as clients see it: with the current priority (changeTaskPriority). */
+export function definitionOf(t: TaskRecord): TaskDefinition {
+  return t.priority ? { ...t.definition, priority: t.priority } : t.definition;
 }
 
 export function taskState(t: TaskRecord): TaskState {
@@ -127,7 +147,7 @@ export function taskStatus(t: TaskRecord): TaskStatus {
     schedulerId: d.schedulerId,
     projectId: d.projectId,
     taskGroupId: d.taskGroupId,
-    priority: d.priority,
+    priority: priorityOf(t),
     deadline: d.deadline,
     expires: d.expires,
     retriesLeft: t.retriesLeft,
@@ -161,6 +181,8 @@ export function encodeTask(t: TaskRecord): Entity {
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
+    ...(t.priority ? { priority: t.priority } : {}),
+    ...(t.continuation ? { continuation: t.continuation } : {}),
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -187,6 +209,8 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
+    ...(e.priority ? { priority: e.priority as Priority } : {}),
+    ...(e.continuation ? { continuation: e.continuation as string } : {}),
     etag: e.etag,
   };
 }

@@ -103,12 +103,16 @@ export class PendingQueues {
     this.created.set(key, Date.now());
   }
 
-  /** Puts a hint that lives until the task's deadline. */
-  async put(taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string): Promise<void> {
+  /**
+   * Puts a hint that lives until the task's deadline; with `visibleAt` (delayed start), the storage
+   * queue keeps it invisible until then, so nobody polls for it.
+   */
+  async put(taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string, visibleAt?: string): Promise<void> {
     await this.ensure(taskQueueId, priority);
     const ttlS = Math.min(MAX_VISIBILITY_S, Math.max(1, Math.ceil((new Date(deadline).getTime() - Date.now()) / 1000)));
     const hint: Hint = { taskId, runId, hintId, sig: this.sign(taskId, runId, hintId) };
-    await this.queue(taskQueueId, priority).put(hint, { ttlS });
+    const delayS = visibleAt ? Math.ceil((new Date(visibleAt).getTime() - Date.now()) / 1000) : 0;
+    await this.queue(taskQueueId, priority).put(hint, delayS > 0 ? { ttlS, visibilityS: Math.min(delayS, ttlS - 1) } : { ttlS });
   }
 
   /** Priorities with a pending queue for this task queue, highest first (cached briefly). */

@@ -8,9 +8,11 @@ import * as slugid from 'slugid';
 import { TaskDeps } from './deps';
 import { Run, TaskRecord, TaskStatus, taskStatus } from './model';
 import { conflict, notFound } from '../errors';
-import { Executed, execute } from './executor';
+import { Executed, execute, rehinter } from './executor';
+import { acquireKey } from './keys';
 import * as T from './transitions';
 import type { Later, Refusal } from './transitions';
+import type { Priority } from './vocabulary';
 
 export type { Outcome, Worker } from './transitions';
 export { MAX_RUNS } from './transitions';
@@ -34,7 +36,22 @@ export type ClaimVia = T.ClaimInput['via'];
 export async function claimRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker, via: ClaimVia, known?: TaskRecord): Promise<ClaimOutcome> {
   const input: T.ClaimInput = { runId, worker, via, claimTimeoutS: d.config.claimTimeoutS };
   const now = d.now();
-  const r = await execute(d, taskId, (t) => T.claim(t, input, now), known);
+  let seen: TaskRecord | undefined;
+  let r = await execute(
+    d,
+    taskId,
+    (t) => {
+      seen = t;
+      return T.claim(t, input, now);
+    },
+    known,
+  );
+  if (r && 'needsKey' in r && seen) {
+    // A keyed run: take its concurrency key first (the run's hint is the fencing token), or wait in line.
+    const t: TaskRecord = seen;
+    if ((await acquireKey(d, t, runId, now, rehinter(d))) === 'busy') return { kind: 'conflict', reason: r.message };
+    r = await execute(d, taskId, (x) => T.claim(x, { ...input, keyHeld: t.runs[runId].hintId }, now), t);
+  }
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
   if ('retryAfterS' in r) throw new Error(`task ${taskId}: unexpected retry-after`);
@@ -106,6 +123,29 @@ export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStat
   const input = { hintId: slugid.nice() };
   const now = d.now();
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.scheduleTask(x, input, now), t)).task);
+}
+
+/** suspendRun: ends the run as suspended; a resumed run is pending at `resumeAt`. */
+export async function suspendRun(d: TaskDeps, t: TaskRecord, runId: number, continuation: string, resumeAt: string): Promise<TaskStatus> {
+  const input = { runId, continuation, resumeAt, hintId: slugid.nice() };
+  const now = d.now();
+  return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.suspend(x, input, now), t)).task);
+}
+
+/** A worker declared gone: resolves the run it holds as exception/worker-shutdown; true if this call did. */
+export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
+  const input = { runId, worker, hintId: slugid.nice() };
+  const now = d.now();
+  const r = await execute(d, taskId, (t) => T.workerGone(t, input, now));
+  return !!r && 'changed' in r && r.changed;
+}
+
+/** changeTaskPriority: the task's status after the change (a repeat changes nothing). */
+export async function changeTaskPriority(d: TaskDeps, t: TaskRecord, priority: Priority): Promise<{ status: TaskStatus; changed: boolean }> {
+  const input = { priority, hintId: slugid.nice() };
+  const now = d.now();
+  const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.changePriority(x, input, now), t));
+  return { status: taskStatus(task), changed };
 }
 
 /**

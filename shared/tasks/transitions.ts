@@ -19,6 +19,10 @@
  *   cancel          -> exception (run)  -> exception        -> exception              = (owes propagation)
  *   rerun           -> pending (run)    =                   =                         -> pending (new run)
  *   rehint          =                   = (fresh hint)      =                         =
+ *   workerGone      =                   =                   -> exception, or pending  =
+ *                                                              (worker-shutdown; retry)
+ *   suspend         404                 409                 -> pending (resumed run)  = same suspension / 409
+ *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
  *
@@ -27,7 +31,8 @@
  * cancel, rerun and scheduleTask refuse (409).
  */
 import { effect, Effect } from './effects';
-import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, taskState } from './model';
+import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from './model';
+import type { Priority } from './vocabulary';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -49,6 +54,8 @@ export interface Step {
 export interface Refusal {
   refused: 'not-found' | 'conflict';
   message: string;
+  /** A keyed run may only be claimed once its concurrency key is held (shared/tasks/keys.ts). */
+  needsKey?: true;
 }
 /** A trigger arrived early (clock skew): show it again in this many seconds. */
 export interface Later {
@@ -84,12 +91,25 @@ function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
 }
 
-/** The one way a pending run is added: the run, and its hint (put before the row). */
+/** The delayed start of run 0 (`notBefore`), when it is still ahead. */
+function delayedStart(x: TaskRecord, reasonCreated: ReasonCreated, now: Date): string | undefined {
+  const at = x.definition.notBefore;
+  return reasonCreated === 'scheduled' && at && new Date(at) > now ? at : undefined;
+}
+
+/** A pending run's start time when still ahead (delayed start): a fresh hint must stay hidden until then too. */
+const dueLater = (r: Run, now: Date) => (new Date(r.scheduled) > now ? r.scheduled : undefined);
+
+/**
+ * The one way a pending run is added: the run, and its hint (put before the row). A delayed start
+ * shows as `scheduled` in the future, and its hint stays invisible until then.
+ */
 function addPendingRun(x: TaskRecord, reasonCreated: ReasonCreated, now: Date, hintId: string): Effect {
   const runId = x.runs.length;
-  x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: now.toJSON(), hintId });
+  const later = delayedStart(x, reasonCreated, now);
+  x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: later ?? now.toJSON(), hintId });
   const d = x.definition;
-  return effect.putHint(d.taskQueueId, d.priority, x.taskId, runId, hintId, d.deadline);
+  return effect.putHint(d.taskQueueId, priorityOf(x), x.taskId, runId, hintId, d.deadline, later);
 }
 
 /** Whether a resolution with `reason` adds a retry run to `x`. */
@@ -115,6 +135,12 @@ function owedPropagation(t: TaskRecord): Effect[] {
   return isResolved(taskState(t)) && t.hasDependents && t.dependentsNotified < t.runs.length - 1 ? [effect.propagate(t.taskId)] : [];
 }
 
+/** A repeat of a keyed run's resolution still owes its release (lost if the first attempt crashed after the write). */
+function owedRelease(t: TaskRecord, runId: number): Effect[] {
+  const key = t.definition.concurrencyKey;
+  return key && t.runs[runId] && isResolved(t.runs[runId].state) ? [effect.releaseKey(key, t.taskId, runId)] : [];
+}
+
 /** What a resolution owes after the write: wake pollers for a retry run, drop triggers that have nothing left to do. */
 function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaims: number[]; dropDeadline: boolean }): Effect[] {
   const out: Effect[] = [];
@@ -125,6 +151,10 @@ function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaim
     if (ref) out.push(effect.dropTrigger('claim', ref));
   }
   if (opts.dropDeadline && isResolved(taskState(next)) && before.deadlineTrigger) out.push(effect.dropTrigger('deadline', before.deadlineTrigger));
+  const key = next.definition.concurrencyKey;
+  for (const r of before.runs) {
+    if (key && r.state === 'running' && next.runs[r.runId].state !== 'running') out.push(effect.releaseKey(key, next.taskId, r.runId));
+  }
   return out;
 }
 
@@ -180,6 +210,8 @@ export interface ClaimInput {
    */
   via: { hintId: string; replayWithinS: number } | null;
   claimTimeoutS: number;
+  /** The hint a concurrency key was acquired with: a keyed run is claimed only while it still has it. */
+  keyHeld?: string;
 }
 
 /**
@@ -192,7 +224,12 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
   if (deadlinePassed(task, now)) return refuse('the task deadline has passed');
   const r = task.runs[runId];
   if (!r) return refuse(`run ${runId} does not exist`);
+  // claimTask must not jump a delayed start; a hint only shows up once it is due.
+  if (via === null && r.state === 'pending' && new Date(r.scheduled) > now) return refuse(`run ${runId} is scheduled for ${r.scheduled}`);
   if (isLatest(task, runId) && r.state === 'pending' && (via === null || r.hintId === via.hintId)) {
+    if (task.definition.concurrencyKey && input.keyHeld !== r.hintId) {
+      return { refused: 'conflict', message: `run ${runId} waits for concurrency key ${task.definition.concurrencyKey}`, needsKey: true };
+    }
     const next = copy(task);
     const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
@@ -243,7 +280,7 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
     // The run must still be the latest, or be followed only by the retry this very report created.
     const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
     if (r.state === outcome.state && r.reasonResolved === reason && current) {
-      return same(task, [...owedPropagation(task), effect.commitUploads(task.taskId, runId)]);
+      return same(task, [...owedPropagation(task), ...owedRelease(task, runId), effect.commitUploads(task.taskId, runId)]);
     }
     return refuse(
       `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
@@ -275,7 +312,9 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
 export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string }, now: Date): Result {
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
-  if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) return same(task, owedPropagation(task));
+  if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
+    return same(task, [...owedPropagation(task), ...owedRelease(task, runId)]);
+  }
   if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same(task);
   if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
   if (deadlinePassed(task, now)) return same(task);
@@ -386,7 +425,82 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
   const d = next.definition;
   return {
     next,
-    effects: [effect.putHint(d.taskQueueId, d.priority, task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
+    effects: [
+      effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline, dueLater(run, now)),
+      effect.wake(d.taskQueueId),
+    ],
+  };
+}
+
+/**
+ * A worker declared gone: its running run resolves at once as exception/worker-shutdown (retried
+ * while retries are left), with everything a worker's own report of it owes. Only the run that
+ * worker still holds: a run already resolved, overtaken or claimed by another worker is left alone.
+ */
+export function workerGone(task: TaskRecord, input: { runId: number; worker: Worker; hintId: string }, now: Date): Result {
+  const r = task.runs[input.runId];
+  const held = r && running(task, input.runId) && r.workerGroup === input.worker.workerGroup && r.workerId === input.worker.workerId;
+  if (!held || deadlinePassed(task, now)) return same(task);
+  const step = report(task, { runId: input.runId, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: input.hintId }, now);
+  if (!('next' in step)) return step;
+  return { next: step.next, effects: [...step.effects, effect.log('worker-gone', { taskId: task.taskId, runId: input.runId, ...input.worker })] };
+}
+
+/**
+ * suspendRun: the worker ends its running run as exception/suspended with a continuation (JSON);
+ * a `resumed` run becomes pending at `resumeAt` (its hint hidden until then) and whoever claims it
+ * gets the continuation. Retries are untouched; runs are bounded by MAX_RUNS. Repeating the same
+ * suspension is idempotent; anything else on a run that is not running is refused.
+ */
+export function suspend(task: TaskRecord, input: { runId: number; continuation: string; resumeAt: string; hintId: string }, now: Date): Result {
+  const { runId } = input;
+  const r = task.runs[runId];
+  if (!r) return missing(`run ${runId} of task ${task.taskId} not found`);
+  const after = task.runs[runId + 1];
+  if (r.reasonResolved === 'suspended' && after?.reasonCreated === 'resumed' && task.continuation === input.continuation) return same(task);
+  if (!running(task, runId)) return refuse(`run ${runId} of task ${task.taskId} is ${r.state}; only a running run can be suspended`);
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  if (task.runs.length >= MAX_RUNS) return refuse(`Maximum number of runs reached (${MAX_RUNS}); the task cannot be suspended again`);
+  const next = copy(task);
+  Object.assign(next.runs[runId], { state: 'exception', reasonResolved: 'suspended', resolved: now.toJSON() });
+  next.takenUntil = '';
+  next.continuation = input.continuation;
+  const resumeAt = new Date(input.resumeAt) > now ? input.resumeAt : undefined;
+  const resumed = next.runs.length;
+  next.runs.push({ runId: resumed, state: 'pending', reasonCreated: 'resumed', scheduled: resumeAt ?? now.toJSON(), hintId: input.hintId });
+  const d = next.definition;
+  return {
+    next,
+    effects: [
+      effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, resumed, input.hintId, d.deadline, resumeAt),
+      ...afterResolution(task, next, { dropClaims: [runId], dropDeadline: false }),
+      effect.commitUploads(task.taskId, runId),
+    ],
+  };
+}
+
+/**
+ * changeTaskPriority: the task's runs are queued at `priority` from now on. A pending run gets a
+ * fresh hint in the new priority's queue (its old hint then claims nothing); a running run keeps
+ * its claim, and its retry is queued at the new priority. Refused once resolved or past the deadline.
+ */
+export function changePriority(task: TaskRecord, input: { priority: Priority; hintId: string }, now: Date): Result {
+  if (isResolved(taskState(task))) return refuse(`task ${task.taskId} is resolved; its priority can no longer change`);
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  if (priorityOf(task) === input.priority) return same(task);
+  const next = copy(task);
+  next.priority = input.priority;
+  // The `task-priority-changed` event (events work) belongs here, as an outbox row: effect.row(...).
+  const last = lastRun(next);
+  if (last?.state !== 'pending') return { next, effects: [] };
+  last.hintId = input.hintId;
+  const d = next.definition;
+  return {
+    next,
+    effects: [
+      effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline, dueLater(last, now)),
+      effect.wake(d.taskQueueId),
+    ],
   };
 }
 

@@ -10,6 +10,9 @@ export const IDENTIFIER = '^([a-zA-Z0-9-_]*)$';
 export const WORKER_TYPE = '^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
 export const TASK_QUEUE_ID = '^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
 
+/** A concurrency key: a table key and a URL segment as it is. */
+export const CONCURRENCY_KEY = '^[A-Za-z0-9_.:=+@-]{1,100}$';
+
 /** Priorities, highest first. */
 export const PRIORITIES = ['highest', 'very-high', 'high', 'medium', 'low', 'very-low', 'lowest'] as const;
 export type Priority = (typeof PRIORITIES)[number];

@@ -3,7 +3,7 @@
  */
 import type { Services } from '../services';
 import { claimRun, ClaimOutcome, Worker } from '../tasks/resolve';
-import { Run, TaskRecord, taskStatus } from '../tasks/model';
+import { Run, TaskRecord, definitionOf, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
 import { pollersOf, LeasedHint } from './poller';
 import type { Hint } from '../tasks/pending';
@@ -21,7 +21,9 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
     workerGroup: run.workerGroup!,
     workerId: run.workerId!,
     takenUntil: run.takenUntil!,
-    task: task.definition,
+    task: definitionOf(task),
+    // A resumed run carries the continuation its suspended predecessor left (suspendRun).
+    ...(run.reasonCreated === 'resumed' && task.continuation ? { continuation: JSON.parse(task.continuation) } : {}),
     credentials: runCredentials(
       svc.clients,
       { taskId: task.taskId, runId: run.runId, workerGroup: run.workerGroup!, workerId: run.workerId!, takenUntil: run.takenUntil! },

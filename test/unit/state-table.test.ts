@@ -54,6 +54,9 @@ const ROWS: [RegExp, (t: TaskRecord) => T.Result][] = [
   [/^cancel/, (t) => T.cancel(t, {}, NOW)],
   [/^rerun/, (t) => T.rerun(t, { hintId: 'hr' }, NOW)],
   [/^rehint/, (t) => T.rehint(t, { runId: lastRunId(t), staleHintId: t.runs[lastRunId(t)]?.hintId, hintId: 'hh' }, NOW)],
+  [/^worker gone/, (t) => T.workerGone(t, { runId: lastRunId(t), worker: W, hintId: 'hg' }, later(5))],
+  [/^suspend/, (t) => T.suspend(t, { runId: lastRunId(t), continuation: '{}', resumeAt: later(5).toJSON(), hintId: 'hz' }, later(5))],
+  [/^change priority/, (t) => T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)],
 ];
 
 /** What a cell's alternative (e.g. "409", "=", "pending (retry run)", "resolved") says of a result. */
@@ -93,7 +96,20 @@ const body = readmeTable().slice(2);
 const checked = body.filter(([label]) => ROWS.some(([re]) => re.test(label)));
 
 test('every transition row of the README table is checked', () => {
-  expect(checked.map(([label]) => label.split(' ')[0])).toEqual(['schedule', 'claim', 'reclaim', 'report', 'claim', 'deadline', 'cancel', 'rerun', 'rehint']);
+  expect(checked.map(([label]) => label.split(' ')[0])).toEqual([
+    'schedule',
+    'claim',
+    'reclaim',
+    'report',
+    'claim',
+    'deadline',
+    'cancel',
+    'rerun',
+    'rehint',
+    'worker',
+    'suspend',
+    'change',
+  ]);
 });
 
 describe.each(checked)('%s', (label, ...cells) => {

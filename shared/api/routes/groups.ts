@@ -6,7 +6,7 @@
 import { RouteDef, ApiRequest, ok } from '../types';
 import { conflict, notFound } from '../../errors';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
-import { TaskRecord, isResolved, taskState, taskStatus } from '../../tasks/model';
+import { TaskRecord, definitionOf, isResolved, taskState, taskStatus } from '../../tasks/model';
 import { cancelTaskOnce } from '../../tasks/resolve';
 import { dependentPage } from '../../tasks/dependencies';
 import { TaskGroupMeta } from '../../tasks/groups';
@@ -27,7 +27,7 @@ async function loadAll(svc: Services, taskIds: string[], keep: (t: TaskRecord) =
   return loaded.filter((t): t is TaskRecord => !!t && keep(t));
 }
 
-const entry = (t: TaskRecord) => ({ status: taskStatus(t), task: t.definition });
+const entry = (t: TaskRecord) => ({ status: taskStatus(t), task: definitionOf(t) });
 const withToken = (c: string | undefined) => (c ? { continuationToken: encodeToken(c) } : {});
 
 async function groupMeta(req: ApiRequest): Promise<TaskGroupMeta> {

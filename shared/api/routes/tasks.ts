@@ -4,7 +4,7 @@
 import { RouteDef, ok } from '../types';
 import { notFound } from '../../errors';
 import { createTask, CREATE_TASK_SCOPES } from '../../tasks/create';
-import { taskStatus } from '../../tasks/model';
+import { definitionOf, taskStatus } from '../../tasks/model';
 import { decodeToken, encodeToken, isOffset, pageLimit } from '../continuation';
 
 async function batch<T>(req: Parameters<RouteDef['handler']>[0], each: (taskId: string) => Promise<T | undefined>) {
@@ -70,7 +70,7 @@ export const taskRoutes: RouteDef[] = [
     handler: async (req) => {
       const t = await req.services.tasks.load(req.params.taskId);
       if (!t) throw notFound(`task ${req.params.taskId} not found`);
-      return ok(t.definition);
+      return ok(definitionOf(t));
     },
   },
   {
@@ -102,7 +102,10 @@ export const taskRoutes: RouteDef[] = [
     scopes: { AllOf: [{ for: 'taskId', in: 'taskIds', each: 'queue:get-task:<taskId>' }] },
     input: 'task-ids-request',
     handler: async (req) => {
-      const r = await batch(req, async (id) => (await req.services.tasks.load(id))?.definition);
+      const r = await batch(req, async (id) => {
+        const t = await req.services.tasks.load(id);
+        return t ? definitionOf(t) : undefined;
+      });
       return ok({ tasks: r.found.map((f) => ({ taskId: f.taskId, task: f.v })), ...(r.continuationToken ? { continuationToken: r.continuationToken } : {}) });
     },
   },
