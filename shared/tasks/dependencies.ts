@@ -7,9 +7,16 @@
  */
 import { TaskDeps } from './deps';
 import { TaskRecord, isResolved, taskState } from './model';
+import { mapLimit } from '../limit';
 
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
+/**
+ * Edges handled side by side. A task may have 10,000 dependencies (or dependents); one after
+ * another that is minutes of storage calls, past any client timeout. Each edge's own calls stay in
+ * order; edges are independent of each other.
+ */
+const EDGE_CONCURRENCY = 32;
 
 const reqKey = (required: string) => `r-${required}`;
 const depKey = (dependent: string) => `d-${dependent}`;
@@ -39,36 +46,44 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking:
   const def = task.definition;
   const require = def.requires === 'all-resolved' ? 'resolved' : 'completed';
   const deps = def.dependencies;
-  for (let i = 0; i < deps.length; i += MAX_BATCH) {
-    const chunk = deps.slice(i, i + MAX_BATCH);
-    await table.transact(chunk.map((r) => ({ op: 'upsert', entity: { partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires } })));
-  }
+  const chunks: string[][] = [];
+  for (let i = 0; i < deps.length; i += MAX_BATCH) chunks.push(deps.slice(i, i + MAX_BATCH));
+  await mapLimit(chunks, EDGE_CONCURRENCY, (chunk) =>
+    table.transact(chunk.map((r) => ({ op: 'upsert', entity: { partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires } }))),
+  );
   const missing: string[] = [];
   const expiring: string[] = [];
-  for (const r of deps) {
-    if (r === task.taskId) continue; // a self-dependency waits for scheduleTask
-    await table.upsert({ partitionKey: r, rowKey: depKey(task.taskId), require, expires: def.expires });
-    // Flag the required task so its resolution looks for dependents; re-reads on ETag races.
-    const required = await tracking.flagRequired(r);
-    if (!required) {
-      missing.push(r);
-      continue;
-    }
-    if (new Date(required.definition.expires) < new Date(def.deadline)) {
-      expiring.push(r);
-      continue;
-    }
-    if (satisfiedBy(require, required)) await table.delete(task.taskId, reqKey(r));
-  }
+  await mapLimit(
+    deps.filter((r) => r !== task.taskId), // a self-dependency waits for scheduleTask
+    EDGE_CONCURRENCY,
+    async (r) => {
+      await table.upsert({ partitionKey: r, rowKey: depKey(task.taskId), require, expires: def.expires });
+      // Flag the required task so its resolution looks for dependents; re-reads on ETag races.
+      const required = await tracking.flagRequired(r);
+      if (!required) missing.push(r);
+      else if (new Date(required.definition.expires) < new Date(def.deadline)) expiring.push(r);
+      else if (satisfiedBy(require, required)) await table.delete(task.taskId, reqKey(r));
+    },
+  );
   if (missing.length || expiring.length) {
     // Remove the task before its edges, so nobody can trigger a task that will not exist.
     await d.tasks.delete(task.taskId);
-    for (const r of deps) if (r !== task.taskId) await table.delete(r, depKey(task.taskId));
-    for (const r of deps) await table.delete(task.taskId, reqKey(r));
-    return { missing, expiring };
+    await mapLimit(
+      deps.filter((r) => r !== task.taskId),
+      EDGE_CONCURRENCY,
+      (r) => table.delete(r, depKey(task.taskId)),
+    );
+    await mapLimit(deps, EDGE_CONCURRENCY, (r) => table.delete(task.taskId, reqKey(r)));
+    return { missing: order(missing, deps), expiring: order(expiring, deps) };
   }
   if (!(await isBlocked(d, task.taskId))) await tracking.schedule(task.taskId);
   return { missing, expiring };
+}
+
+/** `some` in the order of `all` (the order the client listed its dependencies in). */
+function order(some: string[], all: string[]): string[] {
+  const set = new Set(some);
+  return all.filter((x) => set.has(x));
 }
 
 export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
@@ -89,8 +104,8 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
   let continuation: string | undefined;
   do {
     const page = await table.page({ partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } }, 1000, continuation);
-    for (const row of page.items) {
-      if (row.require === 'completed' && state !== 'completed') continue;
+    const told = page.items.filter((row) => row.require !== 'completed' || state === 'completed');
+    await mapLimit(told, EDGE_CONCURRENCY, async (row) => {
       const dependent = row.rowKey.slice(2);
       await table.delete(dependent, reqKey(task.taskId));
       if (!(await isBlocked(d, dependent))) {
@@ -100,7 +115,7 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
           scheduled++;
         }
       }
-    }
+    });
     continuation = page.continuation;
   } while (continuation);
   return scheduled;

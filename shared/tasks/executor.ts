@@ -15,6 +15,14 @@ import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, s
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
 
+/**
+ * Dependencies the expiry row carries, so that a task row that never got written (a refused or
+ * interrupted createTask) still has its edges in other partitions removed when it expires. A
+ * longer list would not fit one table property (64 KiB); without it those edges are removed with
+ * the required tasks' own partitions when they expire, and until then point at nothing (harmless).
+ */
+const EXPIRY_INLINE_DEPENDENCIES = 100;
+
 export interface Executed {
   /** The task as written, or as found when the transition changed nothing. */
   task: TaskRecord;
@@ -90,7 +98,10 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':
-      await d.expiry.record('task', e.taskId, e.expires, { taskGroupId: e.taskGroupId, dependencies: e.dependencies });
+      await d.expiry.record('task', e.taskId, e.expires, {
+        taskGroupId: e.taskGroupId,
+        dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [],
+      });
       return undefined;
     case 'add-group-member':
       await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
