@@ -14,6 +14,9 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
+import { EventRecorder, eventsObserver } from './events/recorder';
+import { EventDispatcher, EventSink } from './events/dispatch';
+import { Subscriptions } from './events/subscriptions';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -26,9 +29,11 @@ export interface Tuning {
   triggerLeaseS: number;
   /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
   resolvedNetDelayS: number;
+  /** Events not delivered this long after their write are delivered by the reaper (shared/events/outbox.ts). */
+  eventSweepDelayS: number;
 }
 
-export const DEFAULT_TUNING: Tuning = { hintLeaseS: 5 * 60, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
+export const DEFAULT_TUNING: Tuning = { hintLeaseS: 5 * 60, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60, eventSweepDelayS: 60 };
 
 export interface Services extends TaskDeps {
   config: Config;
@@ -40,12 +45,16 @@ export interface Services extends TaskDeps {
   workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
+  /** Event recording and delivery (shared/events). */
+  events: EventRecorder;
 }
 
 export interface ServiceOptions {
   log?: Logger;
   now?: () => Date;
   tuning?: Partial<Tuning>;
+  /** Extra event delivery targets (Event Grid). */
+  eventSinks?: EventSink[];
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
@@ -62,22 +71,26 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
   });
   const wakeListeners = new Set<(taskQueueId: string) => void>();
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
+  const expiry = new ExpiryIndex(storage);
+  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), opts.eventSinks ?? [], now);
+  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   return {
     config,
     tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
+    tasks: new TaskStore(storage, eventsObserver(opsObserver(storage, log, now), events)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
-    expiry: new ExpiryIndex(storage),
+    expiry,
     now,
     log,
     startedAt: now(),
     workers: new WorkerRegistry(storage, now),
     wakeListeners,
+    events,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };
 }

@@ -10,8 +10,9 @@ import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
+import { eventRoutes } from './routes/events';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
+export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...eventRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

@@ -7,6 +7,8 @@ import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger } from '../tasks/tr
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
 import { expireTask, TaskExpiryData } from '../tasks/expire';
 import type { ExpiryRow } from '../tasks/expiry';
+import { expireSubscription } from '../events/sweep';
+import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
   return resolveDeadline(svc, t.taskId, t.deadline);
@@ -23,4 +25,5 @@ export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
+  [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
 };

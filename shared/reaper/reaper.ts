@@ -15,6 +15,7 @@ import { mapLimit } from '../limit';
 import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
+import { handleEventSweep } from '../events/sweep';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -29,6 +30,8 @@ export interface ReaperStats {
   deadline: number;
   claim: number;
   resolved: number;
+  /** Event sweeps: deliveries a crash interrupted (shared/events). */
+  events: number;
   expired: number;
   deferred: number;
   failed: number;
@@ -102,13 +105,14 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
  * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, deferred: 0, failed: 0 };
   const started = Date.now();
   const actor = { actor: 'reaper', transitions: 0 };
   await runAs(actor, async () => {
     await drain(svc, 'claim', handleClaimExpired, stats);
     await drain(svc, 'deadline', handleDeadline, stats);
     await drain(svc, 'resolved', handleResolved, stats);
+    await drain(svc, 'events', handleEventSweep, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
   });

@@ -292,11 +292,23 @@ export function decodeMessage<T>(m: QueueMessage): T | undefined {
 }
 
 /** Logical table names; each is prefixed per deployment. */
-export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry'] as const;
+export const TABLES = [
+  'Tasks',
+  'TaskGroups',
+  'TaskDeps',
+  'TaskQueues',
+  'Workers',
+  'Artifacts',
+  'Clients',
+  'Roles',
+  'Indexes',
+  'Expiry',
+  'Subscriptions',
+] as const;
 export type TableName = (typeof TABLES)[number];
 
 /** Fixed trigger queues (pending queues are per task queue and priority). */
-export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved'] as const;
+export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved', 'events'] as const;
 export type TriggerQueue = (typeof TRIGGER_QUEUES)[number];
 
 export class Storage {

@@ -16,6 +16,8 @@ const MAX_BATCH = 100;
  * took effect (indexes, events; must not throw).
  */
 export interface TaskObserver {
+  /** Before each write attempt (e.g. a sweep trigger for its events); may be called again after an ETag race. */
+  prepare?(before: TaskRecord | undefined, after: TaskRecord): Promise<void>;
   /** May set `after.historySeq`; rows must be in partition `after.taskId`. */
   rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
   written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
@@ -40,6 +42,7 @@ export class TaskStore {
 
   /** Inserts a new task row; returns false if the taskId is taken. */
   async insert(t: TaskRecord): Promise<boolean> {
+    await this.observer?.prepare?.(undefined, t);
     try {
       const extra = this.observer?.rowsFor(undefined, t) ?? [];
       t.etag = await this.write(t.taskId, encodeTask(t), extra);
@@ -79,6 +82,7 @@ export class TaskStore {
       const copy: TaskRecord = JSON.parse(JSON.stringify(current));
       copy.etag = current.etag;
       if (!fn(copy)) return { task: current, changed: false };
+      await this.observer?.prepare?.(current, copy);
       try {
         const extra = this.observer?.rowsFor(current, copy) ?? [];
         copy.etag = await this.write(taskId, encodeTask(copy), extra, current.etag!);

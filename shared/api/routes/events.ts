@@ -1,0 +1,92 @@
+/**
+ * Event subscriptions: create, get, list, delete. A subscription's events arrive in its own Azure
+ * storage queue, read through the SAS URLs these calls return (like pollTaskUrls).
+ */
+import { RouteDef, ApiRequest, ok } from '../types';
+import { notFound } from '../../errors';
+import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { parseDefinition, Subscription } from '../../events/subscriptions';
+import { signedSubscriptionUrls } from '../../storage/subscription-queues';
+import { SAS_BACKDATE_MS, publicQueueEndpoint, sasProtocol } from '../../work/poll-urls';
+
+/** Consumers fetch fresh URLs with `subscription` before these run out. */
+export const SUBSCRIPTION_URL_LIFETIME_MS = 60 * 60 * 1000;
+/** A received event stays invisible this long while the consumer handles and deletes it. */
+export const SUBSCRIPTION_POLL_VISIBILITY_S = 60;
+
+function withUrls(req: ApiRequest, s: Subscription) {
+  const svc = req.services;
+  const now = svc.now().getTime();
+  // Whole seconds, as the SAS `se` field carries it; never past the subscription itself.
+  const expiresOn = new Date(Math.floor(Math.min(now + SUBSCRIPTION_URL_LIFETIME_MS, new Date(s.expires).getTime()) / 1000) * 1000);
+  const endpoint = publicQueueEndpoint(svc);
+  const urls = signedSubscriptionUrls(svc.storage, s.subscriptionId, {
+    endpoint,
+    startsOn: new Date(now - SAS_BACKDATE_MS),
+    expiresOn,
+    httpAllowed: sasProtocol(svc, endpoint) !== 'https',
+    visibilityS: SUBSCRIPTION_POLL_VISIBILITY_S,
+  });
+  return { subscriptionId: s.subscriptionId, bindings: s.bindings, expires: s.expires, ...urls, urlsExpire: expiresOn.toJSON() };
+}
+
+async function existing(req: ApiRequest): Promise<Subscription> {
+  const s = await req.services.events.dispatcher.subscriptions.get(req.params.subscriptionId);
+  if (!s) throw notFound(`subscription ${req.params.subscriptionId} not found`);
+  return s;
+}
+
+export const eventRoutes: RouteDef[] = [
+  {
+    name: 'createSubscription',
+    service: 'queue',
+    method: 'PUT',
+    route: '/subscriptions/<subscriptionId>',
+    scopes: 'queue:create-subscription:<subscriptionId>',
+    description:
+      'Create a subscription to queue events: `{bindings: [{exchange, routingKeyPattern}], expires}`, with AMQP topic patterns matched against ' +
+      'the primary routing key and every `route.<route>` CC (the bindings `QueueEvents` builds work as they are). Idempotent for the same ' +
+      'definition; a different one under the same id is a 409. Answers SAS URLs to receive and delete the messages of its own queue.',
+    handler: async (req) => {
+      const svc = req.services;
+      const def = parseDefinition(req.params.subscriptionId, req.body, svc.now());
+      return ok(withUrls(req, await svc.events.dispatcher.subscriptions.create(def)));
+    },
+  },
+  {
+    name: 'subscription',
+    service: 'queue',
+    method: 'GET',
+    route: '/subscriptions/<subscriptionId>',
+    scopes: 'queue:get-subscription:<subscriptionId>',
+    description:
+      'A subscription with fresh SAS poll/delete URLs for its queue (each message is base64 JSON `{id, seq, exchange, routingKey, routes, payload}`).',
+    handler: async (req) => ok(withUrls(req, await existing(req))),
+  },
+  {
+    name: 'deleteSubscription',
+    service: 'queue',
+    method: 'DELETE',
+    route: '/subscriptions/<subscriptionId>',
+    scopes: 'queue:delete-subscription:<subscriptionId>',
+    description: 'Delete a subscription and its queue, with any events still in it. Deleting a missing subscription succeeds.',
+    handler: async (req) => {
+      await req.services.events.dispatcher.subscriptions.delete(req.params.subscriptionId);
+      return { status: 204 };
+    },
+  },
+  {
+    name: 'listSubscriptions',
+    service: 'queue',
+    method: 'GET',
+    route: '/subscriptions',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-subscriptions',
+    description: 'The active subscriptions (without URLs), paged.',
+    handler: async (req) => {
+      const page = await req.services.events.dispatcher.subscriptions.page(pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const token = encodeToken(page.continuation);
+      return ok({ subscriptions: page.items, ...(token ? { continuationToken: token } : {}) });
+    },
+  },
+];
