@@ -141,10 +141,15 @@ export class Subscriptions {
     return out;
   }
 
+  /** Re-reads the list now (tests use it to start from the same state every time). */
+  async refresh(): Promise<void> {
+    const at = Date.now();
+    this.cache = { at, list: await this.list() };
+  }
+
   /** The active subscriptions as this instance last saw them (at most SUBSCRIPTION_CACHE_MS old). */
   async active(): Promise<Subscription[]> {
-    const t = Date.now();
-    if (!this.cache || t - this.cache.at > SUBSCRIPTION_CACHE_MS) this.cache = { at: t, list: await this.list() };
+    if (!this.cache || Date.now() - this.cache.at > SUBSCRIPTION_CACHE_MS) await this.refresh();
     const now = this.now();
     return this.cache.list.filter((s) => new Date(s.expires) > now);
   }
