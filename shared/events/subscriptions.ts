@@ -142,15 +142,16 @@ export class Subscriptions {
   }
 
   /** Re-reads the list now (tests use it to start from the same state every time). */
-  async refresh(): Promise<void> {
+  async refresh(): Promise<Subscription[]> {
     const at = Date.now();
     this.cache = { at, list: await this.list() };
+    return this.cache.list;
   }
 
   /** The active subscriptions as this instance last saw them (at most SUBSCRIPTION_CACHE_MS old). */
   async active(): Promise<Subscription[]> {
-    if (!this.cache || Date.now() - this.cache.at > SUBSCRIPTION_CACHE_MS) await this.refresh();
+    const list = this.cache && Date.now() - this.cache.at <= SUBSCRIPTION_CACHE_MS ? this.cache.list : await this.refresh();
     const now = this.now();
-    return this.cache.list.filter((s) => new Date(s.expires) > now);
+    return list.filter((s) => new Date(s.expires) > now);
   }
 }
