@@ -17,6 +17,7 @@ import { opsObserver } from './ops/observer';
 import { EventRecorder, eventsObserver } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions } from './events/subscriptions';
+import { eventGridSink } from './storage/eventgrid';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -72,7 +73,19 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
   const wakeListeners = new Set<(taskQueueId: string) => void>();
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
   const expiry = new ExpiryIndex(storage);
-  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), opts.eventSinks ?? [], now);
+  const sinks =
+    opts.eventSinks ??
+    (config.eventGridEndpoint
+      ? [
+          eventGridSink({
+            endpoint: config.eventGridEndpoint,
+            key: config.eventGridKey,
+            managedIdentityClientId: config.eventGridClientId,
+            source: config.publicUrl,
+          }),
+        ]
+      : []);
+  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   return {
     config,
