@@ -4,32 +4,11 @@
  * queue through its SAS URLs with plain HTTP.
  */
 import type { TestService } from './service';
-import { eventRoutes } from '../../shared/api/routes/events';
+import { subscriptionApiReference } from '../../shared/events/tail';
 import { poll, deleteMessage } from './azure-queue';
 
-/** An API reference for the subscription endpoints, as taskcluster-client's createClient reads one. */
-function reference() {
-  return {
-    serviceName: 'queue',
-    apiVersion: 'v1',
-    entries: eventRoutes.map((r) => {
-      const args = [...r.route.matchAll(/<([^<>]+)>/g)].map((m) => m[1]);
-      return {
-        type: 'function',
-        name: r.name,
-        method: r.method.toLowerCase(),
-        route: r.route,
-        args,
-        query: r.query ?? [],
-        input: r.method === 'PUT' ? 'x' : undefined,
-        stability: 'experimental',
-      };
-    }),
-  };
-}
-
 export function eventsClient(svc: TestService, credentials?: { clientId: string; accessToken: string } | null): any {
-  const Cls = svc.tc.createClient(reference());
+  const Cls = svc.tc.createClient(subscriptionApiReference());
   return new Cls({ rootUrl: svc.rootUrl, credentials: credentials === null ? undefined : (credentials ?? svc.root), retries: 0 });
 }
 
