@@ -16,6 +16,8 @@ import { odata } from '../storage/keys';
 import type { QueueEvent } from './exchanges';
 import type { TriggerRef } from '../tasks/triggers';
 
+/** History row keys start with this (shared/ops/history.ts); `~` sorts after every digit. */
+const HISTORY_PREFIX = 'h-';
 /** Table string properties hold 64 KiB (32 K UTF-16 units); split longer events below that. */
 const OUTBOX_PART_CHARS = 30_000;
 
@@ -75,4 +77,16 @@ export async function dropSweepTrigger(storage: Storage, ref: TriggerRef | undef
     .trigger('events')
     .delete(ref.messageId, ref.popReceipt)
     .catch(() => undefined);
+}
+
+/** A page of a task's recorded events, newest first (history rows without an event, e.g. reclaims, are skipped). */
+export async function readTaskEvents(
+  storage: Storage,
+  taskId: string,
+  limit: number,
+  continuation?: string,
+): Promise<{ events: QueueEvent[]; continuation?: string }> {
+  const filter = `PartitionKey eq ${odata(taskId)} and RowKey ge ${odata(HISTORY_PREFIX)} and RowKey lt ${odata(HISTORY_PREFIX + '~')}`;
+  const page = await storage.table('Tasks').page(filter, limit, continuation);
+  return { events: page.items.map((r) => outboxEvent(r)).filter((e): e is QueueEvent => !!e), continuation: page.continuation };
 }

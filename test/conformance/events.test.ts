@@ -102,6 +102,11 @@ test('subscriptions by task group, route and worker type receive exactly their e
   const sealed = group.find((e) => short(e.exchange) === 'task-group-sealed')!;
   expect(sealed.payload).toEqual({ version: 1, ...(await svc.queue().getTaskGroup(taskGroupId)) });
 
+  // The task's recorded events, newest first: what was delivered, without the artifact (not a task transition).
+  const listed = await ev.taskEvents(A);
+  const deliveredA = group.filter((e) => e.payload.status?.taskId === A && short(e.exchange) !== 'artifact-created');
+  expect(listed.events).toEqual([...deliveredA].reverse());
+
   expect(of(await drainSubscription(byRoute), A)).toEqual(['task-defined', 'task-completed/1']);
   const wt = await drainSubscription(byWorkerType);
   expect(wt.map((e) => `${short(e.exchange)}:${e.payload.status.taskId}`)).toEqual([`task-running:${B}`, `task-failed:${B}`]);

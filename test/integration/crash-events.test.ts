@@ -4,7 +4,7 @@
  * every transition that committed, and none for one that did not.
  */
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { claimOne, uniqueQueue, sleep } from '../helpers/work';
+import { claimOne, uniqueQueue, sleep, reapUntil } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { readHistory } from '../../shared/ops/history';
@@ -131,6 +131,21 @@ test('createArtifact and sealTaskGroup', async () => {
       for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
     }
     expect(delivered.has(id)).toBe(sealed);
+  });
+}, 240_000);
+
+test('deadline resolved by the reaper', async () => {
+  await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    const deadline = new Date(Date.now() + 1500).toJSON();
+    await svc.queue().createTask(taskId, taskDef(tq, { deadline }));
+    await claimOne(svc, tq, taskId);
+    // Trigger visibility is whole seconds: wait until it surely shows.
+    await sleep(new Date(deadline).getTime() - Date.now() + 1100);
+    await faulty(() => svc.runReaper());
+    await reapUntil(svc, async () => (await svc.queue().status(taskId)).status.state === 'exception');
+    await expectDelivered(taskId);
   });
 }, 240_000);
 

@@ -7,6 +7,7 @@ import { notFound } from '../../errors';
 import { decodeToken, encodeToken, pageLimit } from '../continuation';
 import { parseDefinition, Subscription } from '../../events/subscriptions';
 import { signedSubscriptionUrls } from '../../storage/subscription-queues';
+import { readTaskEvents } from '../../events/outbox';
 import { SAS_BACKDATE_MS, publicQueueEndpoint, sasProtocol } from '../../work/poll-urls';
 
 /** Consumers fetch fresh URLs with `subscription` before these run out. */
@@ -73,6 +74,22 @@ export const eventRoutes: RouteDef[] = [
     handler: async (req) => {
       await req.services.events.dispatcher.subscriptions.delete(req.params.subscriptionId);
       return { status: 204 };
+    },
+  },
+  {
+    name: 'taskEvents',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/events',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:status:<taskId>',
+    description: 'The events recorded for a task (the Taskcluster messages with their ids, seqs, routing keys and CCs), newest first.',
+    handler: async (req) => {
+      const svc = req.services;
+      const r = await readTaskEvents(svc.storage, req.params.taskId, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      if (!r.events.length && !req.query.continuationToken && !(await svc.tasks.load(req.params.taskId))) throw notFound(`task ${req.params.taskId} not found`);
+      const token = encodeToken(r.continuation);
+      return ok({ taskId: req.params.taskId, events: r.events, ...(token ? { continuationToken: token } : {}) });
     },
   },
   {
