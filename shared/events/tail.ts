@@ -5,7 +5,6 @@
  */
 import { EXCHANGES, EXCHANGE_PREFIX, ExchangeName, QueueEvent, TASK_EXCHANGES } from './exchanges';
 import { Binding, bindingProblem } from './topic';
-import { eventRoutes } from '../api/routes/events';
 
 export interface TailOptions {
   /** Short exchange names (`task-completed`); default: every exchange. */
@@ -54,20 +53,4 @@ export function eventLine(e: QueueEvent, at: Date): string {
   return `${at.toISOString()} ${ex.padEnd(19)} ${what} ${state}${worker}${artifact}  #${e.seq} ${e.id}`;
 }
 
-/** The subscription endpoints as a taskcluster-client API reference (for `createClient`). */
-export function subscriptionApiReference() {
-  return {
-    serviceName: 'queue',
-    apiVersion: 'v1',
-    entries: eventRoutes.map((r) => ({
-      type: 'function',
-      name: r.name,
-      method: r.method.toLowerCase(),
-      route: r.route,
-      args: [...r.route.matchAll(/<([^<>]+)>/g)].map((m) => m[1]),
-      query: r.query ?? [],
-      ...(r.method === 'PUT' ? { input: 'v1/create-subscription-request.json#' } : {}),
-      stability: 'experimental',
-    })),
-  };
-}
+export { eventsApiReference as subscriptionApiReference } from '../api/routes/events';

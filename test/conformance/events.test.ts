@@ -183,3 +183,19 @@ test('an expired subscription is removed by the reaper, queue and all', async ()
   }
   expect(status).toBe(404);
 });
+
+test('scopes: each call needs its own scope for that subscription id; the reference is public', async () => {
+  const id = `scoped-${slugid()}`;
+  const body = { bindings: [qe.taskFailed({})], expires: inADay() };
+  const creds = (scopes: string[]) =>
+    svc.tc.createTemporaryCredentials({ start: new Date(Date.now() - 60_000), expiry: new Date(Date.now() + 3600_000), scopes, credentials: svc.root });
+  await expectError(eventsClient(svc, creds([`queue:create-subscription:other`])).createSubscription(id, body), 403, 'InsufficientScopes');
+  await eventsClient(svc, creds([`queue:create-subscription:${id}`])).createSubscription(id, body);
+  await expectError(eventsClient(svc, creds([`queue:create-subscription:${id}`])).subscription(id), 403, 'InsufficientScopes');
+  expect((await eventsClient(svc, creds([`queue:get-subscription:${id}`])).subscription(id)).subscriptionId).toBe(id);
+  await expectError(eventsClient(svc, creds(['queue:unrelated'])).listSubscriptions(), 403, 'InsufficientScopes');
+  await expectError(eventsClient(svc, creds([`queue:get-subscription:${id}`])).deleteSubscription(id), 403, 'InsufficientScopes');
+  await eventsClient(svc, creds([`queue:delete-subscription:${id}`])).deleteSubscription(id);
+  const ref = await (await fetch(`${svc.rootUrl}/api/queue/v1/events/reference`)).json();
+  expect(ref.entries.map((e: any) => e.name).sort()).toEqual(['createSubscription', 'deleteSubscription', 'listSubscriptions', 'subscription', 'taskEvents']);
+});

@@ -107,3 +107,37 @@ export const eventRoutes: RouteDef[] = [
     },
   },
 ];
+
+/** The endpoints above as a taskcluster-client API reference: `new (tc.createClient(ref))({rootUrl, credentials})`. */
+export function eventsApiReference() {
+  return {
+    serviceName: 'queue',
+    apiVersion: 'v1',
+    title: 'Queue events: subscriptions',
+    entries: eventRoutes
+      .filter((r) => r.scopes !== null)
+      .map((r) => ({
+        type: 'function',
+        name: r.name,
+        title: r.name,
+        description: r.description ?? '',
+        method: r.method.toLowerCase(),
+        route: r.route,
+        args: [...r.route.matchAll(/<([^<>]+)>/g)].map((m) => m[1]),
+        query: r.query ?? [],
+        ...(r.method === 'PUT' ? { input: 'v1/create-subscription-request.json#' } : {}),
+        stability: 'experimental',
+        scopes: r.scopes,
+      })),
+  };
+}
+
+eventRoutes.push({
+  name: 'eventsReference',
+  service: 'queue',
+  method: 'GET',
+  route: '/events/reference',
+  scopes: null,
+  description: 'The subscription endpoints as a taskcluster-client API reference (for createClient).',
+  handler: async () => ok(eventsApiReference()),
+});
