@@ -21,7 +21,9 @@ export interface TailOptions {
 
 /** Bindings for the options: each selected exchange with one pattern (all selectors AND-ed into it). */
 export function tailBindings(o: TailOptions): Binding[] {
-  const wanted = (o.exchanges?.length ? o.exchanges : [...EXCHANGES]) as ExchangeName[];
+  // Task-level selectors say nothing about groups: then only task exchanges, unless named.
+  const taskLevel = !!(o.taskId || o.taskQueueId || o.route);
+  const wanted = (o.exchanges?.length ? o.exchanges : taskLevel ? [...TASK_EXCHANGES] : [...EXCHANGES]) as ExchangeName[];
   const selectors = [o.route, o.pattern, o.taskGroupId || o.taskId || o.taskQueueId ? 'x' : undefined].filter(Boolean).length;
   if (selectors > 1) throw new Error('give one of --route, --pattern, or the --task-group/--task/--task-queue selectors');
   const bindings = wanted.map((ex) => {

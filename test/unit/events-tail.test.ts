@@ -32,6 +32,8 @@ test('selectors become patterns that match the right events only', () => {
   expect(tailBindings({ exchanges: ['task-failed'] }).some((b) => bindingMatches(b, completed))).toBe(false);
   // Group exchanges bind by their own key layout.
   expect(tailBindings({ exchanges: ['task-group-sealed'], taskGroupId: 'G1' })[0].routingKeyPattern).toBe('primary.G1.*.#');
+  // A task-level selector leaves out the group exchanges (they would match every group).
+  expect(tailBindings({ taskQueueId: 'prov/wt' }).map((b) => b.exchange)).not.toContain(`${EXCHANGE_PREFIX}task-group-sealed`);
 });
 
 test('bad options are refused', () => {
