@@ -89,7 +89,14 @@ export class Subscriptions {
     }
     const active = await this.list();
     if (active.length >= MAX_SUBSCRIPTIONS) throw conflict(`this deployment has ${MAX_SUBSCRIPTIONS} subscriptions, the most it allows; delete unused ones`);
-    await createSubscriptionQueue(this.storage, def.subscriptionId);
+    try {
+      await createSubscriptionQueue(this.storage, def.subscriptionId);
+    } catch (err) {
+      // Azure keeps a deleted queue's name for about 30 s (QueueBeingDeleted).
+      if ((err as { statusCode?: number }).statusCode === 409)
+        throw conflict(`subscription ${def.subscriptionId} was just deleted and its queue is still being removed; retry in a minute`);
+      throw err;
+    }
     await this.expiry.record(EXPIRY_KIND, def.subscriptionId, def.expires);
     const row = { partitionKey: PK, rowKey: encodeKey(def.subscriptionId), ...def, bindings: JSON.stringify(def.bindings) };
     try {
