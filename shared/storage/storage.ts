@@ -292,20 +292,10 @@ export function decodeMessage<T>(m: QueueMessage): T | undefined {
 }
 
 /** Logical table names; each is prefixed per deployment. */
-export const TABLES = [
-  'Tasks',
-  'TaskGroups',
-  'TaskDeps',
-  'TaskQueues',
-  'Workers',
-  'Artifacts',
-  'Clients',
-  'Roles',
-  'Indexes',
-  'Expiry',
-  'Subscriptions',
-] as const;
-export type TableName = (typeof TABLES)[number];
+export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry'] as const;
+/** Event subscriptions (shared/events/subscriptions.ts). */
+export const EVENT_TABLES = ['Subscriptions'] as const;
+export type TableName = (typeof TABLES)[number] | (typeof EVENT_TABLES)[number];
 
 /** Fixed trigger queues (pending queues are per task queue and priority). */
 export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved', 'events'] as const;
@@ -365,7 +355,7 @@ export class Storage {
 
   /** Creates every table, trigger queue and the artifact container (idempotent; run at start-up). */
   async ensureAll(): Promise<void> {
-    await Promise.all(TABLES.map((t) => this.table(t).create()));
+    await Promise.all([...TABLES, ...EVENT_TABLES].map((t) => this.table(t).create()));
     await Promise.all(TRIGGER_QUEUES.map((q) => this.trigger(q).create()));
     await this.meter.run('artifacts.createContainer', async () => {
       await this.artifacts.createIfNotExists();
