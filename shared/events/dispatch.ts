@@ -9,6 +9,21 @@ import { anyBindingMatches } from './topic';
 import type { Subscription, Subscriptions } from './subscriptions';
 import { putSubscriptionMessage } from '../storage/subscription-queues';
 
+/** Azure queue messages hold 64 KiB of text, and ours are base64 (4 characters per 3 bytes). */
+export const MAX_MESSAGE_JSON_BYTES = Math.floor((64 * 1024 * 3) / 4);
+
+/**
+ * The message for a subscription queue: the event, or, if it is too large for one queue message
+ * (huge tags), the event without `payload.task` and with `truncated: true`; the whole event stays
+ * readable through `taskEvents`.
+ */
+export function queueMessageOf(e: QueueEvent): QueueEvent & { truncated?: true } {
+  if (Buffer.byteLength(JSON.stringify(e)) <= MAX_MESSAGE_JSON_BYTES) return e;
+  const { task: _task, ...payload } = e.payload;
+  void _task;
+  return { ...e, payload, truncated: true };
+}
+
 /** Another delivery target besides subscription queues (Event Grid). */
 export interface EventSink {
   name: string;
@@ -41,7 +56,7 @@ export class EventDispatcher {
     for (const e of events) {
       if (!anyBindingMatches(s.bindings, e)) continue;
       try {
-        await putSubscriptionMessage(this.storage, s.subscriptionId, e, ttlS);
+        await putSubscriptionMessage(this.storage, s.subscriptionId, queueMessageOf(e), ttlS);
       } catch (err) {
         // Deleted on another instance since our list was read: nothing to deliver to.
         if ((err as { statusCode?: number }).statusCode === 404) return;

@@ -199,3 +199,18 @@ test('scopes: each call needs its own scope for that subscription id; the refere
   const ref = await (await fetch(`${svc.rootUrl}/api/queue/v1/events/reference`)).json();
   expect(ref.entries.map((e: any) => e.name).sort()).toEqual(['createSubscription', 'deleteSubscription', 'listSubscriptions', 'subscription', 'taskEvents']);
 });
+
+test('an event too large for a queue message arrives without its tags, marked truncated; taskEvents has it whole', async () => {
+  const ev = eventsClient(svc);
+  const taskGroupId = slugid();
+  const sub = await ev.createSubscription(`big-${taskGroupId}`, { bindings: [qe.taskDefined({ taskGroupId })], expires: inADay() });
+  const tags = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`t${i}`, 'x'.repeat(4000)]));
+  const taskId = slugid();
+  await svc.queue().createTask(taskId, taskDef(uniqueQueue(), { taskGroupId, tags }));
+  const [got] = (await drainSubscription(sub)) as any[];
+  expect(got).toMatchObject({ id: `${taskId}.1`, truncated: true });
+  expect(got.payload.task).toBeUndefined();
+  expect(got.payload.status.taskId).toBe(taskId);
+  const listed = await ev.taskEvents(taskId);
+  expect(listed.events.find((e: any) => e.id === `${taskId}.1`).payload.task.tags).toEqual(tags);
+});
