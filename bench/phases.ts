@@ -7,7 +7,8 @@ import { MeterDelta, meterWindow, percentile, round, runLoops } from './stats';
 import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
-import { subscriptionQueueName } from '../shared/storage/subscription-queues';
+import { signedSubscriptionUrls } from '../shared/storage/subscription-queues';
+import { deleteUrlFor, parseQueueMessages, pollUrlFor } from '../worker/protocols/azure-queue';
 
 const WORKER = { workerGroup: 'bench', workerId: 'w' };
 /** Give up on a phase step that should take milliseconds but hangs (e.g. a lost hint). */
@@ -235,7 +236,7 @@ export async function lifecycleCost(
   const dueAt = Math.max(Date.now() + opts.deadlineInMs + deadlineDelayMs, Date.now() + claimTimeoutMs) + 1000;
   await sleep(dueAt - Date.now());
   const meter = meterWindow(inst.services.storage.meter);
-  const reaper = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, deferred: 0, failed: 0, passes: 0 };
+  const reaper = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0, passes: 0 };
   const until = Date.now() + STEP_TIMEOUT_MS;
   // Resolution deletes a run's claim-expiry and deadline triggers, so usually nothing fires: run
   // passes until one finds no trigger (the idle passes' fixed cost is included, spread over the lifecycles).
@@ -342,14 +343,22 @@ export async function eventLatency(inst: Instance, taskQueueId: string, lifecycl
     bindings: EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' })),
     expires: new Date(Date.now() + 3600_000).toJSON(),
   });
-  const consumer = inst.services.storage.queueService.getQueueClient(subscriptionQueueName(inst.services.storage.prefix, subscriptionId));
+  // Through the subscription's SAS URLs, as a consumer reads: not counted by the service's meter.
+  const urls = signedSubscriptionUrls(inst.services.storage, subscriptionId, {
+    endpoint: inst.services.storage.queueEndpoint,
+    startsOn: new Date(Date.now() - 60_000),
+    expiresOn: new Date(Date.now() + 3600_000),
+    httpAllowed: true,
+    visibilityS: 60,
+  });
   const seen = new Set<string>();
   const receive = async () => {
-    const r = await consumer.receiveMessages({ numberOfMessages: 32, visibilityTimeout: 60 });
-    for (const m of r.receivedMessageItems) {
+    const res = await fetch(pollUrlFor(urls.signedPollUrl, 32));
+    if (res.status !== 200) throw new Error(`subscription poll gave ${res.status}`);
+    for (const m of parseQueueMessages(await res.text())) {
       const e = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
       seen.add(`${e.payload.status?.taskId}/${e.exchange.slice(EXCHANGE_PREFIX.length)}`);
-      await consumer.deleteMessage(m.messageId, m.popReceipt);
+      await fetch(deleteUrlFor(urls.signedDeleteUrl, m.messageId, m.popReceipt), { method: 'DELETE' });
     }
   };
   const waitForEvent = async (key: string) => {

@@ -13,7 +13,8 @@
  */
 import crypto from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { tailBindings, eventLine, subscriptionApiReference } from '../shared/events/tail';
+import { tailBindings, eventLine } from '../shared/events/tail';
+import { eventsApiReference } from '../shared/api/routes/events';
 import { parseQueueMessages } from '../shared/work/queue-xml';
 import type { QueueEvent } from '../shared/events/exchanges';
 
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
     pattern: values.pattern,
   });
   const tc = (await import('taskcluster-client')).default;
-  const Subscriptions = tc.createClient(subscriptionApiReference());
+  const Subscriptions = tc.createClient(eventsApiReference());
   const api = new Subscriptions({ rootUrl, credentials });
   const subscriptionId = values.id ?? `tail-${crypto.randomBytes(6).toString('hex')}`;
   const expires = new Date(Date.now() + Number(values['expires-min'] ?? DEFAULT_EXPIRES_MIN) * 60_000).toJSON();

@@ -1,6 +1,7 @@
 /**
  * The one place that reads the environment. Everything else receives a Config.
  */
+import { parseSchedule } from './cron';
 
 /** Azurite's well-known development account; used when no connection string is configured. */
 export const DEVSTORE_ACCOUNT = 'devstoreaccount1';
@@ -34,7 +35,7 @@ export interface Config {
   maxTaskDeadlineDays: number;
   /** Schemes the poll-URL SAS allows; unset: https only, unless the queue endpoint is http (Azurite). */
   sasProtocol?: SasProtocol;
-  /** Event Grid topic endpoint; events are also published there when set (shared/storage/eventgrid.ts). */
+  /** Event Grid topic endpoint; events are also published there when set (shared/events/eventgrid.ts). */
   eventGridEndpoint?: string;
   /** Topic access key; unset: the app's managed identity. */
   eventGridKey?: string;
@@ -60,6 +61,20 @@ function num(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
   if (raw === undefined || raw === '') return dflt;
   const v = Number(raw);
   if (!Number.isFinite(v) || v < 0) throw new Error(`setting ${name} must be a non-negative number, got '${raw}'`);
+  return v;
+}
+
+/** Every 10 s: expired claims and deadlines are handled within seconds; an idle pass costs a few transactions. */
+const DEFAULT_REAPER_SCHEDULE = '*/10 * * * * *';
+
+/** An NCRONTAB setting; an invalid one stops start-up rather than running the timer at some other time. */
+function schedule(env: NodeJS.ProcessEnv, name: string, dflt: string): string {
+  const v = env[name] || dflt;
+  try {
+    parseSchedule(v);
+  } catch (err) {
+    throw new Error(`setting ${name}: ${(err as Error).message}`, { cause: err });
+  }
   return v;
 }
 
@@ -116,7 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimTimeoutS: num(env, 'QUEUE_CLAIM_TIMEOUT_S', DEFAULT_CLAIM_TIMEOUT_S),
     claimWorkPollS: num(env, 'QUEUE_CLAIM_WORK_POLL_S', DEFAULT_CLAIM_WORK_POLL_S),
     deadlineDelayS: num(env, 'QUEUE_DEADLINE_DELAY_S', DEFAULT_DEADLINE_DELAY_S),
-    reaperSchedule: env.QUEUE_REAPER_SCHEDULE || '*/10 * * * * *',
+    reaperSchedule: schedule(env, 'QUEUE_REAPER_SCHEDULE', DEFAULT_REAPER_SCHEDULE),
     reaperStaleS: num(env, 'QUEUE_REAPER_STALE_S', DEFAULT_REAPER_STALE_S),
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),

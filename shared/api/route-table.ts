@@ -11,8 +11,21 @@ import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
 import { eventRoutes } from './routes/events';
+import { objectRoutes } from './routes/object';
+import { referenceRoutes } from './references';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...eventRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
+export const routes: RouteDef[] = [
+  ...taskRoutes,
+  ...workRoutes,
+  ...groupRoutes,
+  ...eventRoutes,
+  ...pollRoutes,
+  ...artifactRoutes,
+  ...authRoutes,
+  ...opsRoutes,
+  ...objectRoutes,
+  ...referenceRoutes(() => routes),
+];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

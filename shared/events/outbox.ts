@@ -12,7 +12,6 @@
  */
 import type { Entity, Storage } from '../storage/storage';
 import { historyRowKey } from '../ops/history';
-import { odata } from '../storage/keys';
 import type { QueueEvent } from './exchanges';
 import type { TriggerRef } from '../tasks/triggers';
 
@@ -57,8 +56,7 @@ export async function readTaskOutbox(storage: Storage, taskId: string, seqs: num
   if (!seqs.length) return [];
   const lo = historyRowKey(Math.max(...seqs));
   const hi = historyRowKey(Math.min(...seqs));
-  const filter = `PartitionKey eq ${odata(taskId)} and RowKey ge ${odata(lo)} and RowKey le ${odata(hi)}`;
-  const page = await storage.table('Tasks').page(filter, seqs.length);
+  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: { ge: lo, le: hi } }, seqs.length);
   const wanted = new Set(seqs);
   return page.items
     .map((r) => outboxEvent(r))
@@ -86,7 +84,6 @@ export async function readTaskEvents(
   limit: number,
   continuation?: string,
 ): Promise<{ events: QueueEvent[]; continuation?: string }> {
-  const filter = `PartitionKey eq ${odata(taskId)} and RowKey ge ${odata(HISTORY_PREFIX)} and RowKey lt ${odata(HISTORY_PREFIX + '~')}`;
-  const page = await storage.table('Tasks').page(filter, limit, continuation);
+  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: { ge: HISTORY_PREFIX, lt: HISTORY_PREFIX + '~' } }, limit, continuation);
   return { events: page.items.map((r) => outboxEvent(r)).filter((e): e is QueueEvent => !!e), continuation: page.continuation };
 }

@@ -5,9 +5,10 @@
  */
 import type { Storage } from '../storage/storage';
 import { StorageConflict } from '../storage/storage';
-import { encodeKey, odata } from '../storage/keys';
+import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
-import { jsonEqual, normalizeDate } from '../tasks/model';
+import { isDeepStrictEqual } from 'node:util';
+import { normalizeDate } from '../tasks/model';
 import { Binding, bindingProblem } from './topic';
 import { createSubscriptionQueue, deleteSubscriptionQueue } from '../storage/subscription-queues';
 import type { ExpiryIndex } from '../tasks/expiry';
@@ -84,7 +85,7 @@ export class Subscriptions {
     const raw = await this.table.get(PK, encodeKey(def.subscriptionId));
     const existing = raw && new Date(raw.expires as string) > this.now() ? decode(raw) : undefined;
     if (existing) {
-      if (jsonEqual(existing.bindings, def.bindings) && existing.expires === def.expires) return existing;
+      if (isDeepStrictEqual(existing.bindings, def.bindings) && existing.expires === def.expires) return existing;
       throw conflict(`subscription ${def.subscriptionId} exists with a different definition; delete it first or choose another id`);
     }
     const active = await this.list();
@@ -93,7 +94,7 @@ export class Subscriptions {
       await createSubscriptionQueue(this.storage, def.subscriptionId);
     } catch (err) {
       // Azure keeps a deleted queue's name for about 30 s (QueueBeingDeleted).
-      if ((err as { statusCode?: number }).statusCode === 409)
+      if (err instanceof StorageConflict)
         throw conflict(`subscription ${def.subscriptionId} was just deleted and its queue is still being removed; retry in a minute`);
       throw err;
     }
@@ -131,7 +132,7 @@ export class Subscriptions {
   }
 
   async page(limit: number, continuation?: string): Promise<{ items: Subscription[]; continuation?: string }> {
-    const page = await this.table.page(`PartitionKey eq ${odata(PK)}`, limit, continuation);
+    const page = await this.table.page({ partitionKey: PK }, limit, continuation);
     const now = this.now();
     return { items: page.items.map(decode).filter((s) => new Date(s.expires) > now), continuation: page.continuation };
   }

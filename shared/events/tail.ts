@@ -54,5 +54,3 @@ export function eventLine(e: QueueEvent, at: Date): string {
   const artifact = p.artifact ? ` ${p.artifact.name}` : '';
   return `${at.toISOString()} ${ex.padEnd(19)} ${what} ${state}${worker}${artifact}  #${e.seq} ${e.id}`;
 }
-
-export { eventsApiReference as subscriptionApiReference } from '../api/routes/events';

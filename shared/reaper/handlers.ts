@@ -8,6 +8,8 @@ import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '.
 import { expireTask, TaskExpiryData } from '../tasks/expire';
 import type { ExpiryRow } from '../tasks/expiry';
 import { expireSubscription } from '../events/sweep';
+import type { SweepTrigger } from '../events/outbox';
+import { ArtifactStore } from '../artifacts/store';
 import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
@@ -20,6 +22,15 @@ export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promis
 
 export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise<TriggerResult> {
   await finishResolution(svc, t.taskId);
+}
+
+/** Delivers the events of a write a crash interrupted before their delivery (shared/events/outbox.ts). */
+export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<TriggerResult> {
+  const delivered = await svc.events.sweep(t, {
+    artifact: async (taskId, runId, name) => !!(await new ArtifactStore(svc.storage).get(taskId, runId, name)),
+    groupSealed: async (taskGroupId) => (await svc.groups.meta(taskGroupId))?.sealed,
+  });
+  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
 }
 
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */

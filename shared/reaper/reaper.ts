@@ -12,10 +12,10 @@ import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import type { TriggerResult } from '../tasks/resolve';
 import { mapLimit } from '../limit';
-import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
+import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
-import { handleEventSweep } from '../events/sweep';
+import { repairHiddenHints } from './hints';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -33,6 +33,8 @@ export interface ReaperStats {
   /** Event sweeps: deliveries a crash interrupted (shared/events). */
   events: number;
   expired: number;
+  /** Pending runs given a fresh hint because theirs was lost or hidden (shared/reaper/hints.ts). */
+  rehinted: number;
   deferred: number;
   failed: number;
 }
@@ -105,7 +107,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
  * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, deferred: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
   const started = Date.now();
   const actor = { actor: 'reaper', transitions: 0 };
   await runAs(actor, async () => {
@@ -115,6 +117,11 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'events', handleEventSweep, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
+    stats.rehinted = await repairHiddenHints(svc).catch((err) => {
+      stats.failed++;
+      svc.log.error('hint-repair-failed', { error: String((err as Error)?.message ?? err) });
+      return 0;
+    });
   });
   // Health (shared/ops/health.ts) reads this stamp to tell whether the reaper runs.
   await svc.storage

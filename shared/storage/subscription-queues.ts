@@ -4,20 +4,17 @@
  * Minting a SAS is local HMAC work, not a storage call.
  */
 import crypto from 'node:crypto';
-import { QueueSASPermissions, SASProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
-import type { CountedQueue, Storage } from './storage';
+import type { Queue, Storage } from './port';
 
 /** Counted as `subscription.<op>` in the storage meter. */
 const LABEL = 'subscription';
-/** Process = receive and delete only: no peek, add or update, and nothing outside this queue. */
-const SAS_PERMISSIONS = 'p';
 
 /** A valid Azure queue name (3-63 lowercase letters, digits, hyphens) for any subscription id. */
 export function subscriptionQueueName(prefix: string, subscriptionId: string): string {
   return `${prefix}-sub-${crypto.createHash('sha256').update(subscriptionId, 'utf8').digest('hex').slice(0, 32)}`;
 }
 
-export function subscriptionQueue(storage: Storage, subscriptionId: string): CountedQueue {
+export function subscriptionQueue(storage: Storage, subscriptionId: string): Queue {
   return storage.queueNamed(subscriptionQueueName(storage.prefix, subscriptionId), LABEL);
 }
 
@@ -27,10 +24,7 @@ export async function createSubscriptionQueue(storage: Storage, subscriptionId: 
 
 /** Deletes the queue and whatever it still holds; a missing queue is fine. */
 export async function deleteSubscriptionQueue(storage: Storage, subscriptionId: string): Promise<void> {
-  const q = subscriptionQueue(storage, subscriptionId);
-  await storage.meter.run(`${LABEL}.deleteQueue`, async () => {
-    await q.client.deleteIfExists();
-  });
+  await subscriptionQueue(storage, subscriptionId).deleteQueue();
 }
 
 /** Puts one event message; its text is base64 JSON, like every other message of this queue service. */
@@ -53,16 +47,8 @@ export function signedSubscriptionUrls(
   opts: { endpoint: string; startsOn: Date; expiresOn: Date; httpAllowed: boolean; visibilityS: number },
 ): SignedQueueUrls {
   const queueName = subscriptionQueueName(storage.prefix, subscriptionId);
-  const sas = generateQueueSASQueryParameters(
-    {
-      queueName,
-      permissions: QueueSASPermissions.parse(SAS_PERMISSIONS),
-      startsOn: opts.startsOn,
-      expiresOn: opts.expiresOn,
-      protocol: opts.httpAllowed ? SASProtocol.HttpsAndHttp : SASProtocol.Https,
-    },
-    storage.sharedKey,
-  ).toString();
+  // The pending queues' poll SAS: process permission only (receive and delete), this queue only.
+  const sas = storage.pollSas(queueName, { startsOn: opts.startsOn, expiresOn: opts.expiresOn, protocol: opts.httpAllowed ? 'https,http' : 'https' });
   const base = `${opts.endpoint.replace(/\/+$/, '')}/${queueName}/messages`;
   return {
     signedPollUrl: `${base}?visibilitytimeout=${opts.visibilityS}&${sas}`,

@@ -3,6 +3,7 @@
  * group, by route, by worker type) receive exactly the events of a task graph with a dependency,
  * a retry, an exception, an artifact and a sealed group, in seq order, through their SAS URLs.
  */
+import { sdkQueue } from '../helpers/storage-sdk';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { claimOne, uniqueQueue } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
@@ -179,7 +180,7 @@ test('an expired subscription is removed by the reaper, queue and all', async ()
   while (status !== 404 && Date.now() < end) {
     await svc.runReaper();
     // The SAS URL outlives nothing: it stops at the subscription's expiry, so look with the account key.
-    status = (await svc.services.storage.queueService.getQueueClient(created.signedPollUrl.split('/').slice(-2)[0]).exists()) ? 200 : 404;
+    status = (await sdkQueue(svc.services, created.signedPollUrl.split('/').slice(-2)[0]).exists()) ? 200 : 404;
   }
   expect(status).toBe(404);
 });
@@ -196,7 +197,7 @@ test('scopes: each call needs its own scope for that subscription id; the refere
   await expectError(eventsClient(svc, creds(['queue:unrelated'])).listSubscriptions(), 403, 'InsufficientScopes');
   await expectError(eventsClient(svc, creds([`queue:get-subscription:${id}`])).deleteSubscription(id), 403, 'InsufficientScopes');
   await eventsClient(svc, creds([`queue:delete-subscription:${id}`])).deleteSubscription(id);
-  const ref = await (await fetch(`${svc.rootUrl}/api/queue/v1/events/reference`)).json();
+  const ref = await (await fetch(`${svc.rootUrl}/api/references/queue-events/v1/api.json`)).json();
   expect(ref.entries.map((e: any) => e.name).sort()).toEqual(['createSubscription', 'deleteSubscription', 'listSubscriptions', 'subscription', 'taskEvents']);
 });
 

@@ -4,11 +4,11 @@
  * queue through its SAS URLs with plain HTTP.
  */
 import type { TestService } from './service';
-import { subscriptionApiReference } from '../../shared/events/tail';
+import { eventsApiReference } from '../../shared/api/routes/events';
 import { poll, deleteMessage } from './azure-queue';
 
 export function eventsClient(svc: TestService, credentials?: { clientId: string; accessToken: string } | null): any {
-  const Cls = svc.tc.createClient(subscriptionApiReference());
+  const Cls = svc.tc.createClient(eventsApiReference());
   return new Cls({ rootUrl: svc.rootUrl, credentials: credentials === null ? undefined : (credentials ?? svc.root), retries: 0 });
 }
 

@@ -39,7 +39,7 @@ async function committedIds(taskId: string): Promise<string[]> {
 /** Runs reaper passes until every id in `expected()` was delivered; checks nothing else of the task was. */
 async function expectDelivered(taskId: string, extra: string[] = []): Promise<void> {
   const end = Date.now() + 15_000;
-  let missing: string[] = [];
+  let missing: string[];
   for (;;) {
     for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
     const expected = [...(await committedIds(taskId)), ...extra];

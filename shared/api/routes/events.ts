@@ -4,11 +4,58 @@
  */
 import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { parseDefinition, Subscription } from '../../events/subscriptions';
 import { signedSubscriptionUrls } from '../../storage/subscription-queues';
 import { readTaskEvents } from '../../events/outbox';
 import { SAS_BACKDATE_MS, publicQueueEndpoint, sasProtocol } from '../../work/poll-urls';
+import { EVENTS, REFERENCES, apiReference } from '../references';
+import { registerSchema } from '../schemas';
+
+const str = { type: 'string' };
+const dateTime = { type: 'string', format: 'date-time' };
+const binding = {
+  type: 'object',
+  properties: { exchange: str, routingKeyPattern: str },
+  required: ['exchange', 'routingKeyPattern'],
+  additionalProperties: false,
+};
+const bindings = { type: 'array', items: binding };
+const event = {
+  type: 'object',
+  properties: { id: str, seq: { type: 'integer' }, exchange: str, routingKey: str, routes: { type: 'array', items: str }, payload: { type: 'object' } },
+  required: ['id', 'seq', 'exchange', 'routingKey', 'routes', 'payload'],
+  additionalProperties: false,
+};
+const continuationToken = { type: 'string' };
+const subscription = { subscriptionId: str, bindings, expires: dateTime };
+
+// The definition's details are checked by parseDefinition, whose messages say which binding is wrong.
+registerSchema('create-subscription-request', { type: 'object', properties: { bindings: { type: 'array' }, expires: str } });
+const OUTPUT_SCHEMAS: Record<string, object> = {
+  'subscription-response': {
+    type: 'object',
+    properties: { ...subscription, signedPollUrl: str, signedDeleteUrl: str, urlsExpire: dateTime },
+    required: ['subscriptionId', 'bindings', 'expires', 'signedPollUrl', 'signedDeleteUrl', 'urlsExpire'],
+    additionalProperties: false,
+  },
+  'list-subscriptions-response': {
+    type: 'object',
+    properties: {
+      subscriptions: { type: 'array', items: { type: 'object', properties: subscription, required: Object.keys(subscription), additionalProperties: false } },
+      continuationToken,
+    },
+    required: ['subscriptions'],
+    additionalProperties: false,
+  },
+  'task-events-response': {
+    type: 'object',
+    properties: { taskId: str, events: { type: 'array', items: event }, continuationToken },
+    required: ['taskId', 'events'],
+    additionalProperties: false,
+  },
+};
+for (const [id, schema] of Object.entries(OUTPUT_SCHEMAS)) registerSchema(id, schema);
 
 /** Consumers fetch fresh URLs with `subscription` before these run out. */
 export const SUBSCRIPTION_URL_LIFETIME_MS = 60 * 60 * 1000;
@@ -40,6 +87,11 @@ async function existing(req: ApiRequest): Promise<Subscription> {
 export const eventRoutes: RouteDef[] = [
   {
     name: 'createSubscription',
+    title: 'Create Subscription',
+    stability: 'experimental',
+    category: EVENTS,
+    input: 'create-subscription-request',
+    output: 'subscription-response',
     service: 'queue',
     method: 'PUT',
     route: '/subscriptions/<subscriptionId>',
@@ -56,6 +108,10 @@ export const eventRoutes: RouteDef[] = [
   },
   {
     name: 'subscription',
+    title: 'Get Subscription',
+    stability: 'experimental',
+    category: EVENTS,
+    output: 'subscription-response',
     service: 'queue',
     method: 'GET',
     route: '/subscriptions/<subscriptionId>',
@@ -66,6 +122,10 @@ export const eventRoutes: RouteDef[] = [
   },
   {
     name: 'deleteSubscription',
+    title: 'Delete Subscription',
+    stability: 'experimental',
+    category: EVENTS,
+    output: 'empty-response',
     service: 'queue',
     method: 'DELETE',
     route: '/subscriptions/<subscriptionId>',
@@ -73,11 +133,15 @@ export const eventRoutes: RouteDef[] = [
     description: 'Delete a subscription and its queue, with any events still in it. Deleting a missing subscription succeeds.',
     handler: async (req) => {
       await req.services.events.dispatcher.subscriptions.delete(req.params.subscriptionId);
-      return { status: 204 };
+      return { status: 200, body: {} };
     },
   },
   {
     name: 'taskEvents',
+    title: 'Task Events',
+    stability: 'experimental',
+    category: EVENTS,
+    output: 'task-events-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/events',
@@ -86,7 +150,7 @@ export const eventRoutes: RouteDef[] = [
     description: 'The events recorded for a task (the Taskcluster messages with their ids, seqs, routing keys and CCs), newest first.',
     handler: async (req) => {
       const svc = req.services;
-      const r = await readTaskEvents(svc.storage, req.params.taskId, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const r = await readTaskEvents(svc.storage, req.params.taskId, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       if (!r.events.length && !req.query.continuationToken && !(await svc.tasks.load(req.params.taskId))) throw notFound(`task ${req.params.taskId} not found`);
       const token = encodeToken(r.continuation);
       return ok({ taskId: req.params.taskId, events: r.events, ...(token ? { continuationToken: token } : {}) });
@@ -94,6 +158,10 @@ export const eventRoutes: RouteDef[] = [
   },
   {
     name: 'listSubscriptions',
+    title: 'List Subscriptions',
+    stability: 'experimental',
+    category: EVENTS,
+    output: 'list-subscriptions-response',
     service: 'queue',
     method: 'GET',
     route: '/subscriptions',
@@ -101,43 +169,30 @@ export const eventRoutes: RouteDef[] = [
     scopes: 'queue:list-subscriptions',
     description: 'The active subscriptions (without URLs), paged.',
     handler: async (req) => {
-      const page = await req.services.events.dispatcher.subscriptions.page(pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const page = await req.services.events.dispatcher.subscriptions.page(pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const token = encodeToken(page.continuation);
       return ok({ subscriptions: page.items, ...(token ? { continuationToken: token } : {}) });
     },
   },
 ];
 
-/** The endpoints above as a taskcluster-client API reference: `new (tc.createClient(ref))({rootUrl, credentials})`. */
+/** The subscription endpoints as a taskcluster-client API reference: `new (tc.createClient(ref))({rootUrl, credentials})`. */
 export function eventsApiReference() {
-  return {
-    serviceName: 'queue',
-    apiVersion: 'v1',
-    title: 'Queue events: subscriptions',
-    entries: eventRoutes
-      .filter((r) => r.scopes !== null)
-      .map((r) => ({
-        type: 'function',
-        name: r.name,
-        title: r.name,
-        description: r.description ?? '',
-        method: r.method.toLowerCase(),
-        route: r.route,
-        args: [...r.route.matchAll(/<([^<>]+)>/g)].map((m) => m[1]),
-        query: r.query ?? [],
-        ...(r.method === 'PUT' ? { input: 'v1/create-subscription-request.json#' } : {}),
-        stability: 'experimental',
-        scopes: r.scopes,
-      })),
-  };
+  return apiReference(
+    REFERENCES.find((r) => r.name === 'queue-events')!,
+    eventRoutes,
+  );
 }
 
 eventRoutes.push({
   name: 'eventsReference',
+  title: 'Events API Reference',
+  description: 'The subscription endpoints as a taskcluster-client API reference (also served under /api/references/queue-events/v1/api.json).',
+  stability: 'experimental',
+  output: 'api-reference',
   service: 'queue',
   method: 'GET',
   route: '/events/reference',
   scopes: null,
-  description: 'The subscription endpoints as a taskcluster-client API reference (for createClient).',
   handler: async () => ok(eventsApiReference()),
 });

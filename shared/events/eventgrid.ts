@@ -6,9 +6,9 @@
  */
 import { AzureKeyCredential, EventGridPublisherClient } from '@azure/eventgrid';
 import { DefaultAzureCredential } from '@azure/identity';
-import type { EventSink } from '../events/dispatch';
-import type { QueueEvent } from '../events/exchanges';
-import { EXCHANGE_PREFIX } from '../events/exchanges';
+import type { EventSink } from './dispatch';
+import type { QueueEvent } from './exchanges';
+import { EXCHANGE_PREFIX } from './exchanges';
 
 /** Event Grid accepts at most 1 MB per publish request; a task write has a handful of events, so batches stay far below. */
 const MAX_EVENTS_PER_REQUEST = 100;
