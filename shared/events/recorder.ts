@@ -6,8 +6,10 @@
  *   after the commit   `written` / `delivered*`  deliver, then drop the sweep trigger
  *   reaper             `sweep`     deliver what a crash between commit and delivery left
  *
- * Today they plug into TaskStore through a TaskObserver (eventsObserver) and into createArtifact
- * and sealTaskGroup directly; with a transition executor they become its before/with/after effects.
+ * They plug into TaskStore through a TaskObserver (eventsObserver: TaskStore.insert/replace, which
+ * the executor's writes go through) and into createArtifact and sealTaskGroup directly. They are not
+ * executor effects yet: the events ride on the history rows the history observer makes in the same
+ * write, so they move into effects together with history.
  */
 import type { Storage, Entity } from '../storage/storage';
 import type { TaskRecord } from '../tasks/model';
