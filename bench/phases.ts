@@ -6,6 +6,9 @@ import { Instance, newTaskId, sleep, taskDef } from './harness';
 import { MeterDelta, meterWindow, percentile, round, runLoops } from './stats';
 import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
+import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
+import { signedSubscriptionUrls } from '../shared/storage/subscription-queues';
+import { deleteUrlFor, parseQueueMessages, pollUrlFor } from '../worker/protocols/azure-queue';
 
 const WORKER = { workerGroup: 'bench', workerId: 'w' };
 /** Give up on a phase step that should take milliseconds but hangs (e.g. a lost hint). */
@@ -233,7 +236,7 @@ export async function lifecycleCost(
   const dueAt = Math.max(Date.now() + opts.deadlineInMs + deadlineDelayMs, Date.now() + claimTimeoutMs) + 1000;
   await sleep(dueAt - Date.now());
   const meter = meterWindow(inst.services.storage.meter);
-  const reaper = { deadline: 0, claim: 0, resolved: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0, passes: 0 };
+  const reaper = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0, passes: 0 };
   const until = Date.now() + STEP_TIMEOUT_MS;
   // Resolution deletes a run's claim-expiry and deadline triggers, so usually nothing fires: run
   // passes until one finds no trigger (the idle passes' fixed cost is included, spread over the lifecycles).
@@ -309,4 +312,95 @@ export async function idlePolling(
   stop = true;
   await Promise.all(loops);
   return { results, errors };
+}
+
+// ---- (g) event latency and cost with one subscription ----
+
+export interface EventLatencyResult {
+  samples: number;
+  p50Ms: number;
+  p95Ms: number;
+  maxMs: number;
+  /** Storage calls of the service (not the consumer's polls) over all sampled lifecycles. */
+  storage: MeterDelta;
+  lifecycles: number;
+  errors: Errors;
+}
+
+/** The consumer polls its subscription queue this often while waiting for an event. */
+const EVENT_POLL_MS = 5;
+
+/**
+ * One subscription matching every event; lifecycles one at a time. A sample is the time from just
+ * before the API call that commits a transition (createTask, reportCompleted) until a consumer
+ * polling the subscription queue receives its event: an upper bound of commit-to-visible. The
+ * consumer reads with its own client, so the meter counts only what the service does.
+ */
+export async function eventLatency(inst: Instance, taskQueueId: string, lifecycles: number): Promise<EventLatencyResult> {
+  const subscriptionId = 'bench-everything';
+  await inst.services.events.dispatcher.subscriptions.create({
+    subscriptionId,
+    bindings: EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' })),
+    expires: new Date(Date.now() + 3600_000).toJSON(),
+  });
+  // Through the subscription's SAS URLs, as a consumer reads: not counted by the service's meter.
+  const urls = signedSubscriptionUrls(inst.services.storage, subscriptionId, {
+    endpoint: inst.services.storage.queueEndpoint,
+    startsOn: new Date(Date.now() - 60_000),
+    expiresOn: new Date(Date.now() + 3600_000),
+    httpAllowed: true,
+    visibilityS: 60,
+  });
+  const seen = new Set<string>();
+  const receive = async () => {
+    const res = await fetch(pollUrlFor(urls.signedPollUrl, 32));
+    if (res.status !== 200) throw new Error(`subscription poll gave ${res.status}`);
+    for (const m of parseQueueMessages(await res.text())) {
+      const e = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8'));
+      seen.add(`${e.payload.status?.taskId}/${e.exchange.slice(EXCHANGE_PREFIX.length)}`);
+      await fetch(deleteUrlFor(urls.signedDeleteUrl, m.messageId, m.popReceipt), { method: 'DELETE' });
+    }
+  };
+  const waitForEvent = async (key: string) => {
+    const until = Date.now() + STEP_TIMEOUT_MS;
+    while (!seen.has(key)) {
+      if (Date.now() > until) throw new Error(`event ${key} never arrived`);
+      await receive();
+      if (!seen.has(key)) await sleep(EVENT_POLL_MS);
+    }
+  };
+  const root = inst.queue();
+  await lifecycle(inst, root, taskQueueId); // warm-up: pending queue, caches
+  await receive();
+  const latencies: number[] = [];
+  const errors = newErrors();
+  const meter = meterWindow(inst.services.storage.meter);
+  let done = 0;
+  for (let i = 0; i < lifecycles; i++) {
+    try {
+      const taskId = newTaskId();
+      let t0 = performance.now();
+      await root.createTask(taskId, taskDef(taskQueueId));
+      await waitForEvent(`${taskId}/task-pending`);
+      latencies.push(performance.now() - t0);
+      const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: 1 });
+      if (tasks.length !== 1) throw new Error(`claimWork returned ${tasks.length} tasks`);
+      t0 = performance.now();
+      await inst.queue(tasks[0].credentials).reportCompleted(taskId, tasks[0].runId);
+      await waitForEvent(`${taskId}/task-completed`);
+      latencies.push(performance.now() - t0);
+      done++;
+    } catch (err) {
+      noteError(errors, err);
+    }
+  }
+  return {
+    samples: latencies.length,
+    p50Ms: round(percentile(latencies, 50), 1),
+    p95Ms: round(percentile(latencies, 95), 1),
+    maxMs: round(Math.max(...latencies), 1),
+    storage: meter.stop(),
+    lifecycles: done,
+    errors,
+  };
 }

@@ -5,7 +5,7 @@
  */
 import { startAzurite } from '../shared/local/azurite';
 import { newDeployment, peakRssOf, RssSampler, startInstance, Instance } from './harness';
-import { backlogDrain, closedLoop, idlePolling, lifecycleCost, pickupLatency } from './phases';
+import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pickupLatency } from './phases';
 import { rawCeiling, RAW_SEQUENCE } from './raw';
 import { addDeltas, perUnit, round } from './stats';
 import { mb, table, verdict, Row } from './report';
@@ -18,6 +18,10 @@ const TARGETS = {
   idleRatioMax: 1.5,
   throughputVsRawMin: 0.5,
   hostRssBytes: 300 * 1024 * 1024,
+  /** Issue 12: commit to visible in a matching subscription queue. */
+  eventP50Ms: 200,
+  /** Issue 12, one subscription matching everything: one put per event (4 per lifecycle) plus at most one more per lifecycle. */
+  eventExtraTxPerLifecycle: 5,
 };
 
 /** Phase sizes, chosen to keep the whole run near two minutes on a 2-core machine. */
@@ -34,6 +38,7 @@ const SIZES = {
   backlogLoops: 4,
   backlogBatch: 32,
   costLifecycles: 64,
+  eventLifecycles: 30,
   costDeadlineMs: 8_000,
   costClaimTimeoutS: 3,
   idleWorkers: [1, 50],
@@ -96,6 +101,15 @@ async function main(): Promise<void> {
     instances.push(E);
     const idle = await idlePolling(E, 'bench/idle', SIZES.idleWorkers, { warmupMs: SIZES.idleWarmupMs, windowMs: SIZES.idleWindowMs });
 
+    phase(`(g) event latency and cost, one subscription matching everything, ${SIZES.eventLifecycles} lifecycles`);
+    const G = await startInstance('G', newDeployment(conn, 'g'), { QUEUE_CLAIM_WORK_POLL_S: '5' });
+    instances.push(G);
+    const events = await eventLatency(G, 'bench/events', SIZES.eventLifecycles);
+    const evPer = perUnit(events.storage, Math.max(1, events.lifecycles));
+    const evExtra = Object.entries(evPer.byOp)
+      .filter(([op]) => /^(events|subscription)\./.test(op))
+      .reduce((n, [, v]) => n + v, 0);
+
     rss.stop();
     const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);
     const azuritePeak = peakRssOf(azurite.pid);
@@ -106,7 +120,8 @@ async function main(): Promise<void> {
     const loopFgPer = perUnit(loop.storage, Math.max(1, loop.completed));
     const warnings = instances.reduce((s, i) => s + i.log.warnings, 0);
     const serviceErrors = instances.reduce((s, i) => s + i.log.errors, 0);
-    const clientErrors = pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count;
+    const clientErrors =
+      pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count + events.errors.count;
 
     const rows: Row[] = [
       {
@@ -143,6 +158,21 @@ async function main(): Promise<void> {
         target: `<= ${TARGETS.transactionsPerLifecycle}`,
         verdict: verdict(totalPer.total <= TARGETS.transactionsPerLifecycle),
       },
+      {
+        metric: '(g) event latency p50 (call start to received)',
+        value: `${events.p50Ms} ms`,
+        target: `<= ${TARGETS.eventP50Ms} ms`,
+        verdict: verdict(events.p50Ms <= TARGETS.eventP50Ms),
+      },
+      { metric: '(g) event latency p95', value: `${events.p95Ms} ms` },
+      { metric: '(g) samples', value: String(events.samples) },
+      { metric: '(g) storage tx per lifecycle, one subscription', value: String(evPer.total) },
+      {
+        metric: '(g) of which event delivery (events.*, subscription.*)',
+        value: String(round(evExtra)),
+        target: `<= ${TARGETS.eventExtraTxPerLifecycle}`,
+        verdict: verdict(evExtra <= TARGETS.eventExtraTxPerLifecycle),
+      },
       ...idle.results.map((r) => ({ metric: `(e) idle storage tx/s, ${r.workers} waiting worker(s)`, value: String(r.transactionsPerSecond) })),
       {
         metric: `(e) ratio ${idleN.workers} workers / ${idle1.workers}`,
@@ -170,6 +200,7 @@ async function main(): Promise<void> {
         opRows(bgPer),
       ),
     );
+    console.log(table(`(g) storage tx per lifecycle with one subscription, by op (${events.lifecycles} lifecycles)`, opRows(evPer)));
     console.log(table(`(c) drain storage tx per claimed task, by op`, opRows(perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)))));
     console.log(
       table(
@@ -178,7 +209,7 @@ async function main(): Promise<void> {
       ),
     );
     console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
-    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle].flatMap((p) => p.errors.first);
+    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle, events].flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
 
     const summary = {
@@ -195,6 +226,7 @@ async function main(): Promise<void> {
       backlog: { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
       perLifecycle: { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
       idle: { results: idle.results, ratio: round(idleRatio, 3) },
+      events: { ...events, perLifecycle: evPer, deliveryTxPerLifecycle: round(evExtra) },
       rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },
       errors: { client: clientErrors, serviceWarnings: warnings, serviceErrors },
       targets: {
@@ -203,6 +235,8 @@ async function main(): Promise<void> {
         idleIndependent: { target: TARGETS.idleRatioMax, value: round(idleRatio, 3), met: idleRatio <= TARGETS.idleRatioMax },
         throughputVsRaw: { target: TARGETS.throughputVsRawMin, value: round(vsRaw, 3), met: vsRaw >= TARGETS.throughputVsRawMin },
         hostRss: { target: TARGETS.hostRssBytes, value: hostPeak, met: hostPeak < TARGETS.hostRssBytes },
+        eventP50: { target: TARGETS.eventP50Ms, value: events.p50Ms, met: events.p50Ms <= TARGETS.eventP50Ms },
+        eventDeliveryTx: { target: TARGETS.eventExtraTxPerLifecycle, value: round(evExtra), met: evExtra <= TARGETS.eventExtraTxPerLifecycle },
       },
       seconds: round((Date.now() - started) / 1000, 1),
     };

@@ -14,6 +14,7 @@
 //   Microsoft.OperationalInsights/workspaces                  2023-09-01
 //   Microsoft.Insights/components                             2020-02-02
 //   Microsoft.Authorization/roleAssignments                   2022-04-01
+//   Microsoft.EventGrid/topics (optional)                      2025-02-15
 // Not compiled here (no Bicep compiler is available offline); not deployed from CI.
 
 targetScope = 'resourceGroup'
@@ -161,6 +162,9 @@ param reaperStaleSeconds int = 300
 @minValue(1)
 param maxTaskDeadlineDays int = 5
 
+@description('Deploy an Event Grid custom topic that receives every queue event as a CloudEvent 1.0 (QUEUE_EVENTGRID_ENDPOINT), published with the app identity.')
+param deployEventGridTopic bool = false
+
 // ---------------------------------------------------------------------------------------------
 // Names
 // ---------------------------------------------------------------------------------------------
@@ -176,6 +180,7 @@ var names = {
   hostStorage: 'st${compactPrefix}h${token}'
   dataStorage: 'st${compactPrefix}d${token}'
   keyVault: 'kv-${take(compactPrefix, 6)}-${token}'
+  eventGridTopic: 'evgt-${appName}'
   deploymentContainer: 'app-package'
 }
 
@@ -242,6 +247,16 @@ module keyVault 'modules/keyvault.bicep' = {
   }
 }
 
+module eventGrid 'modules/eventgrid.bicep' = if (deployEventGridTopic) {
+  name: 'eventgrid'
+  params: {
+    name: take(names.eventGridTopic, 50)
+    location: location
+    tags: tags
+    publisherPrincipalId: identity.outputs.principalId
+  }
+}
+
 // Depends on every module above through their outputs, so the identity's role assignments
 // (host blob data, Key Vault secrets, telemetry) exist before the app settings are written.
 module functionApp 'modules/functionapp.bicep' = {
@@ -276,6 +291,7 @@ module functionApp 'modules/functionapp.bicep' = {
     reaperSchedule: reaperSchedule
     reaperStaleSeconds: reaperStaleSeconds
     maxTaskDeadlineDays: maxTaskDeadlineDays
+    eventGridEndpoint: deployEventGridTopic ? eventGrid!.outputs.endpoint : ''
   }
 }
 
@@ -306,6 +322,9 @@ output publishCommand string = 'az functionapp deployment source config-zip --re
 
 @description('Queue data storage account (tables, queues, artifact blobs).')
 output dataStorageAccountName string = dataStorage.outputs.name
+
+@description('Event Grid topic receiving queue events (empty unless deployEventGridTopic).')
+output eventGridTopicEndpoint string = deployEventGridTopic ? eventGrid!.outputs.endpoint : ''
 
 @description('Application Insights component.')
 output applicationInsightsName string = monitoring.outputs.name

@@ -35,6 +35,12 @@ export interface Config {
   maxTaskDeadlineDays: number;
   /** Schemes the poll-URL SAS allows; unset: https only, unless the queue endpoint is http (Azurite). */
   sasProtocol?: SasProtocol;
+  /** Event Grid topic endpoint; events are also published there when set (shared/events/eventgrid.ts). */
+  eventGridEndpoint?: string;
+  /** Topic access key; unset: the app's managed identity. */
+  eventGridKey?: string;
+  /** Client id of the user-assigned managed identity that may send to the topic. */
+  eventGridClientId?: string;
 }
 
 /** Values of the SAS `spr` field (Azure and Azurite reject a request whose scheme it excludes). */
@@ -97,6 +103,9 @@ export const SETTING_NAMES = [
   'QUEUE_PUBLIC_QUEUE_ENDPOINT',
   'QUEUE_MAX_TASK_DEADLINE_DAYS',
   'QUEUE_SAS_PROTOCOL',
+  'QUEUE_EVENTGRID_ENDPOINT',
+  'QUEUE_EVENTGRID_KEY',
+  'QUEUE_EVENTGRID_CLIENT_ID',
 ] as const;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -127,5 +136,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),
     sasProtocol: sasProtocol as SasProtocol | undefined,
+    eventGridEndpoint: env.QUEUE_EVENTGRID_ENDPOINT || undefined,
+    eventGridKey: env.QUEUE_EVENTGRID_KEY || undefined,
+    eventGridClientId: env.QUEUE_EVENTGRID_CLIENT_ID || undefined,
   };
 }

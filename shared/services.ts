@@ -14,6 +14,10 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
+import { EventRecorder, eventsObserver } from './events/recorder';
+import { EventDispatcher, EventSink } from './events/dispatch';
+import { Subscriptions } from './events/subscriptions';
+import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
 
 /**
@@ -31,6 +35,8 @@ export interface Tuning {
   hintRepairAfterS: number;
   /** How often one instance's reaper looks for such runs. */
   hintRepairEveryS: number;
+  /** Events not delivered this long after their write are delivered by the reaper (shared/events/outbox.ts). */
+  eventSweepDelayS: number;
 }
 
 /**
@@ -46,6 +52,8 @@ export const DEFAULT_TUNING: Tuning = {
   // Far beyond any lease (10 s) a hint is normally hidden by, so only lost or hijacked hints qualify.
   hintRepairAfterS: 15 * 60,
   hintRepairEveryS: 5 * 60,
+  // Delivery normally follows the write within milliseconds; the sweep only catches a crash in between.
+  eventSweepDelayS: 60,
 };
 
 export interface Services extends TaskDeps {
@@ -58,12 +66,16 @@ export interface Services extends TaskDeps {
   workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
+  /** Event recording and delivery (shared/events). */
+  events: EventRecorder;
 }
 
 export interface ServiceOptions {
   log?: Logger;
   now?: () => Date;
   tuning?: Partial<Tuning>;
+  /** Extra event delivery targets (Event Grid). */
+  eventSinks?: EventSink[];
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
@@ -80,23 +92,39 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
   });
   const wakeListeners = new Set<(taskQueueId: string) => void>();
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
+  const expiry = new ExpiryIndex(storage);
+  const sinks =
+    opts.eventSinks ??
+    (config.eventGridEndpoint
+      ? [
+          eventGridSink({
+            endpoint: config.eventGridEndpoint,
+            key: config.eventGridKey,
+            managedIdentityClientId: config.eventGridClientId,
+            source: config.publicUrl,
+          }),
+        ]
+      : []);
+  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
+  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   return {
     config,
     tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
+    tasks: new TaskStore(storage, eventsObserver(opsObserver(storage, log, now), events)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
-    expiry: new ExpiryIndex(storage),
+    expiry,
     uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
     log,
     startedAt: now(),
     workers: new WorkerRegistry(storage, now),
     wakeListeners,
+    events,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };
 }

@@ -28,6 +28,7 @@ const KNOWN_ROLE_GUIDS: Record<string, string> = {
   'Key Vault Secrets User': '4633458b-17de-408a-b874-0445c86b69e6',
   'Key Vault Secrets Officer': 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7',
   'Monitoring Metrics Publisher': '3913510d-42f4-4e42-8a64-420c390055eb',
+  'EventGrid Data Sender': 'd5a91429-5739-47e2-a06b-3470a27159e7',
 };
 
 /** Resource API versions whose property names were checked against the published Bicep types. */
@@ -42,6 +43,7 @@ const VERIFIED_API_VERSIONS: Record<string, string[]> = {
   'Microsoft.OperationalInsights/workspaces': ['2023-09-01'],
   'Microsoft.Insights/components': ['2020-02-02'],
   'Microsoft.Authorization/roleAssignments': ['2022-04-01'],
+  'Microsoft.EventGrid/topics': ['2025-02-15'],
 };
 
 /** App settings that are deprecated or unsupported on Flex Consumption (runtime and deployment live in functionAppConfig). */

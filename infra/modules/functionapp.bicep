@@ -118,6 +118,9 @@ param reaperStaleSeconds int
 @description('QUEUE_MAX_TASK_DEADLINE_DAYS')
 param maxTaskDeadlineDays int
 
+@description('QUEUE_EVENTGRID_ENDPOINT: Event Grid topic for queue events; empty: none.')
+param eventGridEndpoint string = ''
+
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
   location: location
@@ -223,6 +226,10 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_MAX_TASK_DEADLINE_DAYS: string(maxTaskDeadlineDays)
     // Poll-URL SAS tokens are valid over HTTPS only in Azure (the http fallback exists for Azurite).
     QUEUE_SAS_PROTOCOL: 'https'
+    // Events to Event Grid (optional), sent with the app identity; no topic key is ever set.
+    QUEUE_EVENTGRID_ENDPOINT: eventGridEndpoint
+    QUEUE_EVENTGRID_KEY: ''
+    QUEUE_EVENTGRID_CLIENT_ID: identityClientId
   }
 }
 

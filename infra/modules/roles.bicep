@@ -2,7 +2,7 @@
 // Checked (search, 2025/26 index): each GUID matched against the Microsoft built-in role list
 // (MicrosoftDocs built-in-roles pages) and public Bicep templates:
 //   Storage Blob Data Owner, Key Vault Secrets User, Key Vault Secrets Officer,
-//   Monitoring Metrics Publisher. test/infra.test.ts fails if a GUID appears anywhere else.
+//   Monitoring Metrics Publisher, EventGrid Data Sender. test/infra.test.ts fails if a GUID appears anywhere else.
 // Compile-time import (@export/import) needs Bicep CLI >= 0.25.
 
 @export()
@@ -16,4 +16,6 @@ var builtInRoleIds = {
   keyVaultSecretsOfficer: 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
   // Application Insights with local (key) auth disabled: publish telemetry with Entra ID.
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+  // Optional Event Grid topic (deployEventGridTopic): publish queue events with Entra ID.
+  eventGridDataSender: 'd5a91429-5739-47e2-a06b-3470a27159e7'
 }

@@ -11,6 +11,8 @@ import { notFound } from '../errors';
 
 /** The category of this queue's own operator queries; they get a reference of their own. */
 export const OPS_QUERIES = 'Operator queries';
+/** The category of event subscriptions and task events (shared/api/routes/events.ts); a reference of their own. */
+export const EVENTS = 'Events';
 
 export interface ReferenceSpec {
   /** Served as `/api/references/<name>/v1/api.json`. */
@@ -29,7 +31,7 @@ export const REFERENCES: ReferenceSpec[] = [
     title: 'Queue Service',
     description:
       'The queue service is responsible for accepting tasks and tracking their state as they are executed by workers, in order to ensure they are eventually resolved.',
-    includes: (r) => r.service === 'queue' && r.category !== OPS_QUERIES,
+    includes: (r) => r.service === 'queue' && r.category !== OPS_QUERIES && r.category !== EVENTS,
   },
   {
     name: 'auth',
@@ -51,6 +53,13 @@ export const REFERENCES: ReferenceSpec[] = [
     title: 'Queue operator queries',
     description: 'Task history, tasks by state and time, latest tasks and counts by state.',
     includes: (r) => r.service === 'queue' && r.category === OPS_QUERIES,
+  },
+  {
+    name: 'queue-events',
+    serviceName: 'queue',
+    title: 'Queue events: subscriptions',
+    description: "Subscriptions to the queue's events, each delivered into its own storage queue, and a task's recorded events.",
+    includes: (r) => r.service === 'queue' && r.category === EVENTS,
   },
 ];
 

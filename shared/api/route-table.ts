@@ -10,6 +10,7 @@ import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
+import { eventRoutes } from './routes/events';
 import { objectRoutes } from './routes/object';
 import { schedulingRoutes } from './routes/scheduling';
 import { referenceRoutes } from './references';
@@ -19,6 +20,7 @@ export const routes: RouteDef[] = [
   ...workRoutes,
   ...groupRoutes,
   ...schedulingRoutes,
+  ...eventRoutes,
   ...pollRoutes,
   ...artifactRoutes,
   ...authRoutes,

@@ -15,6 +15,7 @@ import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
 import { noteExpiry } from './expiry';
 import { Issuer, uploadCredentials } from './object';
 import { reserveUpload } from '../objects/objects';
+import type { EventRecorder } from '../events/recorder';
 
 /** `expires` may lie this far in the past (clock drift), as in the real queue. */
 const EXPIRES_PAST_TOLERANCE_MS = 15 * 60 * 1000;
@@ -29,6 +30,8 @@ export interface CreateArtifactDeps {
   now: () => Date;
   /** Signs object artifacts' upload credentials. */
   clients: { issuer: Issuer };
+  /** artifact-created events (absent: none are published). */
+  events?: EventRecorder;
 }
 
 export interface CreateArtifactInput {
@@ -158,7 +161,11 @@ export async function createArtifact(
 
   // The index row first: a crash after it leaves a harmless hint, never an artifact that never expires.
   await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
+  // artifact-created is not a task write: its sweep trigger carries the event and is put before the
+  // row, and the reaper delivers it if the row exists, so a crash after the row never loses it.
+  const announce = await d.events?.prepareArtifact(task, runId, wanted);
   const stored = await save(new ArtifactStore(d.storage), wanted);
+  await d.events?.delivered(announce);
 
   if (stored.storageType === 'object') {
     if (!stored.details.uploadId) throw conflict(`Artifact ${name} is already finished`);

@@ -7,6 +7,10 @@ import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger } from '../tasks/tr
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
 import { expireTask, TaskExpiryData } from '../tasks/expire';
 import type { ExpiryRow } from '../tasks/expiry';
+import { expireSubscription } from '../events/sweep';
+import type { SweepTrigger } from '../events/outbox';
+import { ArtifactStore } from '../artifacts/store';
+import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
   return resolveDeadline(svc, t.taskId, t.deadline);
@@ -20,7 +24,17 @@ export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise
   await finishResolution(svc, t.taskId);
 }
 
+/** Delivers the events of a write a crash interrupted before their delivery (shared/events/outbox.ts). */
+export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<TriggerResult> {
+  const delivered = await svc.events.sweep(t, {
+    artifact: async (taskId, runId, name) => !!(await new ArtifactStore(svc.storage).get(taskId, runId, name)),
+    groupSealed: async (taskGroupId) => (await svc.groups.meta(taskGroupId))?.sealed,
+  });
+  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
+}
+
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
+  [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
 };

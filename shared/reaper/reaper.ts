@@ -12,7 +12,7 @@ import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import type { TriggerResult } from '../tasks/resolve';
 import { mapLimit } from '../limit';
-import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
+import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { repairHiddenHints } from './hints';
@@ -30,6 +30,8 @@ export interface ReaperStats {
   deadline: number;
   claim: number;
   resolved: number;
+  /** Event sweeps: deliveries a crash interrupted (shared/events). */
+  events: number;
   expired: number;
   /** Pending runs given a fresh hint because theirs was lost or hidden (shared/reaper/hints.ts). */
   rehinted: number;
@@ -105,13 +107,14 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
  * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
   const started = Date.now();
   const actor = { actor: 'reaper', transitions: 0 };
   await runAs(actor, async () => {
     await drain(svc, 'claim', handleClaimExpired, stats);
     await drain(svc, 'deadline', handleDeadline, stats);
     await drain(svc, 'resolved', handleResolved, stats);
+    await drain(svc, 'events', handleEventSweep, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
     stats.rehinted = await repairHiddenHints(svc).catch((err) => {

@@ -40,6 +40,7 @@ import {
   TableAction,
   TableName,
   TABLES,
+  EVENT_TABLES,
   TriggerQueue,
   TRIGGER_QUEUES,
 } from './port';
@@ -258,7 +259,19 @@ class AzureQueue implements Queue {
 
   async create(): Promise<void> {
     await this.call('create', async (abortSignal) => {
-      await this.client.createIfNotExists({ abortSignal });
+      try {
+        await this.client.createIfNotExists({ abortSignal });
+      } catch (err) {
+        // QueueBeingDeleted: Azure keeps a deleted queue's name for about 30 s.
+        if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: queue is being deleted`);
+        throw err;
+      }
+    });
+  }
+
+  async deleteQueue(): Promise<void> {
+    await this.call('deleteQueue', async (abortSignal) => {
+      await this.client.deleteIfExists({ abortSignal });
     });
   }
 
@@ -522,7 +535,7 @@ export class AzureStorage implements Storage {
   }
 
   async ensureAll(): Promise<void> {
-    await Promise.all(TABLES.map((t) => this.table(t).create()));
+    await Promise.all([...TABLES, ...EVENT_TABLES].map((t) => this.table(t).create()));
     await Promise.all(TRIGGER_QUEUES.map((q) => this.trigger(q).create()));
     await this.artifacts.createContainer();
   }

@@ -34,6 +34,7 @@ import {
   TableAction,
   TableName,
   TABLES,
+  EVENT_TABLES,
   TriggerQueue,
   TRIGGER_QUEUES,
 } from './port';
@@ -325,6 +326,13 @@ class MemoryQueue implements Queue {
     });
   }
 
+  deleteQueue(): Promise<void> {
+    return this.call('deleteQueue', () => {
+      this.exists = false;
+      this.messages = [];
+    });
+  }
+
   put(body: unknown, opts: { visibilityS?: number; ttlS?: number } = {}): Promise<{ messageId: string; popReceipt: string }> {
     const text = Buffer.from(JSON.stringify(body)).toString('base64');
     return this.call('put', () => this.putText(text, opts));
@@ -605,7 +613,7 @@ export class MemoryStorage implements Storage {
   }
 
   async ensureAll(): Promise<void> {
-    await Promise.all(TABLES.map((t) => this.table(t).create()));
+    await Promise.all([...TABLES, ...EVENT_TABLES].map((t) => this.table(t).create()));
     await Promise.all(TRIGGER_QUEUES.map((q) => this.trigger(q).create()));
     await this.artifacts.createContainer();
   }

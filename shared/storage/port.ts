@@ -148,8 +148,10 @@ export interface QueueMessage {
 export interface Queue {
   /** The full queue name. */
   readonly name: string;
-  /** `<label>.create`, idempotent. */
+  /** `<label>.create`, idempotent; StorageConflict('exists') while Azure still deletes a queue of that name. */
   create(): Promise<void>;
+  /** `<label>.deleteQueue`: the queue and its messages; a missing queue is fine. */
+  deleteQueue(): Promise<void>;
   /** `<label>.put`: a JSON message (base64 text, as workers polling the queue expect). */
   put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }>;
   /** `<label>.get`: up to `count` (≤32) visible messages, each leased for `visibilityS`. */
@@ -230,10 +232,12 @@ export const TABLES = [
   'Objects',
   'ConcurrencyKeys',
 ] as const;
-export type TableName = (typeof TABLES)[number];
+/** Event subscriptions (shared/events/subscriptions.ts). */
+export const EVENT_TABLES = ['Subscriptions'] as const;
+export type TableName = (typeof TABLES)[number] | (typeof EVENT_TABLES)[number];
 
-/** Fixed trigger queues (pending queues are per task queue and priority). */
-export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved'] as const;
+/** Fixed trigger queues (pending queues are per task queue and priority; `events`: sweeps of undelivered events). */
+export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved', 'events'] as const;
 export type TriggerQueue = (typeof TRIGGER_QUEUES)[number];
 
 export interface Storage extends QueuePollSas {

@@ -16,6 +16,8 @@ const MAX_BATCH = 100;
  * took effect (indexes, events; must not throw).
  */
 export interface TaskObserver {
+  /** Before each write attempt (e.g. a sweep trigger for its events); may be called again after an ETag race. */
+  prepare?(before: TaskRecord | undefined, after: TaskRecord): Promise<void>;
   /** May set `after.historySeq`; rows must be in partition `after.taskId`. */
   rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
   written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
@@ -40,6 +42,7 @@ export class TaskStore {
 
   /** Inserts a new task row with `rows` of its partition; returns false if the taskId is taken. */
   async insert(t: TaskRecord, rows: Entity[] = []): Promise<boolean> {
+    await this.observer?.prepare?.(undefined, t);
     try {
       const extra = [...(this.observer?.rowsFor(undefined, t) ?? []), ...rows];
       t.etag = await this.write(t.taskId, encodeTask(t), extra);
@@ -57,6 +60,7 @@ export class TaskStore {
    * 'missing' when the task is gone.
    */
   async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = []): Promise<'written' | 'etag' | 'missing'> {
+    await this.observer?.prepare?.(current, next);
     try {
       const extra = [...(this.observer?.rowsFor(current, next) ?? []), ...rows];
       next.etag = await this.write(current.taskId, encodeTask(next), extra, current.etag!);

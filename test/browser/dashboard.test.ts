@@ -84,6 +84,14 @@ browserTest(
       const history = await page.locator('section:has(h2:text("History")) tbody tr').allTextContents();
       expect(history.length).toBe(4);
       expect(history[0]).toMatch(/resolved.*completed/);
+      // Beside the history, the events each transition published.
+      const events = await page.locator('section:has(h2:text("Events")) tbody tr').allTextContents();
+      expect(events.map((e) => e.match(/task-(defined|pending|running|completed|failed|exception)/)?.[0])).toEqual([
+        'task-completed',
+        'task-running',
+        'task-pending',
+        'task-defined',
+      ]);
       await page.waitForSelector('section:has(h2:text("Artifacts")) td:text("public/logs/live.log")', { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-task.png'), fullPage: true });
 

@@ -13,7 +13,7 @@ let svc: TestService;
 const refs: Record<string, any> = {};
 beforeAll(async () => {
   svc = await startTestService();
-  for (const name of ['queue', 'auth', 'object', 'queue-ops']) {
+  for (const name of ['queue', 'auth', 'object', 'queue-ops', 'queue-events']) {
     const res = await fetch(`${svc.rootUrl}/api/references/${name}/v1/api.json`);
     expect(res.status).toBe(200);
     refs[name] = await res.json();
@@ -82,7 +82,7 @@ test('every input and output schema a reference names is served under that $id, 
 
 test('each route is in exactly one reference (web pages aside) and says what it answers', () => {
   const names = (ref: any) => ref.entries.map((e: any) => `${ref.serviceName}_${e.name}`);
-  const listed = [...names(refs.queue), ...names(refs.auth), ...names(refs.object), ...names(refs['queue-ops'])];
+  const listed = [...names(refs.queue), ...names(refs.auth), ...names(refs.object), ...names(refs['queue-ops']), ...names(refs['queue-events'])];
   const api = routes.filter((r) => r.service !== 'web').map((r) => `${r.service}_${r.name}`);
   expect(listed.sort()).toEqual(api.sort());
   // finishArtifact never succeeds here (no object artifacts); the dashboard is HTML.

@@ -26,8 +26,12 @@ export type Faulty = <T>(op: () => Promise<T>) => Promise<FaultResult<T>>;
  * Fails each storage call of a scenario on `svc` in turn, after filling its auth cache so every
  * armed call sequence starts the same way.
  */
-export function sweeperFor(svc: { services: { storage: { meter: StorageMeter } }; auth(): { currentScopes(): Promise<unknown> } }) {
-  const warm = () => svc.auth().currentScopes();
+export function sweeperFor(svc: {
+  services: { storage: { meter: StorageMeter }; events: { dispatcher: { subscriptions: { refresh(): Promise<unknown> } } } };
+  auth(): { currentScopes(): Promise<unknown> };
+}) {
+  // The event subscription list is re-read on a timer too (shared/events/subscriptions.ts).
+  const warm = () => Promise.all([svc.auth().currentScopes(), svc.services.events.dispatcher.subscriptions.refresh()]);
   return (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(svc.services.storage.meter, scenario, { warm });
 }
 

@@ -36,7 +36,8 @@ afterAll(async () => {
   await a?.close();
 });
 
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(a.services.storage.meter, scenario);
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) =>
+  eachStorageCall(a.services.storage.meter, scenario, { warm: () => a.services.events.dispatcher.subscriptions.refresh() });
 const reaperPassOnA = () => runReaper(a.services);
 
 async function claimableOnce(tq: string, taskId: string, runId = 0) {

@@ -268,6 +268,17 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       expect(await q.approximateCount()).toBe(1);
     });
 
+    test('deleteQueue removes the queue with its messages; deleting a missing queue is fine', async () => {
+      const q = storage.queueNamed(`${storage.prefix}-dropped`, 'dropped');
+      await q.create();
+      await q.put({ doomed: true });
+      await q.deleteQueue();
+      expect(await q.approximateCount()).toBe(0);
+      await expect(q.put({ after: true })).rejects.toThrow();
+      await q.deleteQueue();
+      expect(storage.meter.snapshot().byOp['dropped.deleteQueue']).toBe(2);
+    });
+
     test('a queue that was never created counts zero', async () => {
       expect(await storage.queueNamed(`${storage.prefix}-never`, 'never').approximateCount()).toBe(0);
     });

@@ -81,8 +81,12 @@ export const groupRoutes: RouteDef[] = [
     handler: async (req) => {
       const meta = await groupMeta(req);
       await req.authorize({ schedulerId: meta.schedulerId, taskGroupId: meta.taskGroupId });
-      const sealed = await req.services.groups.seal(meta.taskGroupId, req.services.now());
+      const now = req.services.now();
+      // task-group-sealed: the sweep trigger exists before the seal, so a crash after it still delivers the event.
+      const announce = meta.sealed ? undefined : await req.services.events.prepareGroupSealed(meta, now.toJSON());
+      const sealed = await req.services.groups.seal(meta.taskGroupId, now);
       if (!sealed) throw notFound(`task group ${meta.taskGroupId} not found`);
+      if (sealed.sealed === now.toJSON()) await req.services.events.delivered(announce);
       return ok(groupInfo(sealed));
     },
   },

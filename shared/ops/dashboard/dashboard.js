@@ -381,6 +381,29 @@ async function taskView(taskId) {
   );
   out.push(
     section(
+      'Events (newest first)',
+      await attempt(async function () {
+        var v = await api('GET', '/task/' + enc(taskId) + '/events' + qs({ limit: 100 }));
+        return grid(
+          ['#', 'exchange', 'run', 'routing key', 'CCs'],
+          v.events.map(function (e) {
+            return el(
+              'tr',
+              null,
+              el('td', { text: e.seq }),
+              el('td', { text: e.exchange.split('/').pop() }),
+              el('td', { text: e.payload.runId === undefined ? '' : e.payload.runId }),
+              el('td', { text: e.routingKey }),
+              el('td', { text: e.routes.join(' ') }),
+            );
+          }),
+          'no events',
+        );
+      }),
+    ),
+  );
+  out.push(
+    section(
       'Artifacts (latest run)',
       await attempt(async function () {
         try {

@@ -1,0 +1,67 @@
+/**
+ * Delivery of recorded events: one message per event into the queue of every subscription with a
+ * matching binding, and to each extra sink (Event Grid) where configured. Delivery is
+ * at-least-once: the same event can arrive twice (a sweep after a slow dispatch), never zero times.
+ */
+import type { Storage } from '../storage/storage';
+import type { QueueEvent } from './exchanges';
+import { anyBindingMatches } from './topic';
+import type { Subscription, Subscriptions } from './subscriptions';
+import { putSubscriptionMessage } from '../storage/subscription-queues';
+
+/** Azure queue messages hold 64 KiB of text, and ours are base64 (4 characters per 3 bytes). */
+export const MAX_MESSAGE_JSON_BYTES = Math.floor((64 * 1024 * 3) / 4);
+
+/**
+ * The message for a subscription queue: the event, or, if it is too large for one queue message
+ * (huge tags), the event without `payload.task` and with `truncated: true`; the whole event stays
+ * readable through `taskEvents`.
+ */
+export function queueMessageOf(e: QueueEvent): QueueEvent & { truncated?: true } {
+  if (Buffer.byteLength(JSON.stringify(e)) <= MAX_MESSAGE_JSON_BYTES) return e;
+  const { task: _task, ...payload } = e.payload;
+  void _task;
+  return { ...e, payload, truncated: true };
+}
+
+/** Another delivery target besides subscription queues (Event Grid). */
+export interface EventSink {
+  name: string;
+  publish(events: QueueEvent[]): Promise<void>;
+}
+
+export class EventDispatcher {
+  constructor(
+    private readonly storage: Storage,
+    readonly subscriptions: Subscriptions,
+    private readonly sinks: EventSink[],
+    private readonly now: () => Date,
+  ) {}
+
+  /** Whether any event could be delivered now; with none, recording events costs no storage call. */
+  async hasTargets(): Promise<boolean> {
+    return this.sinks.length > 0 || (await this.subscriptions.active()).length > 0;
+  }
+
+  /** Delivers `events` (in order within each subscription queue); throws if any delivery failed. */
+  async deliver(events: QueueEvent[]): Promise<void> {
+    if (!events.length) return;
+    const subs = await this.subscriptions.active();
+    await Promise.all([...subs.map((s) => this.toSubscription(s, events)), ...this.sinks.map((k) => k.publish(events))]);
+  }
+
+  private async toSubscription(s: Subscription, events: QueueEvent[]): Promise<void> {
+    // Messages live no longer than their subscription (whose queue is deleted then anyway).
+    const ttlS = Math.max(1, Math.floor((new Date(s.expires).getTime() - this.now().getTime()) / 1000));
+    for (const e of events) {
+      if (!anyBindingMatches(s.bindings, e)) continue;
+      try {
+        await putSubscriptionMessage(this.storage, s.subscriptionId, queueMessageOf(e), ttlS);
+      } catch (err) {
+        // Deleted on another instance since our list was read: nothing to deliver to.
+        if ((err as { statusCode?: number }).statusCode === 404) return;
+        throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Event Grid delivery: every event is also published to a custom topic as a CloudEvent 1.0 (type
+ * per exchange, subject = the primary routing key, data = the Taskcluster message plus `routes`).
+ * In Azure the app authenticates with its managed identity; a topic access key is accepted for
+ * setups without one (and for the local test endpoint).
+ */
+import { AzureKeyCredential, EventGridPublisherClient } from '@azure/eventgrid';
+import { DefaultAzureCredential } from '@azure/identity';
+import type { EventSink } from './dispatch';
+import type { QueueEvent } from './exchanges';
+import { EXCHANGE_PREFIX } from './exchanges';
+
+/** Event Grid accepts at most 1 MB per publish request; a task write has a handful of events, so batches stay far below. */
+const MAX_EVENTS_PER_REQUEST = 100;
+/** CloudEvent types name the queue's exchanges, e.g. `taskcluster.queue.v1.task-completed`. */
+export const CLOUDEVENT_TYPE_PREFIX = 'taskcluster.queue.v1.';
+
+export interface EventGridSettings {
+  /** Topic endpoint, e.g. https://<topic>.<region>-1.eventgrid.azure.net/api/events */
+  endpoint: string;
+  /** Topic access key; without it the managed identity (DefaultAzureCredential) is used. */
+  key?: string;
+  /** Client id of a user-assigned managed identity. */
+  managedIdentityClientId?: string;
+  /** CloudEvents `source`: the queue's root URL. */
+  source: string;
+}
+
+export function cloudEventOf(e: QueueEvent, source: string) {
+  return {
+    id: e.id,
+    type: CLOUDEVENT_TYPE_PREFIX + e.exchange.slice(EXCHANGE_PREFIX.length),
+    source,
+    subject: e.routingKey,
+    datacontenttype: 'application/json',
+    data: { ...e.payload, routes: e.routes },
+    extensionAttributes: { tcseq: e.seq },
+  };
+}
+
+export function eventGridSink(s: EventGridSettings): EventSink {
+  const credential = s.key ? new AzureKeyCredential(s.key) : new DefaultAzureCredential({ managedIdentityClientId: s.managedIdentityClientId });
+  // Plain http only ever points at a local endpoint (tests); Azure topics are https.
+  // No SDK retries: a failed publish is retried by the reaper's sweep, and the API call does not wait for back-offs.
+  const client = new EventGridPublisherClient(s.endpoint, 'CloudEvent', credential, {
+    allowInsecureConnection: s.endpoint.startsWith('http:'),
+    retryOptions: { maxRetries: 0 },
+  });
+  return {
+    name: 'eventgrid',
+    async publish(events: QueueEvent[]): Promise<void> {
+      for (let i = 0; i < events.length; i += MAX_EVENTS_PER_REQUEST) {
+        await client.send(events.slice(i, i + MAX_EVENTS_PER_REQUEST).map((e) => cloudEventOf(e, s.source)));
+      }
+    },
+  };
+}

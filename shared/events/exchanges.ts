@@ -1,0 +1,169 @@
+/**
+ * The queue's events, as Taskcluster publishes them (services/queue/src/exchanges.js and
+ * schemas/v1/*-message.yml): exchange names, payloads, routing keys and `route.<route>` CCs.
+ * Everything here is pure: the events of a task write are derived from the task record before and
+ * after it, numbered like the task's history, so the same transition always yields the same event
+ * (same id, same seq) however often it is recomputed or re-sent.
+ */
+import { TaskRecord, Run, taskStatus, TaskStatus } from '../tasks/model';
+import { transitions } from '../ops/history';
+
+/** The prefix taskcluster-client's QueueEvents puts before every exchange name. */
+export const EXCHANGE_PREFIX = 'exchange/taskcluster-queue/v1/';
+
+export const TASK_EXCHANGES = ['task-defined', 'task-pending', 'task-running', 'artifact-created', 'task-completed', 'task-failed', 'task-exception'] as const;
+export const GROUP_EXCHANGES = ['task-group-resolved', 'task-group-sealed'] as const;
+export type TaskExchange = (typeof TASK_EXCHANGES)[number];
+export type GroupExchange = (typeof GROUP_EXCHANGES)[number];
+export type ExchangeName = TaskExchange | GroupExchange;
+/** Exchanges this queue publishes (task-group-resolved is declared for bindings but not yet published). */
+export const EXCHANGES: readonly ExchangeName[] = [...TASK_EXCHANGES, ...GROUP_EXCHANGES];
+
+/** Taskcluster's routing-key limit (AMQP allows 255 bytes). */
+export const MAX_ROUTING_KEY = 255;
+
+/** One event, as delivered: `payload` is exactly the Taskcluster message. */
+export interface QueueEvent {
+  /** Stable: the same transition always has the same id, so consumers can drop repeats. */
+  id: string;
+  /** Position within the task (the task's history sequence); artifacts and groups: see their builders. */
+  seq: number;
+  /** Full exchange name, e.g. `exchange/taskcluster-queue/v1/task-completed`. */
+  exchange: string;
+  /** The primary routing key. */
+  routingKey: string;
+  /** The CC routing keys, `route.<route>` per task route. */
+  routes: string[];
+  payload: Record<string, unknown>;
+}
+
+export function exchangeName(e: ExchangeName): string {
+  return EXCHANGE_PREFIX + e;
+}
+
+/** A routing-key word: `_` when missing; words never contain `.` (Taskcluster ids cannot). */
+function word(v: string | number | undefined): string {
+  if (v === undefined || v === null || v === '') return '_';
+  return String(v).replace(/\./g, '_');
+}
+
+/** `primary.<taskId>.<runId>.<workerGroup>.<workerId>.<provisionerId>.<workerType>.<schedulerId>.<taskGroupId>._` */
+export function taskRoutingKey(s: TaskStatus, run?: { runId?: number; workerGroup?: string; workerId?: string }): string {
+  return [
+    'primary',
+    word(s.taskId),
+    word(run?.runId),
+    word(run?.workerGroup),
+    word(run?.workerId),
+    word(s.provisionerId),
+    word(s.workerType),
+    word(s.schedulerId),
+    word(s.taskGroupId),
+    '_',
+  ].join('.');
+}
+
+/** `primary.<taskGroupId>.<schedulerId>._` */
+export function groupRoutingKey(taskGroupId: string, schedulerId: string): string {
+  return ['primary', word(taskGroupId), word(schedulerId), '_'].join('.');
+}
+
+export function ccRoutes(routes: string[]): string[] {
+  return routes.map((r) => `route.${r}`);
+}
+
+function taskEvent(t: TaskRecord, seq: number, exchange: TaskExchange, run: Run | undefined, extra: Record<string, unknown>): QueueEvent {
+  const status = taskStatus(t);
+  const withWorker = run && run.workerGroup ? { workerGroup: run.workerGroup, workerId: run.workerId } : {};
+  const payload: Record<string, unknown> = { version: 1, status, ...(run ? { runId: run.runId } : {}), ...withWorker, ...extra };
+  return {
+    id: `${t.taskId}.${seq}`,
+    seq,
+    exchange: exchangeName(exchange),
+    routingKey: taskRoutingKey(status, run ? { runId: run.runId, ...withWorker } : undefined),
+    routes: ccRoutes(t.definition.routes),
+    payload,
+  };
+}
+
+const RESOLVED_EXCHANGE: Record<string, TaskExchange> = { completed: 'task-completed', failed: 'task-failed', exception: 'task-exception' };
+
+/**
+ * The events of one task write, in the order of its transitions (a retried run's exception before
+ * the new run's pending). Their seq is the transition's history sequence (shared/ops/history.ts):
+ * reclaims have history but no event, so seqs can skip numbers but never repeat or go back.
+ * `status` is the task's status after the write, as Taskcluster sends it.
+ */
+export function taskEvents(before: TaskRecord | undefined, after: TaskRecord): QueueEvent[] {
+  let seq = before?.historySeq ?? 0;
+  const out: QueueEvent[] = [];
+  const tags = { task: { tags: after.definition.tags ?? {} } };
+  for (const tr of transitions(before, after)) {
+    seq++;
+    const run = tr.runId === undefined ? undefined : after.runs[tr.runId];
+    switch (tr.event) {
+      case 'created':
+        out.push(taskEvent(after, seq, 'task-defined', undefined, tags));
+        break;
+      case 'scheduled':
+        out.push(taskEvent(after, seq, 'task-pending', run, tags));
+        break;
+      case 'claimed':
+        out.push(taskEvent(after, seq, 'task-running', run, { takenUntil: run!.takenUntil }));
+        break;
+      case 'resolved': {
+        const ex = RESOLVED_EXCHANGE[tr.to];
+        if (ex) out.push(taskEvent(after, seq, ex, run, {}));
+        break;
+      }
+      default:
+        break; // reclaimed: Taskcluster publishes nothing
+    }
+  }
+  return out;
+}
+
+export interface ArtifactInfo {
+  storageType: string;
+  name: string;
+  expires: string;
+  contentType: string;
+}
+
+/** Taskcluster sends artifact-created for reference, link and error artifacts (s3 uploads are announced by nothing). */
+export function announcesArtifact(storageType: string): boolean {
+  return storageType !== 's3';
+}
+
+/**
+ * artifact-created for a run's artifact. Its id names the artifact, so a repeated createArtifact
+ * repeats the same event; its seq is that of the task's latest transition when it was created
+ * (the run's claim, or later), so it sorts after the task-running event of its run.
+ */
+export function artifactEvent(t: TaskRecord, runId: number, a: ArtifactInfo): QueueEvent {
+  const run = t.runs[runId];
+  const seq = t.historySeq ?? 0;
+  const e = taskEvent(t, seq, 'artifact-created', run, {
+    artifact: { storageType: a.storageType, name: a.name, expires: a.expires, contentType: a.contentType },
+  });
+  return { ...e, id: `${t.taskId}.${runId}.artifact.${a.name}` };
+}
+
+export interface GroupInfo {
+  taskGroupId: string;
+  schedulerId: string;
+  expires: string;
+  sealed?: string;
+}
+
+/** task-group-sealed: sealing happens once, so the group id makes a stable event id. */
+export function groupSealedEvent(g: GroupInfo): QueueEvent {
+  return {
+    id: `${g.taskGroupId}.sealed`,
+    seq: 0,
+    exchange: exchangeName('task-group-sealed'),
+    routingKey: groupRoutingKey(g.taskGroupId, g.schedulerId),
+    routes: [],
+    payload: { version: 1, taskGroupId: g.taskGroupId, schedulerId: g.schedulerId, expires: g.expires, ...(g.sealed ? { sealed: g.sealed } : {}) },
+  };
+}

@@ -1,0 +1,123 @@
+/**
+ * The hook points that make every committed change publish its events, never lost:
+ *
+ *   before the write   `prepare*`  put a sweep trigger (only if events have somewhere to go)
+ *   with the write     `rowsFor`   the events ride on the transition's history rows
+ *   after the commit   `written` / `delivered*`  deliver, then drop the sweep trigger
+ *   reaper             `sweep`     deliver what a crash between commit and delivery left
+ *
+ * They plug into TaskStore through a TaskObserver (eventsObserver: TaskStore.insert/replace, which
+ * the executor's writes go through) and into createArtifact and sealTaskGroup directly. They are not
+ * executor effects yet: the events ride on the history rows the history observer makes in the same
+ * write, so they move into effects together with history.
+ */
+import type { Storage, Entity } from '../storage/storage';
+import type { TaskRecord } from '../tasks/model';
+import type { TaskObserver } from '../tasks/store';
+import type { TriggerRef } from '../tasks/triggers';
+import type { Logger } from '../log';
+import { QueueEvent, taskEvents, artifactEvent, announcesArtifact, groupSealedEvent, ArtifactInfo, GroupInfo } from './exchanges';
+import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox } from './outbox';
+import type { EventDispatcher } from './dispatch';
+
+export interface RecorderOptions {
+  /** The sweep fires this long after it was put, if delivery has not deleted it by then. */
+  sweepDelayS: () => number;
+}
+
+/** A change about to be written whose events must be delivered once it commits. */
+export interface PreparedEvents {
+  events: QueueEvent[];
+  trigger?: TriggerRef;
+}
+
+export class EventRecorder {
+  constructor(
+    private readonly storage: Storage,
+    readonly dispatcher: EventDispatcher,
+    private readonly log: Logger,
+    private readonly opts: RecorderOptions,
+  ) {}
+
+  /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
+  async prepare(events: QueueEvent[], trigger: (events: QueueEvent[]) => SweepTrigger): Promise<PreparedEvents> {
+    if (!events.length || !(await this.dispatcher.hasTargets())) return { events };
+    return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
+  }
+
+  /** After the commit: deliver, then drop the trigger. Never throws: the sweep retries what failed. */
+  async delivered(p: PreparedEvents | undefined): Promise<void> {
+    if (!p || !p.events.length) return;
+    try {
+      await this.dispatcher.deliver(p.events);
+      await dropSweepTrigger(this.storage, p.trigger);
+    } catch (err) {
+      this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
+    }
+  }
+
+  // ---- tasks ----
+
+  prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
+    return this.prepare(taskEvents(before, after), (ev) => ({ kind: 'task', taskId: after.taskId, seqs: ev.map((e) => e.seq) }));
+  }
+
+  // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
+
+  async prepareArtifact(task: TaskRecord, runId: number, a: ArtifactInfo): Promise<PreparedEvents> {
+    if (!announcesArtifact(a.storageType)) return { events: [] };
+    return this.prepare([artifactEvent(task, runId, a)], ([event]) => ({ kind: 'artifact', taskId: task.taskId, runId, name: a.name, event }));
+  }
+
+  // ---- groups: sealing happens once; the sealed group row proves it ----
+
+  async prepareGroupSealed(g: GroupInfo, sealedAt: string): Promise<PreparedEvents> {
+    return this.prepare([groupSealedEvent({ ...g, sealed: sealedAt })], ([event]) => ({ kind: 'group-sealed', taskGroupId: g.taskGroupId, event }));
+  }
+
+  /**
+   * Reaper: delivers what the write behind a sweep trigger committed. Throws on delivery failure,
+   * so the trigger comes back and is tried again.
+   */
+  async sweep(
+    t: SweepTrigger,
+    exists: { artifact(taskId: string, runId: number, name: string): Promise<boolean>; groupSealed(taskGroupId: string): Promise<string | undefined> },
+  ): Promise<number> {
+    let events: QueueEvent[] = [];
+    if (t.kind === 'task') events = await readTaskOutbox(this.storage, t.taskId, t.seqs);
+    else if (t.kind === 'artifact') events = (await exists.artifact(t.taskId, t.runId, t.name)) ? [t.event] : [];
+    else if (t.kind === 'group-sealed') {
+      const sealed = await exists.groupSealed(t.taskGroupId);
+      // Only the sealing that won is reported (a concurrent seal may have stamped another time).
+      events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
+    }
+    await this.dispatcher.deliver(events);
+    return events.length;
+  }
+}
+
+/**
+ * Wraps the history observer: events ride on its history rows, a sweep trigger is put before each
+ * write that has events, and they are delivered once the write has taken effect.
+ */
+export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): TaskObserver {
+  const prepared = new WeakMap<TaskRecord, PreparedEvents>();
+  return {
+    async prepare(before: TaskRecord | undefined, after: TaskRecord): Promise<void> {
+      await inner.prepare?.(before, after);
+      prepared.set(after, await recorder.prepareTask(before, after));
+    },
+    rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
+      // Computed before the history observer bumps after.historySeq: both number from `before`.
+      const events = taskEvents(before, after);
+      const rows = inner.rowsFor(before, after);
+      attachToHistoryRows(rows, events);
+      return rows;
+    },
+    async written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
+      if (after) await recorder.delivered(prepared.get(after));
+      await inner.written(before, after);
+    },
+    extraKeys: inner.extraKeys?.bind(inner),
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * Event subscriptions: a set of bindings and an expiry, delivered into the subscription's own
+ * Azure storage queue. The definitions live in one small table partition (there are few of them);
+ * each instance caches the list briefly, so dispatching an event costs no read.
+ */
+import type { Storage } from '../storage/storage';
+import { StorageConflict } from '../storage/storage';
+import { encodeKey } from '../storage/keys';
+import { conflict, inputError, notFound } from '../errors';
+import { isDeepStrictEqual } from 'node:util';
+import { normalizeDate } from '../tasks/model';
+import { Binding, bindingProblem } from './topic';
+import { createSubscriptionQueue, deleteSubscriptionQueue } from '../storage/subscription-queues';
+import type { ExpiryIndex } from '../tasks/expiry';
+
+/** Every event is matched against every subscription and costs a queue put per match: keep the fan-out bounded. */
+export const MAX_SUBSCRIPTIONS = 100;
+/** Matching is linear in bindings; QueueEvents users bind a handful, a few dozen at most. */
+export const MAX_BINDINGS = 64;
+/** Subscription ids: like Taskcluster identifiers, a little longer. */
+export const SUBSCRIPTION_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+/** How long an instance trusts its list; a new subscription reaches other instances within this. */
+export const SUBSCRIPTION_CACHE_MS = 5_000;
+/** A subscription older than a year is surely forgotten; its queue would fill up. */
+const MAX_SUBSCRIPTION_MS = 366 * 24 * 3600 * 1000;
+
+const PK = 'subscriptions';
+export const EXPIRY_KIND = 'subscription';
+
+export interface Subscription {
+  subscriptionId: string;
+  bindings: Binding[];
+  expires: string;
+}
+
+function decode(r: Record<string, unknown>): Subscription {
+  return { subscriptionId: r.subscriptionId as string, bindings: JSON.parse(r.bindings as string), expires: r.expires as string };
+}
+
+/** Checks a createSubscription body; returns the normalized definition (400 on anything wrong). */
+export function parseDefinition(subscriptionId: string, body: unknown, now: Date): Subscription {
+  if (!SUBSCRIPTION_ID.test(subscriptionId)) throw inputError(`subscriptionId must match ${SUBSCRIPTION_ID.source}`);
+  const b = body as { bindings?: unknown; expires?: unknown };
+  if (!Array.isArray(b?.bindings) || b.bindings.length === 0) throw inputError('bindings must be a non-empty array of {exchange, routingKeyPattern}');
+  if (b.bindings.length > MAX_BINDINGS) throw inputError(`a subscription has at most ${MAX_BINDINGS} bindings, got ${b.bindings.length}`);
+  const bindings = b.bindings.map((x: Binding, i: number) => {
+    const problem = bindingProblem(x);
+    if (problem) throw inputError(`bindings[${i}]: ${problem}`);
+    return { exchange: x.exchange, routingKeyPattern: x.routingKeyPattern };
+  });
+  if (typeof b.expires !== 'string') throw inputError('expires must be a date-time string');
+  const expires = normalizeDate(b.expires, 'expires');
+  if (new Date(expires) <= now) throw inputError('expires must be in the future');
+  if (new Date(expires).getTime() > now.getTime() + MAX_SUBSCRIPTION_MS) throw inputError('expires may be at most one year ahead');
+  return { subscriptionId, bindings, expires };
+}
+
+export class Subscriptions {
+  private cache?: { at: number; list: Subscription[] };
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly expiry: ExpiryIndex,
+    private readonly now: () => Date,
+  ) {}
+
+  private get table() {
+    return this.storage.table('Subscriptions');
+  }
+
+  async get(subscriptionId: string): Promise<Subscription | undefined> {
+    if (!SUBSCRIPTION_ID.test(subscriptionId)) return undefined;
+    const r = await this.table.get(PK, encodeKey(subscriptionId));
+    if (!r) return undefined;
+    const s = decode(r);
+    return new Date(s.expires) > this.now() ? s : undefined;
+  }
+
+  /**
+   * Creates the subscription (idempotent for the same definition; 409 for a different one). The
+   * queue and the expiry row exist before the definition, so a crash never leaves a subscription
+   * events are sent to without a queue, or one the reaper would never remove.
+   */
+  async create(def: Subscription, attempt = 0): Promise<Subscription> {
+    const raw = await this.table.get(PK, encodeKey(def.subscriptionId));
+    const existing = raw && new Date(raw.expires as string) > this.now() ? decode(raw) : undefined;
+    if (existing) {
+      if (isDeepStrictEqual(existing.bindings, def.bindings) && existing.expires === def.expires) return existing;
+      throw conflict(`subscription ${def.subscriptionId} exists with a different definition; delete it first or choose another id`);
+    }
+    const active = await this.list();
+    if (active.length >= MAX_SUBSCRIPTIONS) throw conflict(`this deployment has ${MAX_SUBSCRIPTIONS} subscriptions, the most it allows; delete unused ones`);
+    try {
+      await createSubscriptionQueue(this.storage, def.subscriptionId);
+    } catch (err) {
+      // Azure keeps a deleted queue's name for about 30 s (QueueBeingDeleted).
+      if (err instanceof StorageConflict)
+        throw conflict(`subscription ${def.subscriptionId} was just deleted and its queue is still being removed; retry in a minute`);
+      throw err;
+    }
+    await this.expiry.record(EXPIRY_KIND, def.subscriptionId, def.expires);
+    const row = { partitionKey: PK, rowKey: encodeKey(def.subscriptionId), ...def, bindings: JSON.stringify(def.bindings) };
+    try {
+      // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
+      if (raw) await this.table.update(row, raw.etag);
+      else await this.table.insert(row);
+    } catch (err) {
+      // A concurrent create of the same id won: same definition is fine, another is a conflict.
+      if (err instanceof StorageConflict && attempt === 0) return this.create(def, 1);
+      throw err;
+    }
+    this.cache = undefined;
+    return def;
+  }
+
+  /** Deletes the definition (so events stop), then the queue. Deleting twice is fine. */
+  async delete(subscriptionId: string): Promise<boolean> {
+    if (!SUBSCRIPTION_ID.test(subscriptionId)) throw notFound(`subscription ${subscriptionId} not found`);
+    const existed = await this.table.delete(PK, encodeKey(subscriptionId));
+    this.cache = undefined;
+    await deleteSubscriptionQueue(this.storage, subscriptionId);
+    return existed;
+  }
+
+  /** Reaper: removes a subscription whose expiry has passed (one re-created with a later expiry stays). */
+  async expire(subscriptionId: string): Promise<void> {
+    const r = await this.table.get(PK, encodeKey(subscriptionId));
+    if (r && new Date(r.expires as string) > this.now()) return;
+    if (r) await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
+    this.cache = undefined;
+    await deleteSubscriptionQueue(this.storage, subscriptionId);
+  }
+
+  async page(limit: number, continuation?: string): Promise<{ items: Subscription[]; continuation?: string }> {
+    const page = await this.table.page({ partitionKey: PK }, limit, continuation);
+    const now = this.now();
+    return { items: page.items.map(decode).filter((s) => new Date(s.expires) > now), continuation: page.continuation };
+  }
+
+  /** Every active subscription, uncached. */
+  async list(): Promise<Subscription[]> {
+    const out: Subscription[] = [];
+    let continuation: string | undefined;
+    do {
+      const p = await this.page(1000, continuation);
+      out.push(...p.items);
+      continuation = p.continuation;
+    } while (continuation);
+    return out;
+  }
+
+  /** Re-reads the list now (tests use it to start from the same state every time). */
+  async refresh(): Promise<Subscription[]> {
+    const at = Date.now();
+    this.cache = { at, list: await this.list() };
+    return this.cache.list;
+  }
+
+  /** The active subscriptions as this instance last saw them (at most SUBSCRIPTION_CACHE_MS old). */
+  async active(): Promise<Subscription[]> {
+    const list = this.cache && Date.now() - this.cache.at <= SUBSCRIPTION_CACHE_MS ? this.cache.list : await this.refresh();
+    const now = this.now();
+    return list.filter((s) => new Date(s.expires) > now);
+  }
+}

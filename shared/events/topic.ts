@@ -1,0 +1,64 @@
+/**
+ * AMQP topic-exchange semantics for subscription bindings: a pattern is words separated by `.`,
+ * where `*` matches exactly one word and `#` matches zero or more words. A binding matches an
+ * event if its exchange is the event's and its pattern matches the primary routing key or any of
+ * the event's `route.` CCs (as RabbitMQ delivers a message once however many keys match).
+ */
+import type { QueueEvent } from './exchanges';
+import { EXCHANGES, EXCHANGE_PREFIX, MAX_ROUTING_KEY } from './exchanges';
+
+export interface Binding {
+  exchange: string;
+  routingKeyPattern: string;
+}
+
+/** Patterns are routing keys with wildcards, so they share the routing-key limit. */
+export const MAX_PATTERN_LENGTH = MAX_ROUTING_KEY;
+
+/** Why a binding is unusable, or undefined if it is fine. */
+export function bindingProblem(b: Binding): string | undefined {
+  if (
+    typeof b?.exchange !== 'string' ||
+    !b.exchange.startsWith(EXCHANGE_PREFIX) ||
+    !(EXCHANGES as readonly string[]).includes(b.exchange.slice(EXCHANGE_PREFIX.length))
+  ) {
+    return `unknown exchange '${b?.exchange}'; the queue publishes ${EXCHANGES.map((e) => EXCHANGE_PREFIX + e).join(', ')}`;
+  }
+  const p = b.routingKeyPattern;
+  if (typeof p !== 'string' || p.length === 0) return 'routingKeyPattern must be a non-empty string';
+  if (p.length > MAX_PATTERN_LENGTH) return `routingKeyPattern is longer than ${MAX_PATTERN_LENGTH} characters`;
+  for (const w of p.split('.')) {
+    if (w === '') return `routingKeyPattern '${p}' has an empty word`;
+    if ((w.includes('*') || w.includes('#')) && w !== '*' && w !== '#') return `routingKeyPattern '${p}': '*' and '#' must be whole words`;
+  }
+  return undefined;
+}
+
+/** Whether `pattern` matches `key` under AMQP topic rules. */
+export function topicMatches(pattern: string, key: string): boolean {
+  const p = pattern.split('.');
+  const k = key.split('.');
+  // memo[i][j]: p[i..] matches k[j..]; patterns are short, so the table is tiny.
+  const memo = new Map<number, boolean>();
+  const go = (i: number, j: number): boolean => {
+    const id = i * (k.length + 1) + j;
+    const known = memo.get(id);
+    if (known !== undefined) return known;
+    let r: boolean;
+    if (i === p.length) r = j === k.length;
+    else if (p[i] === '#') r = go(i + 1, j) || (j < k.length && go(i, j + 1));
+    else r = j < k.length && (p[i] === '*' || p[i] === k[j]) && go(i + 1, j + 1);
+    memo.set(id, r);
+    return r;
+  };
+  return go(0, 0);
+}
+
+export function bindingMatches(b: Binding, e: Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>): boolean {
+  if (b.exchange !== e.exchange) return false;
+  return topicMatches(b.routingKeyPattern, e.routingKey) || e.routes.some((r) => topicMatches(b.routingKeyPattern, r));
+}
+
+export function anyBindingMatches(bs: Binding[], e: Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>): boolean {
+  return bs.some((b) => bindingMatches(b, e));
+}

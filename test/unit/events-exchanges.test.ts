@@ -1,0 +1,202 @@
+/**
+ * The events of task writes, derived from the records before and after them: the exchanges,
+ * payloads, routing keys and CCs Taskcluster documents, and stable ids and sequence numbers.
+ */
+import { taskEvents, artifactEvent, groupSealedEvent, taskRoutingKey, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import { historyRows } from '../../shared/ops/history';
+import type { TaskRecord } from '../../shared/tasks/model';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const T1 = '2026-01-01T00:01:00.000Z';
+const T2 = '2026-01-01T00:21:00.000Z';
+
+function task(overrides: Partial<TaskRecord['definition']> = {}): TaskRecord {
+  return {
+    taskId: 'fN1Vw5SnQ2mUa7ZP4d9CjA',
+    definition: {
+      provisionerId: 'prov',
+      workerType: 'wt',
+      taskQueueId: 'prov/wt',
+      schedulerId: 'sched',
+      projectId: 'none',
+      taskGroupId: 'aG8a5mR4Tt2t1cVqJW2e6Q',
+      dependencies: [],
+      requires: 'all-completed',
+      routes: ['index.project.latest', 'notify.email.a@b.c'],
+      priority: 'lowest',
+      retries: 1,
+      created: T0,
+      deadline: '2026-01-02T00:00:00.000Z',
+      expires: '2026-02-01T00:00:00.000Z',
+      scopes: [],
+      payload: {},
+      metadata: { name: 'n', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
+      tags: { kind: 'build' },
+      extra: {},
+      ...overrides,
+    },
+    runs: [],
+    retriesLeft: 1,
+    takenUntil: '',
+    hasDependents: false,
+    dependentsNotified: -1,
+    historySeq: 0,
+  };
+}
+
+/** Applies `change` to a copy, numbering history like TaskStore does; returns both versions. */
+function step(before: TaskRecord | undefined, change: (t: TaskRecord) => void, base = task()): { before?: TaskRecord; after: TaskRecord } {
+  const after: TaskRecord = JSON.parse(JSON.stringify(before ?? base));
+  change(after);
+  return { before, after };
+}
+
+function commit(before: TaskRecord | undefined, after: TaskRecord): TaskRecord {
+  historyRows(before, after, T0, undefined); // bumps historySeq exactly as the store's write does
+  return after;
+}
+
+describe('task events', () => {
+  test('createTask of a ready task: task-defined then task-pending, with tags and CCs', () => {
+    const { after } = step(undefined, (t) => t.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0 }));
+    const events = taskEvents(undefined, after);
+    expect(events.map((e) => e.exchange)).toEqual([`${EXCHANGE_PREFIX}task-defined`, `${EXCHANGE_PREFIX}task-pending`]);
+    const [defined, pending] = events;
+    expect(defined.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA._._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+    expect(defined.payload).toEqual({
+      version: 1,
+      status: expect.objectContaining({ taskId: after.taskId, state: 'pending' }),
+      task: { tags: { kind: 'build' } },
+    });
+    expect(defined.payload).not.toHaveProperty('runId');
+    expect(pending.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+    expect(pending.payload).toMatchObject({ version: 1, runId: 0, task: { tags: { kind: 'build' } } });
+    expect(pending.routes).toEqual(['route.index.project.latest', 'route.notify.email.a@b.c']);
+    expect(events.map((e) => [e.id, e.seq])).toEqual([
+      ['fN1Vw5SnQ2mUa7ZP4d9CjA.1', 1],
+      ['fN1Vw5SnQ2mUa7ZP4d9CjA.2', 2],
+    ]);
+    // Internal bookkeeping never leaks into the message.
+    expect(JSON.stringify(events)).not.toMatch(/hintId|claimTrigger|deadlineTrigger/);
+  });
+
+  test('an unscheduled task gets only task-defined', () => {
+    const { after } = step(undefined, () => undefined);
+    expect(taskEvents(undefined, after).map((e) => e.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined']);
+  });
+
+  test('claim, reclaim, retry and final resolution', () => {
+    let t = commit(
+      undefined,
+      step(undefined, (x) => x.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0, hintId: 'h' })).after,
+    );
+    const claimed = step(t, (x) => {
+      Object.assign(x.runs[0], { state: 'running', workerGroup: 'wg', workerId: 'w1', takenUntil: T1, started: T0 });
+      x.takenUntil = T1;
+    });
+    const [running] = taskEvents(claimed.before, claimed.after);
+    expect(running.exchange).toBe(`${EXCHANGE_PREFIX}task-running`);
+    expect(running.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0.wg.w1.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+    expect(running.payload).toMatchObject({ runId: 0, workerGroup: 'wg', workerId: 'w1', takenUntil: T1 });
+    expect(running.seq).toBe(3);
+    t = commit(claimed.before, claimed.after);
+
+    // A reclaim is history but no event.
+    const reclaimed = step(t, (x) => {
+      x.runs[0].takenUntil = T2;
+      x.takenUntil = T2;
+    });
+    expect(taskEvents(reclaimed.before, reclaimed.after)).toEqual([]);
+    t = commit(reclaimed.before, reclaimed.after);
+
+    // worker-shutdown with a retry: task-exception of run 0 (since 2024 Taskcluster sends it), then task-pending of run 1.
+    const retried = step(t, (x) => {
+      Object.assign(x.runs[0], { state: 'exception', reasonResolved: 'worker-shutdown', resolved: T2 });
+      x.runs.push({ runId: 1, state: 'pending', reasonCreated: 'retry', scheduled: T2 });
+      x.retriesLeft = 0;
+    });
+    const ev = taskEvents(retried.before, retried.after);
+    expect(ev.map((e) => [e.exchange.slice(EXCHANGE_PREFIX.length), e.payload.runId, e.seq])).toEqual([
+      ['task-exception', 0, 5],
+      ['task-pending', 1, 6],
+    ]);
+    expect(ev[0].payload).toMatchObject({ workerGroup: 'wg', workerId: 'w1' });
+    expect((ev[0].payload.status as any).runs.map((r: any) => r.state)).toEqual(['exception', 'pending']);
+    // Recomputing the same transition (an ETag retry) gives identical events.
+    expect(taskEvents(retried.before, JSON.parse(JSON.stringify(retried.after)))).toEqual(ev);
+  });
+
+  test('completed and failed carry the worker of the run', () => {
+    const base = task();
+    base.runs = [{ runId: 0, state: 'running', reasonCreated: 'scheduled', scheduled: T0, workerGroup: 'wg', workerId: 'w1', takenUntil: T1 }];
+    base.historySeq = 3;
+    for (const state of ['completed', 'failed'] as const) {
+      const s = step(base, (x) => Object.assign(x.runs[0], { state, reasonResolved: state, resolved: T1 }));
+      const [e] = taskEvents(s.before, s.after);
+      expect(e.exchange).toBe(`${EXCHANGE_PREFIX}task-${state}`);
+      expect(e.payload).toMatchObject({ version: 1, runId: 0, workerGroup: 'wg', workerId: 'w1' });
+      expect(e.id).toBe(`${base.taskId}.4`);
+    }
+  });
+
+  test('deadline before any run started: task-exception without worker fields', () => {
+    const base = commit(undefined, step(undefined, () => undefined).after);
+    const s = step(base, (x) =>
+      x.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: T1, resolved: T1 }),
+    );
+    const [e] = taskEvents(s.before, s.after);
+    expect(e.exchange).toBe(`${EXCHANGE_PREFIX}task-exception`);
+    expect(e.payload).toEqual({ version: 1, status: expect.objectContaining({ state: 'exception' }), runId: 0 });
+    expect(e.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+  });
+
+  test('a task without routes has no CCs', () => {
+    const { after } = step(undefined, () => undefined, task({ routes: [] }));
+    expect(taskEvents(undefined, after)[0].routes).toEqual([]);
+  });
+});
+
+describe('artifact and group events', () => {
+  test('artifact-created names the run, its worker and the artifact', () => {
+    const t = task();
+    t.runs = [{ runId: 0, state: 'running', reasonCreated: 'scheduled', scheduled: T0, workerGroup: 'wg', workerId: 'w1', takenUntil: T1 }];
+    t.historySeq = 3;
+    const e = artifactEvent(t, 0, { storageType: 'reference', name: 'public/log.txt', expires: T2, contentType: 'text/plain' });
+    expect(e.exchange).toBe(`${EXCHANGE_PREFIX}artifact-created`);
+    expect(e.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0.wg.w1.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+    expect(e.payload).toMatchObject({
+      version: 1,
+      runId: 0,
+      workerGroup: 'wg',
+      workerId: 'w1',
+      artifact: { storageType: 'reference', name: 'public/log.txt', expires: T2, contentType: 'text/plain' },
+    });
+    expect(e.seq).toBe(3);
+    expect(e.id).toBe(artifactEvent(t, 0, { storageType: 'reference', name: 'public/log.txt', expires: T2, contentType: 'text/plain' }).id);
+  });
+
+  test('task-group-sealed', () => {
+    const e = groupSealedEvent({ taskGroupId: 'g1', schedulerId: 's', expires: T2, sealed: T1 });
+    expect(e).toEqual({
+      id: 'g1.sealed',
+      seq: 0,
+      exchange: `${EXCHANGE_PREFIX}task-group-sealed`,
+      routingKey: 'primary.g1.s._',
+      routes: [],
+      payload: { version: 1, taskGroupId: 'g1', schedulerId: 's', expires: T2, sealed: T1 },
+    });
+  });
+
+  test('routing keys have ten words and stay under 255 characters with maximal ids', () => {
+    const s = {
+      taskId: 'a'.repeat(22),
+      provisionerId: 'p'.repeat(38),
+      workerType: 'w'.repeat(38),
+      schedulerId: 's'.repeat(38),
+      taskGroupId: 'g'.repeat(22),
+    } as any;
+    const key = taskRoutingKey(s, { runId: 49, workerGroup: 'x'.repeat(38), workerId: 'y'.repeat(38) });
+    expect(key.split('.')).toHaveLength(10);
+    expect(key.length).toBeLessThanOrEqual(255);
+  });
+});
