@@ -10,8 +10,20 @@ import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
+import { indexRoutes } from './routes/index';
+import { hookRoutes } from './routes/hooks';
 
-export const routes: RouteDef[] = [...taskRoutes, ...workRoutes, ...groupRoutes, ...pollRoutes, ...artifactRoutes, ...authRoutes, ...opsRoutes];
+export const routes: RouteDef[] = [
+  ...taskRoutes,
+  ...workRoutes,
+  ...groupRoutes,
+  ...pollRoutes,
+  ...artifactRoutes,
+  ...authRoutes,
+  ...opsRoutes,
+  ...indexRoutes,
+  ...hookRoutes,
+];
 
 export function functionName(r: RouteDef): string {
   return `${r.service}_${r.name}`;

@@ -9,7 +9,7 @@ import type { Services } from '../services';
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
 
 /** `/api/<service>/v1` prefixes each route; `web` routes sit directly under `/api`. */
-export type ServiceName = 'queue' | 'auth' | 'web';
+export type ServiceName = 'queue' | 'auth' | 'web' | 'index' | 'hooks';
 
 export interface RouteDef {
   /** Unique within its service; the Azure Function is named `<service>_<name>`. */

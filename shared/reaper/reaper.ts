@@ -15,6 +15,7 @@ import { mapLimit } from '../limit';
 import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
+import { fireDueHooks } from '../hooks/schedule';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -111,6 +112,7 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'resolved', handleResolved, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
+    await fireDueHooks(svc).catch((err) => svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) }));
   });
   // Health (shared/ops/health.ts) reads this stamp to tell whether the reaper runs.
   await svc.storage

@@ -292,7 +292,22 @@ export function decodeMessage<T>(m: QueueMessage): T | undefined {
 }
 
 /** Logical table names; each is prefixed per deployment. */
-export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry'] as const;
+export const TABLES = [
+  'Tasks',
+  'TaskGroups',
+  'TaskDeps',
+  'TaskQueues',
+  'Workers',
+  'Artifacts',
+  'Clients',
+  'Roles',
+  'Indexes',
+  'Expiry',
+  'IndexTasks',
+  'IndexNamespaces',
+  'Hooks',
+  'HookFires',
+] as const;
 export type TableName = (typeof TABLES)[number];
 
 /** Fixed trigger queues (pending queues are per task queue and priority). */
