@@ -108,6 +108,7 @@ function sameEntry(a: IndexedTask, b: IndexedTask): boolean {
 
 /** The live entry at `path` (expired entries the reaper has not removed yet are not found). */
 export async function findIndexedTask(d: IndexDeps, path: string): Promise<IndexedTask> {
+  checkNamespace(path, 'indexPath');
   const t = await new IndexStore(d.storage).getTask(path);
   if (!t || new Date(t.expires) <= d.now()) throw notFound(`Indexed task not found at ${path}`);
   return strip(t);

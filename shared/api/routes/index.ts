@@ -3,7 +3,7 @@
  */
 import '../../index/schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
-import { notFound } from '../../errors';
+import { ApiError, notFound } from '../../errors';
 import { decodeToken, encodeToken, pageLimit } from '../continuation';
 import { checkHealth } from '../../ops/health';
 import { checkNamespace, deleteIndexedTask, findIndexedTask, insertIndexedTask } from '../../index/index';
@@ -104,7 +104,14 @@ export const indexRoutes: RouteDef[] = [
       const start = decodeToken<number>(req.query.continuationToken) ?? 0;
       const limit = pageLimit(req.query.limit);
       const slice = paths.slice(start, start + limit);
-      const found = await Promise.all(slice.map((p) => findIndexedTask(req.services, p).catch(() => undefined)));
+      const found = await Promise.all(
+        slice.map((p) =>
+          findIndexedTask(req.services, p).catch((err) => {
+            if (err instanceof ApiError && err.code === 'ResourceNotFound') return undefined;
+            throw err;
+          }),
+        ),
+      );
       const body: Record<string, unknown> = { tasks: found.filter((t): t is IndexedTask => !!t).map(view) };
       if (start + limit < paths.length) body.continuationToken = encodeToken(start + limit);
       return ok(body);
