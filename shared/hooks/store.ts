@@ -2,7 +2,7 @@
  * Hook storage. Every query of the hooks tables lives in this file.
  *   Hooks:     PartitionKey = <hookGroupId>, RowKey = <hookId>; the definition, the trigger token
  *              (encrypted), the schedule state (next date, the claimed fire) and the last fire.
- *   HookFires: PartitionKey = <hookGroupId>/<hookId>, RowKey = <inverted fire time>~<taskId>,
+ *   HookFires: PartitionKey = <hookGroupId>~<hookId>, RowKey = <inverted fire time>~<taskId>,
  *              newest first; removed a year later through the expiry index.
  */
 import { StorageConflict, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
@@ -60,7 +60,7 @@ export interface FireRecord {
 /** Newest first: RowKeys sort ascending, so the time is inverted. */
 const MAX_MS = 1e14;
 export const fireKeys = (f: Pick<FireRecord, 'hookGroupId' | 'hookId' | 'taskCreateTime' | 'taskId'>) => ({
-  partitionKey: `${encodeKey(f.hookGroupId)}/${encodeKey(f.hookId)}`,
+  partitionKey: `${encodeKey(f.hookGroupId)}~${encodeKey(f.hookId)}`,
   rowKey: `${String(MAX_MS - new Date(f.taskCreateTime).getTime()).padStart(15, '0')}~${f.taskId}`,
 });
 
