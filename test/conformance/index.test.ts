@@ -72,7 +72,7 @@ test('listTasks and listNamespaces page with continuation tokens; findTasksAtInd
   const seen: string[] = [];
   let token: string | undefined;
   do {
-    const page = await index.listTasks(ns, { limit: 2, ...(token ? { continuationToken: token } : {}) });
+    const page: any = await index.listTasks(ns, { limit: 2, ...(token ? { continuationToken: token } : {}) });
     expect(page.tasks.length).toBeLessThanOrEqual(2);
     seen.push(...page.tasks.map((t: any) => t.taskId));
     token = page.continuationToken;
@@ -82,7 +82,7 @@ test('listTasks and listNamespaces page with continuation tokens; findTasksAtInd
   const names: string[] = [];
   token = undefined;
   do {
-    const page = await index.listNamespaces(ns, { limit: 3, ...(token ? { continuationToken: token } : {}) });
+    const page: any = await index.listNamespaces(ns, { limit: 3, ...(token ? { continuationToken: token } : {}) });
     names.push(...page.namespaces.map((n: any) => n.name));
     token = page.continuationToken;
   } while (token);
