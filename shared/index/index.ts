@@ -74,10 +74,18 @@ export async function insertIndexedTask(d: IndexDeps, path: string, input: Inser
 
   // Expiry rows first, so every row this call may leave behind is found when it expires.
   const nsExpires = namespaceExpiry(next.expires);
+  const parents = ancestors(path);
   await d.expiry.record(EXPIRY_KIND_TASK, encodeKey(path), next.expires, { path });
-  await d.expiry.record(EXPIRY_KIND_NAMESPACE, encodeKey(splitPath(path).parent || '~'), nsExpires, { paths: ancestors(path) });
-  // Parents before children: a namespace row never exists without its parent's.
-  for (const ns of ancestors(path)) await store.ensureNamespace(ns, nsExpires);
+  if (parents.length) {
+    await d.expiry.record(EXPIRY_KIND_NAMESPACE, encodeKey(splitPath(path).parent), nsExpires, { paths: parents });
+    // A parent always lives at least as long as its children (raised first, removed last), so
+    // when the innermost namespace lives long enough, so do all of them: one read on the usual path.
+    const inner = await store.getNamespace(parents[parents.length - 1]);
+    if (!inner || inner.expires < nsExpires) {
+      // Parents before children: a namespace row never exists without its parent's.
+      for (const ns of parents) await store.ensureNamespace(ns, nsExpires);
+    }
+  }
 
   for (;;) {
     const cur = await store.getTask(path);
