@@ -3,7 +3,7 @@
  * through the queue's own createTask, trigger tokens, and recording fires.
  */
 import crypto from 'node:crypto';
-import Ajv from 'ajv';
+import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import jsone from 'json-e';
 import { CronExpressionParser } from 'cron-parser';
@@ -17,6 +17,7 @@ import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
+import { StorageConflict } from '../storage/storage';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
 export type HookDeps = Services;
@@ -34,6 +35,22 @@ export const EXPIRY_KIND_FIRE = 'hook-fire';
 
 const schemaAjv = new Ajv({ allErrors: true, strict: false });
 addFormats(schemaAjv);
+/** Compiled trigger schemas kept per process; hooks are few, this only bounds a pathological churn. */
+const MAX_COMPILED_SCHEMAS = 500;
+const compiledSchemas = new Map<string, ValidateFunction>();
+
+/** Compiles a trigger schema once per distinct text (Ajv's own cache is keyed by object and would grow with every read). */
+function compileTriggerSchema(schema: Record<string, unknown>): ValidateFunction {
+  const key = JSON.stringify(schema);
+  let fn = compiledSchemas.get(key);
+  if (!fn) {
+    fn = schemaAjv.compile(schema);
+    schemaAjv.removeSchema(schema);
+    if (compiledSchemas.size >= MAX_COMPILED_SCHEMAS) compiledSchemas.delete(compiledSchemas.keys().next().value!);
+    compiledSchemas.set(key, fn);
+  }
+  return fn;
+}
 
 export const hookRole = (h: { hookGroupId: string; hookId: string }) => `hook-id:${h.hookGroupId}/${h.hookId}`;
 
@@ -58,7 +75,7 @@ export function checkDefinition(def: HookDefinition): void {
     }
   });
   try {
-    schemaAjv.compile(def.triggerSchema);
+    compileTriggerSchema(def.triggerSchema);
   } catch (e) {
     throw inputError(`triggerSchema is not a valid JSON schema: ${(e as Error).message}`);
   }
@@ -137,7 +154,7 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
       await store.replace(next);
       return next;
     } catch (err) {
-      if ((err as Error).name !== 'StorageConflict') throw err;
+      if (!(err instanceof StorageConflict)) throw err;
     }
   }
 }
@@ -174,7 +191,7 @@ export function tokenMatches(expected: string, given: string): boolean {
 
 /** Validates a trigger payload against the hook's triggerSchema (400 with the schema's errors). */
 export function checkPayload(def: HookDefinition, payload: unknown): void {
-  const fn = schemaAjv.compile(def.triggerSchema);
+  const fn = compileTriggerSchema(def.triggerSchema);
   if (!fn(payload)) {
     const errors = (fn.errors ?? []).map((e) => `  * ${e.instancePath || '/'} ${e.message}`).join('\n');
     throw new ApiError('InputValidationError', `payload does not match the hook's triggerSchema:\n${errors}`);
