@@ -88,9 +88,9 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
     const meter = fresh.services.storage.meter;
     meter.startCounting();
     await runReaper(fresh.services);
-    expect(meter.disarm()).toBe(6);
-    // Three trigger polls, the task expiry index, the artifact expiry index, the health stamp.
-    expect(meter.armedOps).toEqual(['claim.get', 'deadline.get', 'resolved.get', 'Expiry.query', 'Artifacts.query', 'Indexes.upsert']);
+    expect(meter.disarm()).toBe(7);
+    // Three trigger polls, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
+    expect(meter.armedOps).toEqual(['claim.get', 'deadline.get', 'resolved.get', 'Expiry.query', 'Artifacts.query', 'Hooks.query', 'Indexes.upsert']);
   } finally {
     await fresh.close();
   }

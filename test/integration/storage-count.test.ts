@@ -20,8 +20,8 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** Three trigger polls, the task and artifact expiry indexes, the health stamp. */
-const IDLE_PASS_CALLS = 6;
+/** Three trigger polls, the task and artifact expiry indexes, the due hooks, the health stamp. */
+const IDLE_PASS_CALLS = 7;
 
 type Counts = Record<string, number>;
 function diff(after: Counts, before: Counts): Counts {
@@ -80,8 +80,8 @@ function core(c: Counts): Counts {
     Object.entries(c).filter(([k]) => !/^(Indexes|Workers)\./.test(k) && k !== 'Artifacts.query' && k !== 'TaskQueues.get' && k !== 'TaskQueues.insert'),
   );
 }
-/** Core calls of an idle reaper pass: three trigger polls and the task expiry index query. */
-const IDLE_PASS_CORE_CALLS = 4;
+/** Core calls of an idle reaper pass: three trigger polls, the task expiry index query and the due-hooks query. */
+const IDLE_PASS_CORE_CALLS = 5;
 
 test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();
