@@ -67,6 +67,7 @@ describe('definitions', () => {
     await hooks.removeHook('ci', id);
     await expectError(hooks.hook('ci', id), 404);
     await expectError(hooks.updateHook('ci', id, def), 404);
+    await expectError(hooks.hook('ci', 'no spaces allowed'), 400);
   });
 
   test('bad cron, trigger schema, template or binding is a 400 naming the field', async () => {

@@ -4,7 +4,7 @@
  */
 import '../../hooks/schemas';
 import { ApiRequest, RouteDef, ok } from '../types';
-import { authFailed, notFound } from '../../errors';
+import { authFailed, badArgs, notFound } from '../../errors';
 import { decodeToken, encodeToken, pageLimit } from '../continuation';
 import { checkHealth } from '../../ops/health';
 import { HookStore } from '../../hooks/store';
@@ -17,7 +17,7 @@ const HOOK_PARAM = /^[a-zA-Z0-9-_]{1,64}$/;
 function checkIds(req: ApiRequest): void {
   for (const k of ['hookGroupId', 'hookId'] as const) {
     const v = req.params[k];
-    if (v !== undefined && !HOOK_PARAM.test(v)) throw notFound(`${k} '${v}' does not match ${HOOK_PARAM}`);
+    if (v !== undefined && !HOOK_PARAM.test(v)) throw badArgs(`${k} '${v}' does not match ${HOOK_PARAM}`);
   }
 }
 
