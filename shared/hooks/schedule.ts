@@ -28,7 +28,15 @@ export async function fireDueHooks(d: HookDeps): Promise<ScheduleStats> {
   const stats: ScheduleStats = { fired: 0, skipped: 0, errors: 0 };
   const due = await new HookStore(d.storage).due(d.now(), MAX_DUE_PER_PASS);
   // One after another: a pass's storage calls come in a fixed order (the crash tests rely on it).
-  for (const h of due) await fireScheduled(d, h, stats);
+  for (const h of due) {
+    try {
+      await fireScheduled(d, h, stats);
+    } catch (err) {
+      // Storage trouble: this hook's claim lease runs out and a later pass retries it; the others go on.
+      stats.errors++;
+      d.log.error('hook-fire-failed', { hookGroupId: h.definition.hookGroupId, hookId: h.definition.hookId, error: String((err as Error)?.message ?? err) });
+    }
+  }
   return stats;
 }
 
