@@ -7,12 +7,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import * as slugid from 'slugid';
 import { loadConfig } from '../shared/config';
-import { buildServices, Services } from '../shared/services';
-import { routes } from '../shared/api/route-table';
+import type { Services } from '../shared/services';
+import { startApp } from '../shared/app';
 import { startHost, LocalHost } from '../shared/local/host';
 import { freePort } from '../shared/local/azurite';
-import { timerFunctions } from '../shared/reaper/timers';
-import { startPollers } from '../shared/work/runtime-hooks';
 import { generateAccessToken } from '../shared/auth/clients';
 import type { Logger } from '../shared/log';
 
@@ -94,11 +92,10 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
     ...env,
   });
   const log = benchLogger(name);
-  const services = await buildServices(config, { log });
-  startPollers(services);
-  const provider = async () => services;
+  const app = await startApp(config, { log });
+  const services = app.svc;
   // Timers are not scheduled: the reaper runs only when a phase calls it, so counts stay attributable.
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });
+  const host = await startHost({ app, port, quiet: true });
   const tc = await taskcluster();
   const root = { clientId: config.rootClientId, accessToken: dep.rootAccessToken };
   return {
@@ -108,7 +105,10 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
     host,
     log,
     queue: (credentials = root) => new tc.Queue({ rootUrl, credentials, retries: 0 }),
-    close: () => host.close(),
+    close: async () => {
+      await app.close();
+      await host.close();
+    },
   };
 }
 

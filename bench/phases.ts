@@ -233,7 +233,7 @@ export async function lifecycleCost(
   const dueAt = Math.max(Date.now() + opts.deadlineInMs + deadlineDelayMs, Date.now() + claimTimeoutMs) + 1000;
   await sleep(dueAt - Date.now());
   const meter = meterWindow(inst.services.storage.meter);
-  const reaper = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0, passes: 0 };
+  const reaper = { deadline: 0, claim: 0, resolved: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0, passes: 0 };
   const until = Date.now() + STEP_TIMEOUT_MS;
   // Resolution deletes a run's claim-expiry and deadline triggers, so usually nothing fires: run
   // passes until one finds no trigger (the idle passes' fixed cost is included, spread over the lifecycles).

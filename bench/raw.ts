@@ -1,12 +1,10 @@
 /**
  * (f) The raw Azurite ceiling: the storage calls of one lifecycle's foreground path, issued
- * directly with the SDK clients (no HTTP service, no auth, no JSON handling), so the service's
- * throughput reads as a fraction of what the storage emulator itself allows.
+ * directly through the storage port's primitives (no HTTP service, no auth, no domain logic), so
+ * the service's throughput reads as a fraction of what the storage emulator itself allows.
  */
 import crypto from 'node:crypto';
-import { TableClient, TableTransaction } from '@azure/data-tables';
-import { QueueServiceClient, StorageSharedKeyCredential, QueueClient } from '@azure/storage-queue';
-import { parseConnectionString } from '../shared/storage/storage';
+import { createStorage } from '../shared/storage/storage';
 import { encodeTask, TaskRecord } from '../shared/tasks/model';
 import { newTaskId, sleep, taskDef } from './harness';
 import { round, runLoops } from './stats';
@@ -34,8 +32,6 @@ export interface RawResult {
   callsPerLifecycle: number;
   transactionsPerSecond: number;
 }
-
-const b64 = (x: unknown) => Buffer.from(JSON.stringify(x)).toString('base64');
 
 function record(taskId: string, taskQueueId: string): TaskRecord {
   const d: any = taskDef(taskQueueId);
@@ -71,24 +67,16 @@ function record(taskId: string, taskQueueId: string): TaskRecord {
 }
 
 export async function rawCeiling(connection: string, opts: { concurrency: number; durationMs: number }): Promise<RawResult> {
-  const c = parseConnectionString(connection);
-  const prefix = `raw${crypto.randomBytes(3).toString('hex')}`;
-  const tableCs = `DefaultEndpointsProtocol=http;AccountName=${c.accountName};AccountKey=${c.accountKey};TableEndpoint=${c.tableEndpoint}`;
-  const table = (n: string) => TableClient.fromConnectionString(tableCs, `${prefix}${n}`, { allowInsecureConnection: true });
-  const tasks = table('Tasks');
-  const groups = table('Groups');
-  const qs = new QueueServiceClient(c.queueEndpoint, new StorageSharedKeyCredential(c.accountName, c.accountKey));
-  const queue = (n: string): QueueClient => qs.getQueueClient(`${prefix}-${n}`);
+  const storage = createStorage(connection, `raw${crypto.randomBytes(3).toString('hex')}`);
+  const tasks = storage.table('Tasks');
+  const groups = storage.table('TaskGroups');
+  const queue = (n: string) => storage.queueNamed(`${storage.prefix}-${n}`, n);
   const pending = queue('pending');
   const deadline = queue('deadline');
   const claim = queue('claim');
-  await Promise.all([tasks.createTable(), groups.createTable(), pending.create(), deadline.create(), claim.create()]);
+  await Promise.all([tasks.create(), groups.create(), pending.create(), deadline.create(), claim.create()]);
 
-  let calls = 0;
-  const call = <T>(p: Promise<T>) => {
-    calls++;
-    return p;
-  };
+  const before = storage.meter.total;
   let lifecycles = 0;
   const stopAt = Date.now() + opts.durationMs;
   const t0 = performance.now();
@@ -96,37 +84,37 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
     if (Date.now() >= stopAt) return false;
     const taskId = newTaskId();
     const rec = record(taskId, 'bench/raw');
-    const tx = new TableTransaction();
-    tx.createEntity({ partitionKey: taskId, rowKey: '~group', schedulerId: '-', expires: rec.definition.expires, sealed: '' });
-    tx.upsertEntity({ partitionKey: taskId, rowKey: taskId, expires: rec.definition.expires }, 'Replace');
-    await call(groups.submitTransaction(tx.actions));
-    await call(deadline.sendMessage(b64({ taskId, deadline: rec.definition.deadline }), { visibilityTimeout: 3600, messageTimeToLive: -1 }));
-    await call(pending.sendMessage(b64({ taskId, runId: 0, hintId: rec.runs[0].hintId, sig: 'x'.repeat(43) }), { messageTimeToLive: 3600 }));
-    await call(tasks.createEntity(encodeTask(rec)));
+    await groups.transact([
+      { op: 'create', entity: { partitionKey: taskId, rowKey: '~group', schedulerId: '-', expires: rec.definition.expires, sealed: '' } },
+      { op: 'upsert', entity: { partitionKey: taskId, rowKey: taskId, expires: rec.definition.expires } },
+    ]);
+    await deadline.put({ taskId, deadline: rec.definition.deadline }, { visibilityS: 3600 });
+    await pending.put({ taskId, runId: 0, hintId: rec.runs[0].hintId, sig: 'x'.repeat(43) }, { ttlS: 3600 });
+    await tasks.insert(encodeTask(rec));
 
     // The worker side: take any hint (another loop's is as good), claim that task, resolve it.
     let msg;
     for (;;) {
-      const r = await call(pending.receiveMessages({ numberOfMessages: 1, visibilityTimeout: 300 }));
-      msg = r.receivedMessageItems[0];
+      msg = (await pending.receive(1, 300))[0];
       if (msg) break;
       await sleep(1);
     }
     const claimedId = JSON.parse(Buffer.from(msg.messageText, 'base64').toString()).taskId as string;
-    const row = await call(tasks.getEntity(claimedId, 'task'));
+    const row = (await tasks.get(claimedId, 'task'))!;
     const takenUntil = new Date(Date.now() + 1200_000).toJSON();
-    await call(claim.sendMessage(b64({ taskId: claimedId, runId: 0, takenUntil }), { visibilityTimeout: 1200, messageTimeToLive: -1 }));
+    await claim.put({ taskId: claimedId, runId: 0, takenUntil }, { visibilityS: 1200 });
     // Like the service: decode the row, change the runs, write the whole row back under its ETag.
     const base = { ...rec, taskId: claimedId };
     const running: TaskRecord = { ...base, takenUntil, runs: [{ ...rec.runs[0], state: 'running', takenUntil }] };
-    await call(tasks.updateEntity(encodeTask(running), 'Replace', { etag: row.etag }));
-    await call(pending.deleteMessage(msg.messageId, msg.popReceipt));
-    const again = await call(tasks.getEntity(claimedId, 'task'));
+    await tasks.update(encodeTask(running), row.etag);
+    await pending.delete(msg.messageId, msg.popReceipt);
+    const again = (await tasks.get(claimedId, 'task'))!;
     const completed: TaskRecord = { ...base, runs: [{ ...rec.runs[0], state: 'completed' }] };
-    await call(tasks.updateEntity(encodeTask(completed), 'Replace', { etag: again.etag }));
+    await tasks.update(encodeTask(completed), again.etag);
     lifecycles++;
     return true;
   });
+  const calls = storage.meter.total - before;
   const seconds = (performance.now() - t0) / 1000;
   return {
     concurrency: opts.concurrency,

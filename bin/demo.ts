@@ -11,12 +11,9 @@ import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config';
-import { buildServices } from '../shared/services';
-import { routes } from '../shared/api/route-table';
+import { startApp } from '../shared/app';
 import { startHost } from '../shared/local/host';
 import { startAzurite, freePort } from '../shared/local/azurite';
-import { timerFunctions } from '../shared/reaper/timers';
-import { startPollers } from '../shared/work/runtime-hooks';
 import { jsonLogger } from '../shared/log';
 import { generateAccessToken } from '../shared/auth/clients';
 
@@ -170,7 +167,6 @@ async function main(): Promise<number> {
   const { values } = parseArgs({ options: { exit: { type: 'boolean' }, port: { type: 'string' } } });
   const port = Number(values.port ?? process.env.DEMO_PORT ?? (await freePort()));
   const rootUrl = `http://localhost:${port}`;
-  const hasRoute = (name: string) => routes.some((r) => r.service === 'queue' && r.name === name);
 
   console.log('Starting embedded Azurite and the queue service...');
   const azurite = await startAzurite();
@@ -184,10 +180,10 @@ async function main(): Promise<number> {
     QUEUE_CLAIM_WORK_POLL_S: DEMO_CLAIM_WORK_POLL_S,
     QUEUE_REAPER_SCHEDULE: DEMO_REAPER_SCHEDULE,
   });
-  const services = await buildServices(config, { log: jsonLogger(undefined, true) });
-  startPollers(services);
-  const provider = async () => services;
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, host: '127.0.0.1', runTimers: true, quiet: true });
+  const app = await startApp(config, { log: jsonLogger(undefined, true) });
+  const hasRoute = (name: string) => app.routes.some((r) => r.service === 'queue' && r.name === name);
+  const settings = { QUEUE_REAPER_SCHEDULE: config.reaperSchedule };
+  const host = await startHost({ app, port, host: '127.0.0.1', runTimers: true, quiet: true, settings });
 
   const tc = (await import('taskcluster-client')).default;
   const queue = new tc.Queue({ rootUrl, credentials: rootCreds });
@@ -304,6 +300,7 @@ async function main(): Promise<number> {
     if (alreadySignaled) await Promise.race([workerExited, new Promise((r) => setTimeout(r, 10_000))]);
     if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGTERM');
     await Promise.race([workerExited, new Promise((r) => setTimeout(r, 30_000))]);
+    await app.close();
     await host.close();
     await azurite.stop();
   };

@@ -4,6 +4,7 @@
  * Builds the deployment package for the function app: .package/app.zip, containing
  *   dist/**.js          the compiled app (run `npm run build` first; maps, typings and the
  *                       local-only parts — local host, bench, reference worker, demo — are left out)
+ *                       and the static files it serves (bin/copy-assets.js: the dashboard)
  *   host.json
  *   package.json        its "main" glob tells the Functions host which files to load
  *   node_modules/       production dependencies only, installed fresh with
@@ -20,6 +21,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { spawnSync } = require('node:child_process');
+const { ASSET_DIRS } = require('./copy-assets');
 
 const ROOT = path.resolve(__dirname, '..');
 const OUT_DIR = path.join(ROOT, '.package');
@@ -80,7 +82,8 @@ function stage() {
   fs.rmSync(OUT_DIR, { recursive: true, force: true });
   fs.mkdirSync(STAGING, { recursive: true });
 
-  const js = walk(dist, (rel) => rel.endsWith('.js') && !LOCAL_ONLY.some((p) => rel.startsWith(p)));
+  const isAsset = (rel) => ASSET_DIRS.some((dir) => rel.startsWith(`${dir}/`));
+  const js = walk(dist, (rel) => (rel.endsWith('.js') || isAsset(rel)) && !LOCAL_ONLY.some((p) => rel.startsWith(p)));
   if (js.length === 0) fail('dist/ holds no .js files; run `npm run build` first');
   for (const rel of js) copyFile(path.join(dist, rel), path.join(STAGING, 'dist', rel));
   if (!js.some((rel) => /^functions\/[^/]+\.js$/.test(rel))) {

@@ -1,17 +1,16 @@
 /**
- * Registers one Azure Function per entry of the route table. No logic lives here.
+ * Registers the Azure Functions of the route table (one per endpoint; see azureRegistrations). No logic lives here.
  */
 import { app } from '@azure/functions';
-import { routes, functionName } from '../shared/api/route-table';
 import { makeHandler } from '../shared/api/http';
-import { azureRoute } from '../shared/api/router';
-import { getServices } from '../shared/runtime';
+import { azureRegistrations } from '../shared/api/router';
+import { runtimeApp } from '../shared/runtime';
 
-for (const r of routes) {
-  app.http(functionName(r), {
-    methods: [r.method],
+for (const r of azureRegistrations(runtimeApp.routes)) {
+  app.http(r.name, {
+    methods: r.methods,
     authLevel: 'anonymous',
-    route: azureRoute(r),
-    handler: makeHandler(r, getServices),
+    route: r.route,
+    handler: makeHandler(r.def, runtimeApp.services),
   });
 }

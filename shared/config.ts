@@ -1,6 +1,7 @@
 /**
  * The one place that reads the environment. Everything else receives a Config.
  */
+import { parseSchedule } from './cron';
 
 /** Azurite's well-known development account; used when no connection string is configured. */
 export const DEVSTORE_ACCOUNT = 'devstoreaccount1';
@@ -57,6 +58,20 @@ function num(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
   return v;
 }
 
+/** Every 10 s: expired claims and deadlines are handled within seconds; an idle pass costs a few transactions. */
+const DEFAULT_REAPER_SCHEDULE = '*/10 * * * * *';
+
+/** An NCRONTAB setting; an invalid one stops start-up rather than running the timer at some other time. */
+function schedule(env: NodeJS.ProcessEnv, name: string, dflt: string): string {
+  const v = env[name] || dflt;
+  try {
+    parseSchedule(v);
+  } catch (err) {
+    throw new Error(`setting ${name}: ${(err as Error).message}`, { cause: err });
+  }
+  return v;
+}
+
 function required(env: NodeJS.ProcessEnv, name: string): string {
   const v = env[name];
   if (!v) throw new Error(`setting ${name} is required`);
@@ -107,7 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimTimeoutS: num(env, 'QUEUE_CLAIM_TIMEOUT_S', DEFAULT_CLAIM_TIMEOUT_S),
     claimWorkPollS: num(env, 'QUEUE_CLAIM_WORK_POLL_S', DEFAULT_CLAIM_WORK_POLL_S),
     deadlineDelayS: num(env, 'QUEUE_DEADLINE_DELAY_S', DEFAULT_DEADLINE_DELAY_S),
-    reaperSchedule: env.QUEUE_REAPER_SCHEDULE || '*/10 * * * * *',
+    reaperSchedule: schedule(env, 'QUEUE_REAPER_SCHEDULE', DEFAULT_REAPER_SCHEDULE),
     reaperStaleS: num(env, 'QUEUE_REAPER_STALE_S', DEFAULT_REAPER_STALE_S),
     publicQueueEndpoint: env.QUEUE_PUBLIC_QUEUE_ENDPOINT || undefined,
     maxTaskDeadlineDays: num(env, 'QUEUE_MAX_TASK_DEADLINE_DAYS', 5),

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'RequestConflict'
   | 'ResourceExpired'
   | 'InputTooLarge'
+  | 'NoMatchingMethod'
   | 'InternalServerError';
 
 export const STATUS_OF: Record<ErrorCode, number> = {
@@ -25,6 +26,8 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   RequestConflict: 409,
   ResourceExpired: 410,
   InputTooLarge: 413,
+  /** Object API: none of the caller's download methods is available (Taskcluster's 406). */
+  NoMatchingMethod: 406,
   InternalServerError: 500,
 };
 

@@ -1,21 +1,7 @@
 /**
- * The per-process services singleton used by the Azure Functions entry points.
+ * The per-process app used by the Azure Functions entry points (settings are read on first use).
  */
 import { loadConfig } from './config';
-import { Services, buildServices } from './services';
-import { startPollers } from './work/runtime-hooks';
+import { createApp } from './app';
 
-let services: Promise<Services> | undefined;
-
-export function getServices(): Promise<Services> {
-  services ??= buildServices(loadConfig(process.env))
-    .then((svc) => {
-      startPollers(svc);
-      return svc;
-    })
-    .catch((err) => {
-      services = undefined; // let the next invocation retry (e.g. storage was briefly unreachable)
-      throw err;
-    });
-  return services;
-}
+export const runtimeApp = createApp(() => loadConfig(process.env));

@@ -2,7 +2,7 @@
  * Builds everything the handlers need from a Config, once per process.
  */
 import { Config } from './config';
-import { Storage } from './storage/storage';
+import { createStorage } from './storage/storage';
 import { ClientStore } from './auth/clients';
 import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';
@@ -14,6 +14,7 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
+import { commitRunUploads } from './artifacts/commit';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -26,9 +27,26 @@ export interface Tuning {
   triggerLeaseS: number;
   /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
   resolvedNetDelayS: number;
+  /** A run pending this long without a visible hint gets a fresh one (see shared/reaper/hints.ts). */
+  hintRepairAfterS: number;
+  /** How often one instance's reaper looks for such runs. */
+  hintRepairEveryS: number;
 }
 
-export const DEFAULT_TUNING: Tuning = { hintLeaseS: 5 * 60, triggerLeaseS: 5 * 60, resolvedNetDelayS: 2 * 60 };
+/**
+ * A claim takes milliseconds, so a hint's lease only has to outlive one claim attempt; it is also
+ * how long the pending runs an instance had just dequeued stay invisible after that instance dies.
+ */
+export const HINT_LEASE_S = 10;
+
+export const DEFAULT_TUNING: Tuning = {
+  hintLeaseS: HINT_LEASE_S,
+  triggerLeaseS: 5 * 60,
+  resolvedNetDelayS: 2 * 60,
+  // Far beyond any lease (10 s) a hint is normally hidden by, so only lost or hijacked hints qualify.
+  hintRepairAfterS: 15 * 60,
+  hintRepairEveryS: 5 * 60,
+};
 
 export interface Services extends TaskDeps {
   config: Config;
@@ -51,7 +69,7 @@ export interface ServiceOptions {
 export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
-  const storage = new Storage(config.storageConnection, config.storagePrefix);
+  const storage = createStorage(config.storageConnection, config.storagePrefix);
   await storage.ensureAll();
   const clients = new ClientStore(storage, {
     rootClientId: config.rootClientId,
@@ -73,6 +91,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
     expiry: new ExpiryIndex(storage),
+    uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
     log,
     startedAt: now(),

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { extractZip } from './helpers/unzip';
-import { routes, functionName } from '../shared/api/route-table';
-import { azureRoute } from '../shared/api/router';
+import { routes } from '../shared/api/route-table';
+import { azureRegistrations } from '../shared/api/router';
 
 const root = path.resolve(__dirname, '..');
 let dir: string;
@@ -27,6 +27,8 @@ afterAll(() => {
 
 test('the zip holds compiled code, host.json and production dependencies only', () => {
   expect(entries).toEqual(expect.arrayContaining(['host.json', 'package.json', 'dist/functions/http.js', 'dist/functions/timers.js']));
+  // The dashboard's static files, which tsc does not emit (bin/copy-assets.js).
+  expect(entries).toEqual(expect.arrayContaining(['index.html', 'dashboard.js', 'dashboard.css'].map((f) => `dist/shared/ops/dashboard/${f}`)));
   expect(entries.some((e) => e.startsWith('node_modules/@azure/functions/'))).toBe(true);
   expect(entries.some((e) => e.startsWith('node_modules/@azure/data-tables/'))).toBe(true);
   expect(entries.filter((e) => e.endsWith('.ts') && !e.startsWith('node_modules/'))).toEqual([]);
@@ -56,10 +58,22 @@ test('its entry points load in a clean directory and register the route table an
     const trigger: any = Object.values(m.bindings).find((b: any) => b.type === 'httpTrigger');
     return { name: m.name, route: trigger.route, methods: trigger.methods, authLevel: trigger.authLevel };
   });
-  const want = routes.map((r) => ({ name: functionName(r), route: azureRoute(r), methods: [r.method], authLevel: 'anonymous' }));
+  const want = azureRegistrations(routes).map((r) => ({ name: r.name, route: r.route, methods: r.methods, authLevel: 'anonymous' }));
   expect(got.sort((a, b) => a.name.localeCompare(b.name))).toEqual(want.sort((a, b) => a.name.localeCompare(b.name)));
   const timers = registered.filter((m) => Object.values(m.bindings).some((b: any) => b.type === 'timerTrigger'));
   expect(timers.map((m) => m.name)).toEqual(['reaper']);
   const timer: any = Object.values(timers[0].bindings).find((b: any) => b.type === 'timerTrigger');
   expect(timer.schedule).toBe('%QUEUE_REAPER_SCHEDULE%');
+});
+
+test('the packaged app serves the dashboard files from its own directory', () => {
+  const script = `const d = require(${JSON.stringify(path.join(dir, 'dist', 'shared', 'ops', 'dashboard.js'))});
+    console.log(JSON.stringify(['index.html', 'dashboard.js', 'dashboard.css'].map((f) => [d.dashboardFile(f).contentType, d.dashboardFile(f).body.length > 0])));`;
+  const r = spawnSync(process.execPath, ['-e', script], { cwd: dir, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+  expect(r.stderr).toBe('');
+  expect(JSON.parse(r.stdout)).toEqual([
+    ['text/html; charset=utf-8', true],
+    ['text/javascript; charset=utf-8', true],
+    ['text/css; charset=utf-8', true],
+  ]);
 });

@@ -1,14 +1,16 @@
 /**
  * Artifact upload as the interaction documents describe: `createArtifact` with storageType `s3`
  * returns a `putUrl`, and the bytes go there in a plain PUT carrying only `content-type` and
- * `content-length`. A declared file that is not there becomes an `error` artifact, so consumers
- * see why instead of a 404.
+ * `content-length`. With object artifacts (--object-artifacts, as today's Taskcluster workers do)
+ * `createArtifact` returns credentials for one object, the bytes go through the Object API, and
+ * `finishArtifact` makes the artifact visible. A declared file that is not there becomes an
+ * `error` artifact, so consumers see why instead of a 404.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
-import { RunQueue, statusOf, messageOf } from './types';
+import { Credentials, RunQueue, statusOf, messageOf } from './types';
 
 /** Attempts per upload (createArtifact + PUT) on network errors and 5xx from the storage. */
 const UPLOAD_ATTEMPTS = 4;
@@ -84,12 +86,26 @@ export function putFile(url: string, file: string, contentType: string, size: nu
   });
 }
 
+/** Uploads one object's data through the Object API with the credentials createArtifact returned. */
+export type ObjectUpload = (o: {
+  credentials: Credentials;
+  projectId: string;
+  name: string;
+  uploadId: string;
+  expires: string;
+  contentType: string;
+  file: string;
+  size: number;
+}) => Promise<void>;
+
 export interface UploaderDeps {
   /** The run's queue client, signed with the latest credentials at the time of the call. */
   queue: () => RunQueue;
   taskId: string;
   runId: number;
   put?: typeof putFile;
+  /** When set, files are uploaded as object artifacts through it. */
+  uploadObject?: ObjectUpload;
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -117,12 +133,16 @@ export class ArtifactUploader {
     }
   }
 
-  /** Uploads `file` (which must exist) as an s3 artifact. */
+  /** Uploads `file` (which must exist) as an s3 artifact, or as an object artifact if so configured. */
   async uploadFile(name: string, file: string, opts: { contentType: string; expires: string }): Promise<{ size: number }> {
     const { size } = await fs.promises.stat(file);
     let last: unknown;
     for (let attempt = 1; attempt <= UPLOAD_ATTEMPTS; attempt++) {
       try {
+        if (this.deps.uploadObject) {
+          await this.uploadObject(this.deps.uploadObject, name, file, size, opts);
+          return { size };
+        }
         const res = await this.create(name, { storageType: 's3', contentType: opts.contentType, expires: opts.expires });
         if (!res || typeof res.putUrl !== 'string') throw new UploadError(`createArtifact ${name} returned no putUrl (storageType ${res?.storageType})`);
         await this.put(res.putUrl, file, opts.contentType, size);
@@ -134,6 +154,34 @@ export class ArtifactUploader {
       }
     }
     throw last instanceof UploadError ? last : new UploadError(`uploading ${name} failed: ${messageOf(last)}`);
+  }
+
+  /** createArtifact (object), the data through the Object API, then finishArtifact. */
+  private async uploadObject(upload: ObjectUpload, name: string, file: string, size: number, opts: { contentType: string; expires: string }): Promise<void> {
+    const res = await this.create(name, { storageType: 'object', contentType: opts.contentType, expires: opts.expires, contentLength: size });
+    if (!res || typeof res.uploadId !== 'string') throw new UploadError(`createArtifact ${name} returned no uploadId (storageType ${res?.storageType})`);
+    try {
+      await upload({
+        credentials: res.credentials,
+        projectId: res.projectId,
+        name: res.name,
+        uploadId: res.uploadId,
+        expires: res.expires,
+        contentType: opts.contentType,
+        file,
+        size,
+      });
+    } catch (err) {
+      throw new UploadError(`uploading object ${res.name} failed: ${messageOf(err).split('\n')[0]}`, statusOf(err), false, true);
+    }
+    const queue = this.deps.queue();
+    if (!queue.finishArtifact) throw new UploadError('this queue client cannot finish object artifacts');
+    try {
+      await queue.finishArtifact(this.deps.taskId, this.deps.runId, name, { uploadId: res.uploadId });
+    } catch (err) {
+      const status = statusOf(err);
+      throw new UploadError(`finishArtifact ${name} failed: ${messageOf(err).split('\n')[0]}`, status, status === 409);
+    }
   }
 
   /** Records why a declared artifact could not be uploaded. */

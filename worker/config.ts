@@ -24,6 +24,8 @@ export interface WorkerConfig {
   proxy: boolean;
   reclaimMarginS: number;
   maxTasks?: number;
+  /** Upload artifacts as `object` artifacts through the Object API instead of `s3`. */
+  objectArtifacts: boolean;
 }
 
 /** Taskcluster identifiers (workerGroup, workerId, provisionerId, workerType): 1–38 of [a-zA-Z0-9-_]. */
@@ -63,6 +65,9 @@ Options:
   --reclaim-margin S       reclaim this many seconds before takenUntil (${MIN_RECLAIM_MARGIN_S}.., default ${DEFAULT_RECLAIM_MARGIN_S};
                            never later than half way through the claim)
   --max-tasks N            exit after running N tasks
+  --object-artifacts       upload artifacts (and the log) as object artifacts through the
+                           Object API (/api/object/v1), as today's Taskcluster workers do;
+                           default: s3 artifacts (a plain PUT to a signed URL)
   -h, --help
 
 Scopes the credentials need:
@@ -106,6 +111,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         proxy: { type: 'boolean' },
         'reclaim-margin': { type: 'string' },
         'max-tasks': { type: 'string' },
+        'object-artifacts': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -165,5 +171,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     proxy: values.proxy === true,
     reclaimMarginS: int('reclaim-margin', s('reclaim-margin'), DEFAULT_RECLAIM_MARGIN_S, MIN_RECLAIM_MARGIN_S, 24 * 3600),
     maxTasks: s('max-tasks') === undefined ? undefined : int('max-tasks', s('max-tasks'), 1, 1, Number.MAX_SAFE_INTEGER),
+    objectArtifacts: values['object-artifacts'] === true,
   };
 }

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { parseConfig, UsageError, USAGE, WorkerConfig } from './config';
 import { lineLogger } from './logger';
-import { modernQueues, legacyQueue } from './clients';
+import { modernQueues, legacyQueue, objectUploader } from './clients';
 import { ClaimWorkSource } from './protocols/claim-work';
 import { PollTaskUrlsSource } from './protocols/poll-task-urls';
 import type { WorkSource } from './protocols/source';
@@ -18,6 +18,7 @@ const INHERITED_ENV = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'SystemRoot', 'ComSpec', 
 
 export async function startWorker(config: WorkerConfig, log: WorkerLog, env: NodeJS.ProcessEnv = process.env): Promise<Worker> {
   const queueFor = await modernQueues(config.rootUrl);
+  const uploadObject = config.objectArtifacts ? await objectUploader(config.rootUrl) : undefined;
   const ids = { workerGroup: config.workerGroup, workerId: config.workerId, log };
   const source: WorkSource =
     config.protocol === 'claimWork'
@@ -47,6 +48,7 @@ export async function startWorker(config: WorkerConfig, log: WorkerLog, env: Nod
         baseEnv,
         reclaimMarginMs: config.reclaimMarginS * 1000,
         startProxy: config.proxy ? (o) => startTaskProxy({ rootUrl: config.rootUrl, ...o }) : undefined,
+        uploadObject,
       }),
   });
 }
@@ -86,6 +88,7 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     concurrency: config.concurrency,
     clientId: config.credentials.clientId,
     proxy: config.proxy || undefined,
+    objectArtifacts: config.objectArtifacts || undefined,
   });
   await worker.run();
   log.info('worker-stopped', { tasks: worker.outcomes.length });

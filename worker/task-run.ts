@@ -18,7 +18,7 @@ import { validatePayload, Payload, ArtifactSpec, LIVE_LOG_NAME, PAYLOAD_SHAPE } 
 import { TaskLog } from './task-log';
 import { runCommand as defaultRunCommand, RunResult } from './runner';
 import { Reclaimer, LostReason } from './reclaimer';
-import { ArtifactUploader, UploadError, contentTypeFor } from './artifacts';
+import { ArtifactUploader, ObjectUpload, UploadError, contentTypeFor } from './artifacts';
 
 export type Outcome =
   | { kind: 'completed' }
@@ -46,6 +46,8 @@ export interface TaskRunDeps {
   /** Starts a proxy signing requests with the run's credentials and authorizedScopes = task.scopes. */
   startProxy?: (opts: { credentials: () => Credentials; scopes: string[] }) => Promise<TaskProxy>;
   runCommand?: typeof defaultRunCommand;
+  /** Upload artifacts as object artifacts through the Object API (--object-artifacts). */
+  uploadObject?: ObjectUpload;
 }
 
 /** Spawn failures that mean "the machine is short of something right now", not a broken worker. */
@@ -89,7 +91,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
     claim,
   );
   const queue = () => deps.queueFor(reclaimer.current.credentials);
-  const uploader = new ArtifactUploader({ queue, taskId, runId });
+  const uploader = new ArtifactUploader({ queue, taskId, runId, uploadObject: deps.uploadObject });
   const stop = AbortSignal.any([lost.signal, shutdown]);
   const taskExpires = claim.task.expires;
   let taskLog: TaskLog | undefined;

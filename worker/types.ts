@@ -48,6 +48,8 @@ export interface RunQueue {
   reportFailed(taskId: string, runId: number): Promise<unknown>;
   reportException(taskId: string, runId: number, payload: { reason: ExceptionReason }): Promise<unknown>;
   createArtifact(taskId: string, runId: number, name: string, payload: Record<string, unknown>): Promise<any>;
+  /** Only object artifacts need it (--object-artifacts). */
+  finishArtifact?(taskId: string, runId: number, name: string, payload: { uploadId: string }): Promise<unknown>;
 }
 
 export type QueueFor = (credentials: Credentials) => RunQueue;

@@ -11,14 +11,25 @@ export function encodeToken(value: unknown): string | undefined {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-export function decodeToken<T>(token: string | undefined): T | undefined {
+/**
+ * Decodes a token this service handed out; anything else (not base64 JSON, or not of the shape
+ * `valid` accepts) is a 400, so a forged token never reaches storage.
+ */
+export function decodeToken<T>(token: string | undefined, valid: (v: unknown) => v is T): T | undefined {
   if (token === undefined || token === '') return undefined;
+  let value: unknown;
   try {
-    return JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as T;
+    value = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
   } catch {
     throw badArgs('continuationToken is not valid');
   }
+  if (!valid(value)) throw badArgs('continuationToken is not valid');
+  return value;
 }
+
+/** Token shapes. */
+export const isOffset = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+export const isString = (v: unknown): v is string => typeof v === 'string' && v !== '';
 
 export function pageLimit(raw: string | undefined, dflt = MAX_LIMIT): number {
   if (raw === undefined) return dflt;

@@ -10,13 +10,11 @@ import { Caller } from '../auth/authenticate';
 import { Expression, Template, render, satisfies, templateParams, unsatisfied } from '../auth/scopes';
 import { CompiledRoute, compile, matchPath } from './router';
 import { validate } from './schemas';
+import { checkDeclaredLength, parseBody } from './body';
 import type { ApiRequest, ApiResponse, RouteDef } from './types';
 import type { Services } from '../services';
 import { InjectedFault, invocationTally } from '../storage/counter';
 import { ActorContext, runAs } from '../ops/actor';
-
-/** lib-api's input limit; the function host caps bodies at 100 MB anyway. */
-export const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 const PARAM_PATTERNS: Record<string, RegExp> = {
   taskId: /^[A-Za-z0-9_-]{8}[Q-T][A-Za-z0-9_-][CGKOSWaeimquy26-][A-Za-z0-9_-]{10}[AQgw]$/,
@@ -103,7 +101,9 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
   return async function handler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
     const tally = { calls: 0 };
     const actor: ActorContext = { transitions: 0 };
-    return invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
+    const response = await invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
+    // HEAD is answered like GET, without the body.
+    return request.method === 'HEAD' ? { ...response, body: undefined } : response;
   };
 
   async function handle(request: HttpRequest, context: InvocationContext, tally: { calls: number }, actor: ActorContext): Promise<HttpResponseInit> {
@@ -166,17 +166,8 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
 
       let body: unknown = undefined;
       if (request.method !== 'GET' && request.method !== 'HEAD') {
-        const buf = Buffer.from(await request.arrayBuffer());
-        if (buf.length > MAX_BODY_BYTES) throw new ApiError('InputTooLarge', `request body is larger than ${MAX_BODY_BYTES} bytes`);
-        const text = buf.toString('utf8');
-        if (text.trim() !== '') {
-          try {
-            body = JSON.parse(text);
-          } catch (e) {
-            throw new ApiError('MalformedPayload', `request body is not valid JSON: ${(e as Error).message}`);
-          }
-          if (typeof body !== 'object' || body === null) throw new ApiError('MalformedPayload', 'request body must be a JSON object');
-        }
+        checkDeclaredLength(request.headers.get('content-length'));
+        body = parseBody(Buffer.from(await request.arrayBuffer()));
       }
       if (def.input) {
         if (body === undefined) body = {};

@@ -10,6 +10,8 @@ import { pollRoutes } from './routes/polls';
 import { artifactRoutes } from './routes/artifacts';
 import { opsRoutes } from './routes/ops';
 import { groupRoutes } from './routes/groups';
+import { objectRoutes } from './routes/object';
+import { referenceRoutes } from './references';
 import { indexRoutes } from './routes/index';
 import { hookRoutes } from './routes/hooks';
 
@@ -21,6 +23,8 @@ export const routes: RouteDef[] = [
   ...artifactRoutes,
   ...authRoutes,
   ...opsRoutes,
+  ...objectRoutes,
+  ...referenceRoutes(() => routes),
   ...indexRoutes,
   ...hookRoutes,
 ];

@@ -4,15 +4,10 @@
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 
-export const SLUGID = '^[A-Za-z0-9_-]{8}[Q-T][A-Za-z0-9_-][CGKOSWaeimquy26-][A-Za-z0-9_-]{10}[AQgw]$';
-export const IDENTIFIER = '^([a-zA-Z0-9-_]*)$';
-export const WORKER_TYPE = '^[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
-export const TASK_QUEUE_ID = '^[a-zA-Z0-9-_]{1,38}/[a-z]([-a-z0-9]{0,36}[a-z0-9])?$';
+import { EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE } from '../tasks/vocabulary';
+
+export { EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE, type Priority } from '../tasks/vocabulary';
 export const PRINTABLE = '^[\\x20-\\x7e]*$';
-export const PRIORITIES = ['highest', 'very-high', 'high', 'medium', 'low', 'very-low', 'lowest'] as const;
-export type Priority = (typeof PRIORITIES)[number];
-/** reportException reasons a worker may give; today's queue no longer accepts `superseded` (it stays a reasonResolved). */
-export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
 const identifier = { type: 'string', minLength: 1, maxLength: 38, pattern: IDENTIFIER };
 const slugid = { type: 'string', pattern: SLUGID };
@@ -136,4 +131,9 @@ export function validate(schemaId: string, value: unknown): string[] {
 
 export function registerSchema(id: string, schema: object): void {
   schemas[id] = schema;
+}
+
+/** The schema registered under `id` (request and response schemas alike), for serving. */
+export function schemaById(id: string): object | undefined {
+  return schemas[id];
 }

@@ -9,7 +9,10 @@ import type { Services } from '../services';
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
 
 /** `/api/<service>/v1` prefixes each route; `web` routes sit directly under `/api`. */
-export type ServiceName = 'queue' | 'auth' | 'web' | 'index' | 'hooks';
+export type ServiceName = 'queue' | 'auth' | 'object' | 'web' | 'index' | 'hooks';
+
+/** Taskcluster's stability levels, shown in the API reference. */
+export type Stability = 'stable' | 'experimental' | 'deprecated';
 
 export interface RouteDef {
   /** Unique within its service; the Azure Function is named `<service>_<name>`. */
@@ -28,9 +31,18 @@ export interface RouteDef {
   scopes: Template | null;
   /** JSON schema id of the request body (see shared/api/schemas.ts). */
   input?: string;
-  /** Accept a body even without an input schema (taskcluster-client sends none; older clients may). */
+  /** The body is validated when sent but is no argument in the API reference (a legacy body clients no longer send). */
+  legacyInput?: boolean;
+  /** JSON schema id of a successful JSON response body (shared/api/output-schemas.ts); none for raw or empty bodies. */
+  output?: string;
   handler: (req: ApiRequest) => Promise<ApiResponse>;
-  description?: string;
+  /** One line for the API reference. */
+  title: string;
+  /** What the endpoint does, for the API reference (markdown). */
+  description: string;
+  stability: Stability;
+  /** Groups entries in the API reference (shared/api/references.ts); defaults to the service's title. */
+  category?: string;
 }
 
 export interface ApiRequest {

@@ -8,10 +8,9 @@
  * the run resolves, or on the first read. A repeated upload replaces the uncommitted block, and a
  * commit picks the newest one, so retries and re-creates behave like S3 overwrites.
  *
- * SAS minting is local computation (no storage call); uploads, commits and deletes are metered.
+ * SAS minting is the storage port's (local computation, no storage call); commits and deletes are metered.
  */
 import crypto from 'node:crypto';
-import { BlobSASPermissions, BlockBlobClient, SASProtocol, StorageSharedKeyCredential, generateBlobSASQueryParameters } from '@azure/storage-blob';
 import type { Storage } from '../storage/storage';
 
 /**
@@ -43,35 +42,16 @@ export function blobNameFor(taskId: string, runId: number, name: string): string
 }
 
 export class ArtifactBlobs {
-  private readonly key: StorageSharedKeyCredential;
-  private readonly protocol: SASProtocol;
-
-  constructor(private readonly storage: Storage) {
-    this.key = new StorageSharedKeyCredential(storage.conn.accountName, storage.conn.accountKey);
-    // Azurite serves plain http; an https-only SAS would be refused there.
-    this.protocol = storage.conn.blobEndpoint.startsWith('https:') ? SASProtocol.Https : SASProtocol.HttpsAndHttp;
-  }
-
-  private blob(blobName: string): BlockBlobClient {
-    return this.storage.artifacts.getBlockBlobClient(blobName);
-  }
-
-  private sas(blobName: string, permissions: string, expiresOn: Date): string {
-    return generateBlobSASQueryParameters(
-      { containerName: this.storage.artifacts.containerName, blobName, permissions: BlobSASPermissions.parse(permissions), expiresOn, protocol: this.protocol },
-      this.key,
-    ).toString();
-  }
+  constructor(private readonly storage: Storage) {}
 
   /** A write-only URL that accepts one plain PUT of the whole artifact (as one block). */
   putUrl(blobName: string, now: Date): string {
-    const expiresOn = new Date(now.getTime() + PUT_URL_TTL_MS + PUT_URL_DRIFT_MS);
-    return `${this.blob(blobName).url}?comp=block&blockid=${encodeURIComponent(BLOCK_ID)}&${this.sas(blobName, 'w', expiresOn)}`;
+    return this.storage.artifacts.blockUploadUrl(blobName, BLOCK_ID, new Date(now.getTime() + PUT_URL_TTL_MS + PUT_URL_DRIFT_MS));
   }
 
   /** A short-lived read-only URL for the committed blob. */
   getUrl(blobName: string, now: Date): string {
-    return `${this.blob(blobName).url}?${this.sas(blobName, 'r', new Date(now.getTime() + GET_URL_TTL_MS))}`;
+    return this.storage.artifacts.readUrl(blobName, new Date(now.getTime() + GET_URL_TTL_MS));
   }
 
   /**
@@ -85,57 +65,22 @@ export class ArtifactBlobs {
    * `Content-Encoding: gzip` as S3 would have. Without a declared length nothing is guessed.
    */
   async commit(blobName: string, contentType: string, declaredLength?: number): Promise<boolean> {
-    const blob = this.blob(blobName);
-    const committed = await this.storage.meter.run('artifacts.commit', async () => {
-      try {
-        await blob.commitBlockList([BLOCK_ID], { blobHTTPHeaders: { blobContentType: contentType } });
-        return true;
-      } catch (err) {
-        const e = err as { statusCode?: number; code?: string };
-        if (e.statusCode === 400 && e.code === 'InvalidBlockList') return false;
-        throw err;
-      }
-    });
+    const committed = await this.storage.artifacts.commitBlocks(blobName, [BLOCK_ID], contentType);
     if (!committed || declaredLength === undefined) return committed;
-    if (await this.gzipEncoded(blob, declaredLength)) {
-      await this.storage.meter.run('artifacts.setHeaders', () => blob.setHTTPHeaders({ blobContentType: contentType, blobContentEncoding: 'gzip' }));
+    const sniffed = await this.storage.artifacts.readHead(blobName, GZIP_MAGIC.length);
+    if (sniffed && sniffed.size !== declaredLength && sniffed.head.equals(GZIP_MAGIC)) {
+      await this.storage.artifacts.setHeaders(blobName, { contentType, contentEncoding: 'gzip' });
     }
     return true;
   }
 
-  /** Reads the first bytes (and, from Content-Range, the size) of a committed blob. */
-  private async gzipEncoded(blob: BlockBlobClient, declaredLength: number): Promise<boolean> {
-    return this.storage.meter.run('artifacts.sniff', async () => {
-      let head: Buffer;
-      let size: number;
-      try {
-        const r = await blob.download(0, GZIP_MAGIC.length);
-        head = await readAll(r.readableStreamBody);
-        size = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
-      } catch (err) {
-        if ((err as { statusCode?: number }).statusCode === 416) return false; // empty blob
-        throw err;
-      }
-      return size !== declaredLength && head.length === GZIP_MAGIC.length && head.equals(GZIP_MAGIC);
-    });
-  }
-
   /** Deletes the blob and any uncommitted block; a missing blob is fine. */
   async delete(blobName: string): Promise<void> {
-    await this.storage.meter.run('artifacts.delete', async () => {
-      await this.blob(blobName).deleteIfExists();
-    });
+    await this.storage.artifacts.delete(blobName);
   }
 
   /** Whether a committed blob exists (tests and diagnostics). */
   async exists(blobName: string): Promise<boolean> {
-    return this.storage.meter.run('artifacts.exists', () => this.blob(blobName).exists());
+    return this.storage.artifacts.exists(blobName);
   }
-}
-
-async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
-  if (!stream) return Buffer.alloc(0);
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
-  return Buffer.concat(chunks);
 }

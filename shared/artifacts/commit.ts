@@ -28,7 +28,7 @@ export async function commitRunUploads(storage: Storage, taskId: string, runId: 
   let count = 0;
   let continuation: string | undefined;
   do {
-    const page = await store.page(taskId, runId, 1000, continuation, 'uncommitted eq true');
+    const page = await store.page(taskId, runId, 1000, continuation, [{ prop: 'uncommitted', op: 'eq', value: true }]);
     continuation = page.continuation;
     const pending = page.items.filter((a) => a.storageType === 's3' && a.uncommitted);
     for (let i = 0; i < pending.length; i += COMMIT_CONCURRENCY) {

@@ -1,15 +1,20 @@
 /**
  * createArtifact: the checks in the real queue's order, idempotent re-creation with its documented
- * exceptions, and the per-type reply (an upload URL for s3).
+ * exceptions, and the per-type reply (an upload URL for s3; for object, an upload reserved in the
+ * Object API and credentials for that one object).
  */
+import * as slugid from 'slugid';
 import type { Storage } from '../storage/storage';
 import type { TaskStore } from '../tasks/store';
 import { conflict, inputError } from '../errors';
-import { normalizeDate, jsonEqual } from '../tasks/model';
-import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, runKey } from './model';
+import { isDeepStrictEqual } from 'node:util';
+import { normalizeDate } from '../tasks/model';
+import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
 import { noteExpiry } from './expiry';
+import { Issuer, uploadCredentials } from './object';
+import { reserveUpload } from '../objects/objects';
 
 /** `expires` may lie this far in the past (clock drift), as in the real queue. */
 const EXPIRES_PAST_TOLERANCE_MS = 15 * 60 * 1000;
@@ -22,10 +27,12 @@ export interface CreateArtifactDeps {
   storage: Storage;
   tasks: TaskStore;
   now: () => Date;
+  /** Signs object artifacts' upload credentials. */
+  clients: { issuer: Issuer };
 }
 
 export interface CreateArtifactInput {
-  storageType: StorageType | 'object';
+  storageType: StorageType;
   expires: string;
   contentType?: string;
   contentLength?: number;
@@ -43,8 +50,32 @@ function detailsOf(input: CreateArtifactInput): Record<string, string> {
       return { artifact: input.artifact! };
     case 'error':
       return { reason: input.reason!, message: input.message! };
+    case 'object':
+      // Present once finished; until then it holds the upload's secret id.
+      return { uploadId: slugid.nice() };
     default:
       return {};
+  }
+}
+
+/** One upload is one Put Block of a blob, which Azure caps at 4000 MiB. */
+export const MAX_UPLOAD_BYTES = 4000 * 1024 * 1024;
+/** Schemes a reference may point at: readers follow it, and the dashboard shows it as a link. */
+const REFERENCE_PROTOCOLS = ['http:', 'https:'];
+
+/** Refuses what the schema allows but no reader could use. */
+function checkContent(input: CreateArtifactInput): void {
+  if (input.contentLength !== undefined && input.contentLength > MAX_UPLOAD_BYTES) {
+    throw inputError(`contentLength ${input.contentLength} is larger than one upload can carry (${MAX_UPLOAD_BYTES} bytes); split the artifact`);
+  }
+  if (input.storageType === 'reference') {
+    let protocol = '';
+    try {
+      protocol = new URL(input.url!).protocol;
+    } catch {
+      // reported below
+    }
+    if (!REFERENCE_PROTOCOLS.includes(protocol)) throw inputError(`reference artifacts must point at an http or https URL, not '${input.url}'`);
   }
 }
 
@@ -56,7 +87,7 @@ export function compatible(original: ArtifactRecord, next: ArtifactRecord): bool
   if (original.expires > next.expires) return false;
   if (original.storageType === next.storageType) {
     // Same type: same details, except that a reference may point somewhere else.
-    return next.storageType === 'reference' || jsonEqual(original.details, next.details);
+    return next.storageType === 'reference' || isDeepStrictEqual(original.details, next.details);
   }
   // The only type change allowed: a reference becomes a link.
   return original.storageType === 'reference' && next.storageType === 'link';
@@ -75,7 +106,7 @@ function merged(original: ArtifactRecord, next: ArtifactRecord): ArtifactRecord 
   const same =
     out.storageType === original.storageType &&
     out.expires === original.expires &&
-    jsonEqual(out.details, original.details) &&
+    isDeepStrictEqual(out.details, original.details) &&
     out.uncommitted === original.uncommitted;
   return same ? undefined : out;
 }
@@ -87,12 +118,8 @@ export async function createArtifact(
   name: string,
   input: CreateArtifactInput,
 ): Promise<Record<string, unknown>> {
-  if (input.storageType === 'object') {
-    throw inputError(
-      'object artifacts need the Object service, which this deployment does not run; create s3 artifacts instead (generic-worker: createObjectArtifacts false)',
-    );
-  }
   if (name.length > MAX_NAME_LENGTH) throw inputError(`artifact names are at most ${MAX_NAME_LENGTH} characters`);
+  checkContent(input);
   const now = d.now();
   const expires = normalizeDate(input.expires, 'expires');
   if (new Date(expires).getTime() < now.getTime() - EXPIRES_PAST_TOLERANCE_MS) throw inputError('Expires must be in the future');
@@ -133,6 +160,22 @@ export async function createArtifact(
   await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
   const stored = await save(new ArtifactStore(d.storage), wanted);
 
+  if (stored.storageType === 'object') {
+    if (!stored.details.uploadId) throw conflict(`Artifact ${name} is already finished`);
+    const { projectId } = task.definition;
+    const objectName = objectNameFor(taskId, runId, name);
+    // Reserved after the artifact row, so a retry after a crash finds the row and reuses its uploadId.
+    const object = await reserveUpload(d, objectName, projectId, stored.details.uploadId, stored.expires);
+    const { workerGroup, workerId } = run as { workerGroup: string; workerId: string };
+    return {
+      storageType: 'object',
+      name: objectName,
+      projectId,
+      uploadId: object.uploadId,
+      expires: object.expires,
+      credentials: uploadCredentials(d.clients.issuer, { taskId, runId, name, projectId, expires: object.expires, workerGroup, workerId }, now),
+    };
+  }
   if (stored.storageType !== 's3') return { storageType: stored.storageType };
   return {
     storageType: 's3',
@@ -148,6 +191,8 @@ async function save(store: ArtifactStore, wanted: ArtifactRecord): Promise<Artif
     if (await store.insert({ ...wanted })) return wanted;
     const original = await store.get(wanted.taskId, wanted.runId, wanted.name);
     if (!original) continue; // deleted meanwhile (expired): insert again
+    // A repeat of an unfinished object artifact keeps its upload (and so may retry after a lost reply).
+    if (original.storageType === 'object' && original.details.uploadId && wanted.storageType === 'object') wanted = { ...wanted, details: original.details };
     if (!compatible(original, wanted)) {
       throw conflict(
         `Artifact already exists with different properties, and none of the allowed exceptions apply: ` +

@@ -8,54 +8,24 @@
  * reads the index rows that are due (one range query: past day partitions, row key < now), and
  * for each one deletes the run's expired artifacts (blob first, then the row) and then the index
  * row. An index row is a hint: the artifact row's `expires` is the truth, so a stale index row
- * (expiry since extended) only costs a query.
+ * (expiry since extended) only costs a query. Objects of the Object API use the same index: their
+ * rows carry `object` (the object name) and expire that one object.
  */
-import crypto from 'node:crypto';
 import type { Storage } from '../storage/storage';
 import { StorageConflict } from '../storage/storage';
-import { odata } from '../storage/keys';
 import type { Logger } from '../log';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, blobNameFor } from './blobs';
 import { ArtifactRecord, artifactRowKey, runKey } from './model';
+import { expireObject } from '../objects/expire';
+import { INDEX_PREFIX } from '../objects/expiry-index';
 
-const INDEX_PREFIX = '~expires~';
-/** Index writes for one day spread over 16 partitions (Azure serves ~2000 ops/s per partition). */
-const INDEX_SHARDS = 16;
-/**
- * An instance remembers the index rows it wrote and skips rewriting them, but only for expiries
- * at least this far away: the reaper deletes an index row only after its expiry passes, so the
- * remembered row surely still exists (the margin absorbs clock skew between instances).
- */
-const INDEX_CACHE_MARGIN_MS = 60 * 60 * 1000;
-/** Bound the remembered index rows per instance. */
-const INDEX_CACHE_MAX = 10_000;
+export { indexKeys, noteExpiry } from '../objects/expiry-index';
+
 /** Due index rows handled per reaper pass, so a pass stays short. */
 export const MAX_INDEX_ROWS_PER_PASS = 200;
 /** Parallel blob deletes while expiring one run's artifacts. */
 const DELETE_CONCURRENCY = 8;
-
-function shardOf(run: string): string {
-  return (crypto.createHash('sha1').update(run).digest()[0] % INDEX_SHARDS).toString(16);
-}
-
-export function indexKeys(run: string, expires: string): { partitionKey: string; rowKey: string } {
-  return { partitionKey: `${INDEX_PREFIX}${expires.slice(0, 10)}~${shardOf(run)}`, rowKey: `${expires}~${run}` };
-}
-
-const written = new Set<string>();
-
-/** Makes sure an index row covers artifacts of `run` expiring at `expires` (before the row is written). */
-export async function noteExpiry(storage: Storage, run: string, expires: string, now: Date): Promise<void> {
-  const keys = indexKeys(run, expires);
-  const cacheKey = `${storage.prefix}|${keys.partitionKey}|${keys.rowKey}`;
-  const cacheable = new Date(expires).getTime() - now.getTime() > INDEX_CACHE_MARGIN_MS;
-  if (cacheable && written.has(cacheKey)) return;
-  await storage.table('Artifacts').upsert({ ...keys, run, expires });
-  if (!cacheable) return;
-  if (written.size >= INDEX_CACHE_MAX) written.clear();
-  written.add(cacheKey);
-}
 
 async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<void>): Promise<void> {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
@@ -93,7 +63,7 @@ async function expireRun(store: ArtifactStore, blobs: ArtifactBlobs, run: string
   let deleted = 0;
   let continuation: string | undefined;
   do {
-    const page = await store.page(taskId, runId, 1000, continuation, `expires lt ${odata(nowIso)}`);
+    const page = await store.page(taskId, runId, 1000, continuation, [{ prop: 'expires', op: 'lt', value: nowIso }]);
     continuation = page.continuation;
     const due = page.items.filter((a) => a.expires < nowIso);
     await inBatches(
@@ -118,18 +88,18 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
   const store = new ArtifactStore(d.storage);
   const blobs = new ArtifactBlobs(d.storage);
   // Every index partition up to today's (shards are hex digits, and '~' sorts after them).
-  const filter =
-    `PartitionKey ge ${odata(INDEX_PREFIX)} and PartitionKey lt ${odata(`${INDEX_PREFIX}${nowIso.slice(0, 10)}~~`)}` + ` and RowKey lt ${odata(nowIso)}`;
+  const query = { partitionKey: { ge: INDEX_PREFIX, lt: `${INDEX_PREFIX}${nowIso.slice(0, 10)}~~` }, rowKey: { lt: nowIso } };
   try {
     let continuation: string | undefined;
     let seen = 0;
     do {
-      const page = await table.page(filter, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
+      const page = await table.page(query, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
       continuation = page.continuation;
       seen += page.items.length;
       await inBatches(page.items, DELETE_CONCURRENCY, async (row) => {
         try {
-          stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
+          if (typeof row.object === 'string') stats.artifacts += await expireObject(d.storage, row.object, nowIso);
+          else stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
           stats.runs++;
           try {
             await table.delete(row.partitionKey, row.rowKey, row.etag);

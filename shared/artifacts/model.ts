@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { encodeKey } from '../storage/keys';
 import type { Entity } from '../storage/storage';
 
-export type StorageType = 's3' | 'reference' | 'link' | 'error';
+export type StorageType = 's3' | 'object' | 'reference' | 'link' | 'error';
 
 export interface ArtifactRecord {
   taskId: string;
@@ -17,7 +17,7 @@ export interface ArtifactRecord {
   /** ISO date (toJSON form), so string order is time order. */
   expires: string;
   contentLength?: number;
-  /** reference: {url}; link: {artifact}; error: {reason, message}; s3: {}. */
+  /** reference: {url}; link: {artifact}; error: {reason, message}; s3: {}; object: {uploadId} until finished, then {}. */
   details: Record<string, string>;
   /** s3 only: an uploaded block may still wait for its Put Block List (see blobs.ts). */
   uncommitted: boolean;
@@ -85,6 +85,16 @@ export function listingEntry(a: ArtifactRecord): Record<string, unknown> {
   const out: Record<string, unknown> = { storageType: a.storageType, name: a.name, expires: a.expires, contentType: a.contentType };
   if (a.contentLength !== undefined) out.contentLength = a.contentLength;
   return out;
+}
+
+/** Object artifacts are not present (invisible everywhere) until finishArtifact. */
+export function isPresent(a: ArtifactRecord): boolean {
+  return a.storageType !== 'object' || !a.details.uploadId;
+}
+
+/** The Object API name of an object artifact's data (Taskcluster's naming). */
+export function objectNameFor(taskId: string, runId: number, name: string): string {
+  return `t/${taskId}/${runId}/${name}`;
 }
 
 export function isExpired(a: ArtifactRecord, now: Date): boolean {

@@ -1,8 +1,7 @@
 /**
  * Artifact rows: point reads, ETag-guarded writes and per-run pages.
  */
-import { CountedTable, Storage, StorageConflict } from '../storage/storage';
-import { odata } from '../storage/keys';
+import { Condition, CountedTable, Storage, StorageConflict } from '../storage/storage';
 import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
 
 export interface ArtifactPage {
@@ -56,10 +55,9 @@ export class ArtifactStore {
     }
   }
 
-  /** One page of a run's artifacts, in row-key order; `filter` narrows it further. */
-  async page(taskId: string, runId: number, limit: number, continuation?: string, filter?: string): Promise<ArtifactPage> {
-    const where = `PartitionKey eq ${odata(runKey(taskId, runId))}${filter ? ` and ${filter}` : ''}`;
-    const page = await this.table.page(where, limit, continuation);
+  /** One page of a run's artifacts, in row-key order; `where` narrows it further. */
+  async page(taskId: string, runId: number, limit: number, continuation?: string, where: Condition[] = []): Promise<ArtifactPage> {
+    const page = await this.table.page({ partitionKey: runKey(taskId, runId), where }, limit, continuation);
     return { items: page.items.map((e) => decodeArtifact(e)), continuation: page.continuation };
   }
 }

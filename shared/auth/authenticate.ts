@@ -97,8 +97,8 @@ export class Authenticator {
   private async bewit(req: AuthRequest): Promise<Caller> {
     if (req.method !== 'GET' && req.method !== 'HEAD') throw authFailed('bewit authentication is only allowed for GET and HEAD');
     const m = req.resource.match(/[?&]bewit=([^&]*)/);
-    let id = '';
-    let extRaw = '';
+    let id: string;
+    let extRaw: string;
     try {
       const parts = Buffer.from(decodeURIComponent(m![1]), 'base64url').toString('utf8').split('\\');
       id = parts[0];

@@ -204,8 +204,7 @@ export class ClientStore {
   }
 
   async listClients(prefix: string | undefined, limit: number, continuation?: string) {
-    const filter = `RowKey eq '${CLIENT_RK}'`;
-    const page = await this.storage.table('Clients').page(filter, limit, continuation);
+    const page = await this.storage.table('Clients').page({ rowKey: CLIENT_RK }, limit, continuation);
     let clients = page.items.map((r) => this.fromRow(r));
     if (prefix) clients = clients.filter((c) => c.clientId.startsWith(prefix));
     return { clients, continuation: page.continuation };
@@ -218,7 +217,7 @@ export class ClientStore {
     const out: RoleRecord[] = [];
     let continuation: string | undefined;
     do {
-      const page = await this.storage.table('Roles').page(`RowKey eq '${ROLE_RK}'`, 1000, continuation);
+      const page = await this.storage.table('Roles').page({ rowKey: ROLE_RK }, 1000, continuation);
       for (const r of page.items) {
         out.push({
           roleId: r.roleId as string,

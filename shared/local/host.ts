@@ -6,14 +6,15 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import { HttpRequest, InvocationContext, HttpResponseInit, Timer } from '@azure/functions';
-import { RouteDef } from '../api/types';
-import { compile, CompiledRoute } from '../api/router';
-import { errorResponse, makeHandler, ServiceProvider } from '../api/http';
+import { compile, CompiledRoute, findRoute } from '../api/router';
+import { errorResponse, makeHandler } from '../api/http';
+import type { App } from '../app';
 import { ApiError } from '../errors';
+import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 
 export interface TimerDef {
   name: string;
-  /** NCRONTAB schedule (six fields); `%SETTING%` is resolved from the environment as Azure does. */
+  /** NCRONTAB schedule (see shared/cron.ts); `%SETTING%` is resolved from the app settings as Azure does. */
   schedule: string;
   handler: (timer: Timer, context: InvocationContext) => Promise<void>;
 }
@@ -26,20 +27,6 @@ export interface LocalHost {
   runTimer(name: string): Promise<void>;
 }
 
-/** Interval between timer runs for a six-field NCRONTAB schedule (second- or minute-steps only). */
-export function intervalMs(schedule: string, env: NodeJS.ProcessEnv = process.env): number {
-  const resolved = schedule.replace(/^%(.+)%$/, (_m, k: string) => env[k] ?? '');
-  const f = resolved.trim().split(/\s+/);
-  if (f.length === 6) {
-    const step = (x: string) => (x === '*' ? 1 : /^\*\/(\d+)$/.test(x) ? Number(x.slice(2)) : undefined);
-    const s = step(f[0]);
-    if (s && f.slice(1).every((x) => x === '*')) return s * 1000;
-    const m = step(f[1]);
-    if (f[0] === '0' && m && f.slice(2).every((x) => x === '*')) return m * 60_000;
-  }
-  return 60_000;
-}
-
 function context(functionName: string, quiet: boolean): InvocationContext {
   return new InvocationContext({
     invocationId: crypto.randomUUID(),
@@ -49,6 +36,17 @@ function context(functionName: string, quiet: boolean): InvocationContext {
       console.error(`[${functionName}] ${level}:`, ...args);
     },
   });
+}
+
+/** The request's URL as the Functions host would build it, or undefined if the Host header is not a valid host. */
+function requestUrl(host: string | undefined, rawUrl: string): string | undefined {
+  const url = `http://${host ?? 'localhost'}${rawUrl}`;
+  try {
+    new URL(url);
+    return url;
+  } catch {
+    return undefined;
+  }
 }
 
 async function readBody(req: http.IncomingMessage): Promise<Buffer> {
@@ -74,21 +72,34 @@ async function send(res: http.ServerResponse, r: HttpResponseInit): Promise<void
 }
 
 export async function startHost(opts: {
-  routes: RouteDef[];
-  services: ServiceProvider;
-  timers?: TimerDef[];
+  /** The routes, services and timers to serve (createApp). */
+  app: Pick<App, 'routes' | 'services' | 'timers'>;
   port?: number;
   host?: string;
   quiet?: boolean;
   /** Run timers on their schedule (tests usually trigger them by hand). */
   runTimers?: boolean;
+  /** App settings that a `%SETTING%` schedule names (default: process.env). */
+  settings?: Record<string, string | undefined>;
 }): Promise<LocalHost> {
   const quiet = opts.quiet ?? false;
-  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.routes.map((r) => ({
+  const compiled: { c: CompiledRoute; handler: ReturnType<typeof makeHandler> }[] = opts.app.routes.map((r) => ({
     c: compile(r),
-    handler: makeHandler(r, opts.services),
+    handler: makeHandler(r, opts.app.services),
   }));
-  const timers = new Map((opts.timers ?? []).map((t) => [t.name, t]));
+  const timers = new Map<string, TimerDef>(opts.app.timers.map((t) => [t.name, t]));
+  // Schedules are checked before listening: a timer that cannot run stops start-up.
+  const scheduled = [...timers.values()]
+    .filter(() => opts.runTimers)
+    .map((t) => {
+      try {
+        const schedule = resolveSchedule(t.schedule, opts.settings ?? process.env);
+        parseSchedule(schedule);
+        return [t.name, schedule] as const;
+      } catch (err) {
+        throw new Error(`timer ${t.name}: ${(err as Error).message}`, { cause: err });
+      }
+    });
   const running = new Map<string, Promise<void>>();
 
   const runTimer = async (name: string, isPastDue = false): Promise<void> => {
@@ -110,6 +121,9 @@ export async function startHost(opts: {
 
   const server = http.createServer(async (req, res) => {
     try {
+      // Read first, even when the answer is an error: unread bytes of a kept-alive connection would
+      // be parsed as the next request.
+      const body = await readBody(req);
       const rawUrl = req.url ?? '/';
       const path = rawUrl.split('?')[0];
       const method = (req.method ?? 'GET').toUpperCase();
@@ -129,41 +143,50 @@ export async function startHost(opts: {
         res.writeHead(202).end();
         return;
       }
-      const hit = compiled.find(({ c }) => (c.def.method === method || (method === 'HEAD' && c.def.method === 'GET')) && c.regex.test(path));
+      const hit = findRoute(compiled, method, path);
       if (!hit) {
         await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), { method: 'unknown', params: {}, payload: {} }));
         return;
       }
-      const body = method === 'GET' || method === 'HEAD' ? undefined : await readBody(req);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-      const url = `http://${req.headers.host ?? 'localhost'}${rawUrl}`;
-      const request = new HttpRequest({ method, url, headers, body: body && body.length ? { bytes: body } : undefined });
+      const url = requestUrl(req.headers.host, rawUrl);
+      if (!url) {
+        await send(
+          res,
+          errorResponse(new ApiError('InvalidRequestArguments', `invalid Host header '${req.headers.host}'`), {
+            method: hit.c.def.name,
+            params: {},
+            payload: {},
+          }),
+        );
+        return;
+      }
+      const request = new HttpRequest({ method, url, headers, body: body.length && method !== 'GET' && method !== 'HEAD' ? { bytes: body } : undefined });
       const result = await hit.handler(request, context(`${hit.c.def.service}_${hit.c.def.name}`, quiet));
       await send(res, result);
     } catch (err) {
       console.error('local host error:', err);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
+      if (res.headersSent) res.end();
+      else
+        await send(
+          res,
+          errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), { method: 'unknown', params: {}, payload: {} }),
+        );
     }
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
 
-  const intervals: NodeJS.Timeout[] = [];
-  if (opts.runTimers) {
-    for (const t of timers.values()) {
-      intervals.push(setInterval(() => void runTimer(t.name), intervalMs(t.schedule)));
-    }
-  }
+  const jobs = scheduled.map(([name, schedule]) => runOnSchedule(schedule, () => void runTimer(name)));
 
   return {
     url: `http://localhost:${port}`,
     port,
     runTimer: (name) => runTimer(name),
     close: async () => {
-      intervals.forEach(clearInterval);
+      jobs.forEach((j) => j.stop());
       await Promise.all(running.values());
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -5,13 +5,10 @@
  */
 import path from 'node:path';
 import { loadConfig } from '../config';
-import { buildServices } from '../services';
-import { routes } from '../api/route-table';
+import { startApp } from '../app';
 import { startHost } from './host';
 import { startAzurite, Azurite } from './azurite';
 import { ensureLocalSecrets, loadLocalSettings } from './secrets';
-import { timerFunctions } from '../reaper/timers';
-import { startPollers } from '../work/runtime-hooks';
 
 /** Locally the reaper runs every few seconds so expiry is visible quickly. */
 const LOCAL_REAPER_SCHEDULE = '*/5 * * * * *';
@@ -30,13 +27,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     env.QUEUE_STORAGE_CONNECTION = azurite.connectionString;
   }
   const config = loadConfig(env);
-  const services = await buildServices(config);
-  startPollers(services);
-  const provider = async () => services;
+  const app = await startApp(config);
   const host = await startHost({
-    routes,
-    services: provider,
-    timers: timerFunctions(provider),
+    app,
     port,
     host: env.HOST || '127.0.0.1',
     runTimers: true,
@@ -65,6 +58,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     if (stopping) return;
     stopping = true;
     console.log('stopping…');
+    await app.close();
     await host.close();
     await azurite?.stop();
     process.exit(0);

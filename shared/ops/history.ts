@@ -6,7 +6,7 @@
  */
 import type { Entity, Storage } from '../storage/storage';
 import type { Run, TaskRecord } from '../tasks/model';
-import { lit, prefixRange } from './keys';
+import { prefixRange } from './keys';
 
 export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved';
 
@@ -89,7 +89,7 @@ export async function readHistory(
   limit: number,
   continuation?: string,
 ): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
-  const page = await storage.table('Tasks').page(`PartitionKey eq ${lit(taskId)} and ${prefixRange(HISTORY_PREFIX)}`, limit, continuation, ['entry']);
+  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['entry'] }, limit, continuation);
   return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
 }
 
@@ -98,7 +98,7 @@ export async function historyKeys(storage: Storage, taskId: string): Promise<str
   const keys: string[] = [];
   let continuation: string | undefined;
   do {
-    const page = await storage.table('Tasks').page(`PartitionKey eq ${lit(taskId)} and ${prefixRange(HISTORY_PREFIX)}`, 1000, continuation, ['RowKey']);
+    const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['RowKey'] }, 1000, continuation);
     keys.push(...page.items.map((r) => r.rowKey));
     continuation = page.continuation;
   } while (continuation);

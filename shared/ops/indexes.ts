@@ -29,10 +29,10 @@
  * between a task write and its index write (one storage call) and after such a crash as above.
  * Stale or duplicate pending hints never count: rows follow task rows, not queue messages.
  */
-import { Entity, Storage, StorageConflict } from '../storage/storage';
+import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableAction } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
-import { inverted, lit, part, prefixRange } from './keys';
+import { inverted, part, prefixRange } from './keys';
 
 export const RESOLVED_PK = 'resolved';
 export const LATEST_PK = 'latest';
@@ -237,13 +237,11 @@ export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp
   const table = storage.table('Indexes');
   if (ops.length <= MAX_BATCH) {
     try {
-      await table.transact((tx) => {
-        for (const o of ops) {
-          if (o.op === 'create') tx.createEntity(o.row);
-          else if (o.op === 'upsert') tx.upsertEntity(o.row, 'Replace');
-          else tx.deleteEntity(o.row.partitionKey, o.row.rowKey);
-        }
-      });
+      await table.transact(
+        ops.map((o): TableAction =>
+          o.op === 'create' || o.op === 'upsert' ? { op: o.op, entity: o.row } : { op: 'delete', partitionKey: o.row.partitionKey, rowKey: o.row.rowKey },
+        ),
+      );
       return;
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
@@ -305,24 +303,49 @@ function clean(r: Record<string, unknown>): IndexRow {
   return out as unknown as IndexRow;
 }
 
-function activeFilter(taskQueueId: string, state: ActiveState, now: string, extra = ''): string {
-  return `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${prefixRange(ACTIVE_PREFIX[state])} and live eq true and deadline gt ${lit(now)}${extra}`;
+function activeFilter(taskQueueId: string, state: ActiveState, now: string, extra: Condition[] = []): Query {
+  return {
+    partitionKey: queuePk(taskQueueId),
+    rowKey: prefixRange(ACTIVE_PREFIX[state]),
+    where: [{ prop: 'live', op: 'eq', value: true }, { prop: 'deadline', op: 'gt', value: now }, ...extra],
+  };
 }
 
 /** Exact number of a task queue's tasks in an active state, from one partition range. */
-export async function countActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, extra = ''): Promise<number> {
+export async function countActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, extra: Condition[] = []): Promise<number> {
   return countWhere(storage, activeFilter(taskQueueId, state, now.toJSON(), extra));
 }
 
-async function countWhere(storage: Storage, filter: string, select = ['RowKey']): Promise<number> {
+async function countWhere(storage: Storage, query: Query): Promise<number> {
   let n = 0;
   let continuation: string | undefined;
   do {
-    const page = await storage.table('Indexes').page(filter, PAGE, continuation, select);
+    const page = await storage.table('Indexes').page({ ...query, select: ['RowKey'] }, PAGE, continuation);
     n += page.items.length;
     continuation = page.continuation;
   } while (continuation);
   return n;
+}
+
+/** Up to `limit` pending runs of a task queue scheduled before `before`, oldest first. */
+export async function stalePending(
+  storage: Storage,
+  taskQueueId: string,
+  before: string,
+  now: Date,
+  limit: number,
+): Promise<{ taskId: string; runId: number }[]> {
+  const query: Query = {
+    partitionKey: queuePk(taskQueueId),
+    rowKey: { ge: ACTIVE_PREFIX.pending, lt: `${ACTIVE_PREFIX.pending}${before}` },
+    where: [
+      { prop: 'live', op: 'eq', value: true },
+      { prop: 'deadline', op: 'gt', value: now.toJSON() },
+    ],
+    select: ['taskId', 'runId'],
+  };
+  const page = await storage.table('Indexes').page(query, limit);
+  return page.items.map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
 }
 
 export async function listActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, limit: number, continuation?: string) {
@@ -337,14 +360,14 @@ export interface Window {
 }
 
 /** RowKey range of rows `<prefix><inverted time>~…` whose time lies in [since, until]. */
-function timeRange(prefix: string, w: Window): string {
+function timeRange(prefix: string, w: Window): KeyRange {
   const lower = w.until ? prefix + inverted(w.until) : prefix;
   const upper = w.since ? prefix + inverted(w.since) + '~~' : prefix + '~';
-  return `RowKey ge ${lit(lower)} and RowKey lt ${lit(upper)}`;
+  return { ge: lower, lt: upper };
 }
 
-function resolvedFilter(pk: string, prefix: string, w: Window): string {
-  return `PartitionKey eq ${lit(pk)} and ${timeRange(prefix, w)}${w.state ? ` and state eq ${lit(w.state)}` : ''}`;
+function resolvedFilter(pk: string, prefix: string, w: Window): Query {
+  return { partitionKey: pk, rowKey: timeRange(prefix, w), where: w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : [] };
 }
 
 /** Resolved runs, newest first: of one task queue, or of all (taskQueueId undefined). */
@@ -364,15 +387,15 @@ export async function listWorkerRuns(
   limit: number,
   continuation?: string,
 ) {
-  const filter = `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), w)}${w.state ? ` and state eq ${lit(w.state)}` : ''}`;
+  const filter = resolvedFilter(queuePk(taskQueueId), workerPrefix(workerGroup, workerId), w);
   const page = await storage.table('Indexes').page(filter, limit, continuation);
   return { rows: page.items.map(clean), continuation: page.continuation };
 }
 
-async function tally(storage: Storage, filter: string, into: Record<string, number>): Promise<void> {
+async function tally(storage: Storage, query: Query, into: Record<string, number>): Promise<void> {
   let continuation: string | undefined;
   do {
-    const page = await storage.table('Indexes').page(filter, PAGE, continuation, ['state']);
+    const page = await storage.table('Indexes').page({ ...query, select: ['state'] }, PAGE, continuation);
     for (const r of page.items) {
       const s = r.state as string;
       if (s in into) into[s]++;
@@ -412,11 +435,14 @@ export async function workerStateCounts(
   since: string,
   now: Date,
 ): Promise<StateCounts> {
-  const running = await countActive(storage, taskQueueId, 'running', now, ` and workerGroup eq ${lit(workerGroup)} and workerId eq ${lit(workerId)}`);
+  const running = await countActive(storage, taskQueueId, 'running', now, [
+    { prop: 'workerGroup', op: 'eq', value: workerGroup },
+    { prop: 'workerId', op: 'eq', value: workerId },
+  ]);
   const resolved = { completed: 0, failed: 0, exception: 0 };
   await tally(
     storage,
-    `PartitionKey eq ${lit(queuePk(taskQueueId))} and ${timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() })}`,
+    { partitionKey: queuePk(taskQueueId), rowKey: timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() }) },
     resolved,
   );
   return { running, ...resolved };
@@ -425,6 +451,6 @@ export async function workerStateCounts(
 /** Tasks by name or by task group, newest created first. */
 export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
   const prefix = by.name !== undefined ? `n~${part(by.name)}~` : `g~${by.taskGroupId}~`;
-  const page = await storage.table('Indexes').page(`PartitionKey eq ${lit(LATEST_PK)} and ${prefixRange(prefix)}`, limit, continuation);
+  const page = await storage.table('Indexes').page({ partitionKey: LATEST_PK, rowKey: prefixRange(prefix) }, limit, continuation);
   return { rows: page.items.map(clean), continuation: page.continuation };
 }

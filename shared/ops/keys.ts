@@ -4,6 +4,7 @@
  * a key part may contain sorts below `~`, so `prefix + '~'` bounds a prefix range.
  */
 import { encodeKey } from '../storage/keys';
+import type { KeyRange } from '../storage/storage';
 
 /** A free-text key part (task names): table-safe and free of the `~` separator. */
 export function part(s: string): string {
@@ -23,12 +24,7 @@ export function fromInverted(s: string): string {
   return new Date(MAX_MS - Number(s)).toJSON();
 }
 
-/** OData clause for RowKeys starting with `prefix` (all key characters sort below '~'). */
-export function prefixRange(prefix: string): string {
-  return `RowKey ge ${lit(prefix)} and RowKey lt ${lit(prefix + '~')}`;
-}
-
-/** OData string literal. */
-export function lit(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
+/** The key range of keys starting with `prefix` (all key characters sort below '~'). */
+export function prefixRange(prefix: string): KeyRange {
+  return { ge: prefix, lt: prefix + '~' };
 }

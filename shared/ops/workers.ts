@@ -10,13 +10,14 @@
  * "Seen" bookkeeping never writes per claim: claimWork reads the worker row (it needs the
  * quarantine anyway) and refreshes lastDateActive/expires only when lastDateActive is older than
  * SEEN_INTERVAL_MS, as an ETag-guarded merge, so concurrent instances write it at most once per
- * interval between them. A worker's recent tasks come from the index rows its claims write
- * (shared/ops/indexes.ts), not from this row.
+ * interval between them. A worker's recent tasks (getWorker, and listWorkers' latestTask) are a
+ * list on this row, appended in claim order (the order claimWork returns its claims) with one
+ * ETag-guarded merge per call that claimed something: the index rows' time keys cannot order
+ * claims made in the same millisecond.
  */
-import { Storage, StorageConflict, StoredEntity } from '../storage/storage';
+import { Condition, Query, Storage, StorageConflict, StoredEntity } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
-import { lit } from './keys';
 import { listWorkerRuns } from './indexes';
 
 /** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
@@ -62,6 +63,8 @@ type WorkerFields = {
   /** '' when never quarantined. */
   quarantineUntil: string;
   quarantineDetails: string;
+  /** JSON `[{taskId, runId}]`, oldest first, at most RECENT_TASKS; absent on rows written before it existed. */
+  recentTasks?: string;
 };
 type WorkerRow = WorkerFields & { etag: string };
 
@@ -72,8 +75,31 @@ export function splitQueue(taskQueueId: string): { provisionerId: string; worker
 
 /** The stored properties of a worker row (drops etag and system properties). */
 function fields(r: WorkerRow): WorkerFields {
-  const { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails } = r;
-  return { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails };
+  const { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails, recentTasks } = r;
+  const out: WorkerFields = {
+    partitionKey,
+    rowKey,
+    taskQueueId,
+    workerGroup,
+    workerId,
+    firstClaim,
+    lastDateActive,
+    expires,
+    quarantineUntil,
+    quarantineDetails,
+  };
+  if (recentTasks !== undefined) out.recentTasks = recentTasks;
+  return out;
+}
+
+export interface TaskRun {
+  taskId: string;
+  runId: number;
+}
+
+/** The worker's recentTasks, or undefined for a row written before the list existed. */
+function recentOf(r: { recentTasks?: string }): TaskRun[] | undefined {
+  return r.recentTasks === undefined || r.recentTasks === null ? undefined : JSON.parse(r.recentTasks);
 }
 
 const later = (a: string, b: string) => (a > b ? a : b);
@@ -123,6 +149,7 @@ export class WorkerRegistry {
       expires: expires ?? plus(now, WORKER_EXPIRY_MS),
       quarantineUntil: '',
       quarantineDetails: '[]',
+      recentTasks: '[]',
     };
   }
 
@@ -161,14 +188,45 @@ export class WorkerRegistry {
       lastDateActive: now.toJSON(),
       expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)),
     };
+    let etag = row.etag;
     try {
-      await this.workers.merge(update, row.etag);
+      etag = await this.workers.merge(update, row.etag);
       await this.queueSeen(taskQueueId);
     } catch (err) {
       // Another instance refreshed (or quarantined) it first: that write counts as ours.
       if (!(err instanceof StorageConflict)) throw err;
     }
-    return { ...row, ...update };
+    return { ...row, ...update, etag };
+  }
+
+  /**
+   * Appends claims to the worker's recentTasks in the given order (the claimWork response's),
+   * keeping the last RECENT_TASKS; a claim already listed (a replayed claimWork) is not repeated.
+   * One merge guarded by the ETag of the row `seen` returned, re-read only when that lost a race.
+   */
+  async claimed(taskQueueId: string, workerGroup: string, workerId: string, runs: TaskRun[]): Promise<void> {
+    if (!runs.length) return;
+    const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
+    let row: WorkerRow | undefined = this.seenCache.get(key)?.row;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      row ??= await this.getRow(taskQueueId, workerGroup, workerId);
+      if (!row) return; // expired and deleted meanwhile: nothing to record on
+      // A row from before the list existed starts from its claims in the index.
+      const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
+      const fresh = runs.filter((r) => !known.some((k) => k.taskId === r.taskId && k.runId === r.runId));
+      if (!fresh.length) return;
+      const recentTasks = JSON.stringify([...known, ...fresh.map(({ taskId, runId }) => ({ taskId, runId }))].slice(-RECENT_TASKS));
+      try {
+        const etag = await this.workers.merge({ partitionKey: row.partitionKey, rowKey: row.rowKey, recentTasks }, row.etag);
+        const cached = this.seenCache.get(key);
+        if (cached) cached.row = { ...row, recentTasks, etag };
+        return;
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+        row = undefined;
+      }
+    }
+    throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
   }
 
   isQuarantined(row: { quarantineUntil?: string } | undefined): boolean {
@@ -222,7 +280,10 @@ export class WorkerRegistry {
     });
   }
 
-  /** declareWorker: creates the worker or updates its expiry (never its quarantine). */
+  /**
+   * declareWorker: creates the worker or updates its expiry (never its quarantine), and extends the
+   * task queue's expiry (and so its worker type's and provisioner's) to at least `expires`.
+   */
   async declare(taskQueueId: string, workerGroup: string, workerId: string, expires: string): Promise<WorkerRow> {
     const now = this.now().toJSON();
     const row = await this.change(
@@ -235,7 +296,7 @@ export class WorkerRegistry {
       },
       () => this.fresh(taskQueueId, workerGroup, workerId, expires),
     );
-    await this.queueSeen(taskQueueId);
+    await this.declareQueue(taskQueueId, { expires });
     return row;
   }
 
@@ -245,8 +306,13 @@ export class WorkerRegistry {
     if (!row || (Date.parse(row.expires) < this.now().getTime() && !this.isQuarantined(row))) {
       throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
     }
-    const runs = await listWorkerRuns(this.storage, taskQueueId, workerGroup, workerId, {}, RECENT_TASKS);
-    return this.response(row, runs.rows.map((r) => ({ taskId: r.taskId, runId: r.runId! })).reverse());
+    return this.response(row, recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS)));
+  }
+
+  /** Rows written before recentTasks existed: their claims from the index, newest first reversed. */
+  private async recentFromIndex(taskQueueId: string, workerGroup: string, workerId: string, n: number): Promise<TaskRun[]> {
+    const runs = await listWorkerRuns(this.storage, taskQueueId, workerGroup, workerId, {}, n);
+    return runs.rows.map((r) => ({ taskId: r.taskId, runId: r.runId! })).reverse();
   }
 
   response(row: WorkerRow, recentTasks: { taskId: string; runId: number }[]) {
@@ -268,14 +334,21 @@ export class WorkerRegistry {
 
   /** listWorkers: live or quarantined workers of a queue, each with its latest claim. */
   async list(taskQueueId: string, quarantined: boolean | undefined, limit: number, continuation?: string) {
-    const now = lit(this.now().toJSON());
-    let filter = `PartitionKey eq ${lit(encodeKey(taskQueueId))} and (expires gt ${now} or quarantineUntil gt ${now})`;
-    if (quarantined === true) filter += ` and quarantineUntil gt ${now}`;
-    if (quarantined === false) filter += ` and quarantineUntil le ${now}`;
-    const page = await this.workers.page<WorkerRow>(filter, limit, continuation);
+    const now = this.now().toJSON();
+    const where: Condition[] = [
+      {
+        or: [
+          { prop: 'expires', op: 'gt', value: now },
+          { prop: 'quarantineUntil', op: 'gt', value: now },
+        ],
+      },
+    ];
+    if (quarantined === true) where.push({ prop: 'quarantineUntil', op: 'gt', value: now });
+    if (quarantined === false) where.push({ prop: 'quarantineUntil', op: 'le', value: now });
+    const page = await this.workers.page<WorkerRow>({ partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
     const workers = await Promise.all(
       page.items.map(async (w) => {
-        const latest = (await listWorkerRuns(this.storage, taskQueueId, w.workerGroup, w.workerId, {}, 1)).rows[0];
+        const latest = (recentOf(w) ?? (await this.recentFromIndex(taskQueueId, w.workerGroup, w.workerId, 1))).slice(-1)[0];
         return {
           workerGroup: w.workerGroup,
           workerId: w.workerId,
@@ -307,6 +380,31 @@ export class WorkerRegistry {
   }
 
   /**
+   * declareWorkerType / declareWorker: creates the task queue or updates it (Taskcluster's
+   * task_queue_seen): description and stability when given, lastDateActive now, and expires the
+   * later of the stored value and `expires` (default: QUEUE_EXPIRY_MS from now). Always writes.
+   */
+  async declareQueue(taskQueueId: string, set: { expires?: string; description?: string; stability?: QueueInfo['stability'] }): Promise<void> {
+    const pk = encodeKey(taskQueueId);
+    const now = this.now();
+    const wanted = set.expires ?? plus(now, QUEUE_EXPIRY_MS);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const row = await this.queues.get(pk, META_RK);
+      const fields: Record<string, unknown> = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', wanted) };
+      if (set.description !== undefined) fields.description = set.description;
+      if (set.stability !== undefined) fields.stability = set.stability;
+      try {
+        if (row) await this.queues.merge({ partitionKey: pk, rowKey: META_RK, ...fields }, row.etag);
+        else await this.queues.insert({ partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
+        return;
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+      }
+    }
+    throw new StorageConflict('etag', `task queue ${taskQueueId} is changing too fast`);
+  }
+
+  /**
    * Every live task queue, sorted by id: from meta rows and from the pending-queue rows createTask
    * writes. The TaskQueues table holds at most 8 small rows per queue, so this reads ~125 queues
    * per storage call.
@@ -314,9 +412,9 @@ export class WorkerRegistry {
   async allQueues(prefix?: string): Promise<QueueInfo[]> {
     const byPk = new Map<string, { taskQueueId?: string; meta?: StoredEntity; touched: string }>();
     let continuation: string | undefined;
-    const filter = prefix ? `PartitionKey ge ${lit(prefix)} and PartitionKey lt ${lit(prefix + '~')}` : '';
+    const query: Query = prefix ? { partitionKey: { ge: prefix, lt: prefix + '~' } } : {};
     do {
-      const page = await this.queues.page(filter, 1000, continuation);
+      const page = await this.queues.page(query, 1000, continuation);
       for (const r of page.items) {
         const e = byPk.get(r.partitionKey) ?? { touched: '' };
         if (typeof r.taskQueueId === 'string') e.taskQueueId = r.taskQueueId;

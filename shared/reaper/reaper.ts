@@ -16,6 +16,7 @@ import { handleDeadline, handleClaimExpired, handleResolved, EXPIRERS } from './
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
+import { repairHiddenHints } from './hints';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -31,6 +32,8 @@ export interface ReaperStats {
   claim: number;
   resolved: number;
   expired: number;
+  /** Pending runs given a fresh hint because theirs was lost or hidden (shared/reaper/hints.ts). */
+  rehinted: number;
   deferred: number;
   failed: number;
 }
@@ -103,7 +106,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
  * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, deferred: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
   const started = Date.now();
   const actor = { actor: 'reaper', transitions: 0 };
   await runAs(actor, async () => {
@@ -113,6 +116,11 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
     await fireDueHooks(svc).catch((err) => svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) }));
+    stats.rehinted = await repairHiddenHints(svc).catch((err) => {
+      stats.failed++;
+      svc.log.error('hint-repair-failed', { error: String((err as Error)?.message ?? err) });
+      return 0;
+    });
   });
   // Health (shared/ops/health.ts) reads this stamp to tell whether the reaper runs.
   await svc.storage

@@ -2,7 +2,7 @@
  * The timer functions, as data: the Azure registration and the local host both read this list.
  */
 import type { Timer, InvocationContext } from '@azure/functions';
-import type { ServiceProvider } from '../api/http';
+import type { Services } from '../services';
 import { runReaper } from './reaper';
 
 export interface TimerFunction {
@@ -12,7 +12,7 @@ export interface TimerFunction {
   handler: (timer: Timer, context: InvocationContext) => Promise<void>;
 }
 
-export function timerFunctions(services: ServiceProvider): TimerFunction[] {
+export function timerFunctions(services: () => Promise<Services>): TimerFunction[] {
   return [
     {
       name: 'reaper',

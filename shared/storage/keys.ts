@@ -13,13 +13,3 @@ export function encodeKey(s: string): string {
 export function decodeKey(s: string): string {
   return decodeURIComponent(s.replace(/!([0-9a-f]{2})/g, '%$1'));
 }
-
-/** OData filter literal. */
-export function odata(s: string): string {
-  return `'${s.replace(/'/g, "''")}'`;
-}
-
-/** Upper bound for a prefix range query: every key starting with `prefix` is < this. */
-export function prefixEnd(prefix: string): string {
-  return prefix + '\uffff';
-}

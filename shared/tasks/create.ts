@@ -2,11 +2,14 @@
  * createTask, following the reference order: schema (done by the caller), task-queue forms,
  * scopes, timestamps, `**` scopes, group, then an idempotent insert.
  */
+import { isDeepStrictEqual } from 'node:util';
 import * as slugid from 'slugid';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { PRIORITIES, Priority } from './vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import { TaskDeps } from './deps';
-import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, jsonEqual, normalizeDate, taskStatus } from './model';
+import { TaskDefinition, TaskStatus, encodeTask, normalizeDate, taskStatus } from './model';
+import { create, dependentAdded, schedule } from './transitions';
+import { execute, executeCreate } from './executor';
 import { trackDependencies } from './dependencies';
 
 /** Clients' clocks may drift this far from ours when they stamp `created`. */
@@ -102,44 +105,32 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     tags: input.tags,
     extra: input.extra,
   };
-  const scheduleNow = definition.dependencies.length === 0;
-  const record: TaskRecord = {
-    taskId,
-    definition,
-    runs: [],
-    retriesLeft: definition.retries,
-    takenUntil: '',
-    hasDependents: false,
-    dependentsNotified: -1,
-  };
-  encodeTask(record); // refuses oversized definitions before anything is written
-
-  // Written first, so every row this call may leave behind is found when the task expires.
-  await d.expiry.record('task', taskId, expires, { taskGroupId, dependencies: definition.dependencies });
-  await d.groups.addMember(taskGroupId, taskId, definition.schedulerId, expires);
-  record.deadlineTrigger = await d.triggers.deadline(taskId, deadline);
-  if (scheduleNow) {
-    // The hint goes first: if the insert never happens, the hint's hintId matches nothing.
-    const hintId = slugid.nice();
-    await d.pending.put(q.taskQueueId, priority, taskId, 0, hintId, deadline);
-    record.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toJSON(), hintId });
-  }
-  let task = record;
-  if (!(await d.tasks.insert(record))) {
+  const step = create({ taskId, definition, hintId: slugid.nice() }, now);
+  encodeTask(step.next); // refuses oversized definitions before anything is written
+  if (await executeCreate(d, step)) {
+    if (step.next.runs.length > 0) return taskStatus(step.next);
+  } else {
     const existing = await d.tasks.load(taskId);
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
-    if (!jsonEqual(existing.definition, definition)) {
+    if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
     // A retry of a create that may have stopped before its dependencies were tracked: redo that
     // (idempotently) while the task is still waiting for them.
     if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);
-    task = existing;
-  } else if (scheduleNow) {
-    d.wake(q.taskQueueId);
-    return taskStatus(record);
   }
-  const tracked = await trackDependencies(d, task);
+  const task = step.next;
+  const tracked = await trackDependencies(d, task, {
+    flagRequired: async (requiredId) => {
+      const r = await execute(d, requiredId, dependentAdded);
+      return r && 'task' in r ? r.task : undefined;
+    },
+    schedule: async (id) => {
+      const input = { hintId: slugid.nice() };
+      const at = d.now();
+      await execute(d, id, (t) => schedule(t, input, at));
+    },
+  });
   if (tracked.missing.length || tracked.expiring.length) {
     await d.groups.removeMember(taskGroupId, taskId);
     const parts: string[] = [];

@@ -5,8 +5,6 @@
  * Edges are written before the required tasks are checked, so a dependency resolving at the same
  * moment is seen either by this check or by its own resolution (both serialize on its row's ETag).
  */
-import * as slugid from 'slugid';
-import { odata } from '../storage/keys';
 import { TaskDeps } from './deps';
 import { TaskRecord, isResolved, taskState } from './model';
 
@@ -26,17 +24,24 @@ function satisfiedBy(requires: 'completed' | 'resolved', t: TaskRecord): boolean
   return requires === 'completed' ? s === 'completed' : isResolved(s);
 }
 
+/**
+ * How tracking changes task rows (through the executor, see create.ts): flag a required task as
+ * having dependents (undefined if it does not exist), and schedule the new task.
+ */
+export interface Tracking {
+  flagRequired: (requiredId: string) => Promise<TaskRecord | undefined>;
+  schedule: (taskId: string) => Promise<void>;
+}
+
 /** Records a new unscheduled task's edges; schedules it if nothing blocks it. */
-export async function trackDependencies(d: TaskDeps, task: TaskRecord): Promise<TrackResult> {
+export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking: Tracking): Promise<TrackResult> {
   const table = d.storage.table('TaskDeps');
   const def = task.definition;
   const require = def.requires === 'all-resolved' ? 'resolved' : 'completed';
   const deps = def.dependencies;
   for (let i = 0; i < deps.length; i += MAX_BATCH) {
     const chunk = deps.slice(i, i + MAX_BATCH);
-    await table.transact((tx) => {
-      for (const r of chunk) tx.upsertEntity({ partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires }, 'Replace');
-    });
+    await table.transact(chunk.map((r) => ({ op: 'upsert', entity: { partitionKey: task.taskId, rowKey: reqKey(r), expires: def.expires } })));
   }
   const missing: string[] = [];
   const expiring: string[] = [];
@@ -44,16 +49,11 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord): Promise<
     if (r === task.taskId) continue; // a self-dependency waits for scheduleTask
     await table.upsert({ partitionKey: r, rowKey: depKey(task.taskId), require, expires: def.expires });
     // Flag the required task so its resolution looks for dependents; re-reads on ETag races.
-    const result = await d.tasks.modify(r, (t) => {
-      if (t.hasDependents) return false;
-      t.hasDependents = true;
-      return true;
-    });
-    if (!result) {
+    const required = await tracking.flagRequired(r);
+    if (!required) {
       missing.push(r);
       continue;
     }
-    const required = result.task;
     if (new Date(required.definition.expires) < new Date(def.deadline)) {
       expiring.push(r);
       continue;
@@ -67,52 +67,28 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord): Promise<
     for (const r of deps) await table.delete(task.taskId, reqKey(r));
     return { missing, expiring };
   }
-  if (!(await isBlocked(d, task.taskId))) await scheduleRun0(d, task.taskId);
+  if (!(await isBlocked(d, task.taskId))) await tracking.schedule(task.taskId);
   return { missing, expiring };
 }
 
 export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
-  const page = await d.storage.table('TaskDeps').page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'r-' and RowKey lt 'r.'`, 1, undefined, ['RowKey']);
+  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'r-', lt: 'r.' }, select: ['RowKey'] }, 1);
   return page.items.length > 0;
 }
 
 /**
- * Adds run 0 (pending) to a task without runs, putting its hint first: if the row update loses,
- * the hint is stale and harmless; if we crash after it, a retry mints a fresh one.
+ * Tells the dependents of a resolved task, scheduling (through `schedule`, see executor.ts) each
+ * that nothing blocks any more. Idempotent: requirement deletes ignore missing rows and scheduling
+ * checks the dependent's runs. Returns how many dependents were scheduled.
  */
-export async function scheduleRun0(d: TaskDeps, taskId: string, known?: TaskRecord): Promise<TaskRecord | undefined> {
-  const task = known ?? (await d.tasks.load(taskId));
-  if (!task) return undefined;
-  const now = d.now();
-  if (task.runs.length > 0 || new Date(task.definition.deadline) <= now) return task;
-  const hintId = slugid.nice();
-  const def = task.definition;
-  await d.pending.put(def.taskQueueId, def.priority, taskId, 0, hintId, def.deadline);
-  const result = await d.tasks.modify(
-    taskId,
-    (t) => {
-      if (t.runs.length > 0) return false;
-      t.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toJSON(), hintId });
-      return true;
-    },
-    task,
-  );
-  if (result?.changed) d.wake(def.taskQueueId);
-  return result?.task;
-}
-
-/**
- * Tells the dependents of a resolved task. Idempotent: requirement deletes ignore missing rows and
- * scheduling checks the dependent's runs. Returns how many dependents were scheduled.
- */
-export async function notifyDependents(d: TaskDeps, task: TaskRecord): Promise<number> {
+export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: (taskId: string, known: TaskRecord) => Promise<void>): Promise<number> {
   const state = taskState(task);
   if (!isResolved(state)) return 0;
   const table = d.storage.table('TaskDeps');
   let scheduled = 0;
   let continuation: string | undefined;
   do {
-    const page = await table.page(`PartitionKey eq ${odata(task.taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, 1000, continuation);
+    const page = await table.page({ partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } }, 1000, continuation);
     for (const row of page.items) {
       if (row.require === 'completed' && state !== 'completed') continue;
       const dependent = row.rowKey.slice(2);
@@ -120,7 +96,7 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord): Promise<n
       if (!(await isBlocked(d, dependent))) {
         const t = await d.tasks.load(dependent);
         if (t && t.runs.length === 0) {
-          await scheduleRun0(d, dependent, t);
+          await schedule(dependent, t);
           scheduled++;
         }
       }
@@ -132,8 +108,6 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord): Promise<n
 
 /** One page of the tasks that depend on `taskId` (its dependents list). */
 export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-  const page = await d.storage
-    .table('TaskDeps')
-    .page(`PartitionKey eq ${odata(taskId)} and RowKey ge 'd-' and RowKey lt 'd.'`, limit, continuation, ['RowKey']);
+  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'd-', lt: 'd.' }, select: ['RowKey'] }, limit, continuation);
   return { taskIds: page.items.map((r) => r.rowKey.slice(2)), continuation: page.continuation };
 }

@@ -23,6 +23,8 @@ export interface TaskDeps {
     maxTaskDeadlineDays: number;
     deadlineDelayS: number;
   };
+  /** Commits a resolved run's pending uploads (shared/artifacts/commit.ts); idempotent. */
+  uploads: { commit: (taskId: string, runId: number) => Promise<void> };
   /** Wakes this instance's claimWork pollers for a task queue (no-op where none run). */
   wake: (taskQueueId: string) => void;
 }

@@ -5,7 +5,6 @@
  * reapers sweeping the same row at once do no harm.
  */
 import { StorageConflict } from '../storage/storage';
-import { odata } from '../storage/keys';
 import { GROUP_RK } from './groups';
 import type { TaskDeps } from './deps';
 
@@ -33,7 +32,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   if (!t || deps.length || t.hasDependents) {
     let continuation: string | undefined;
     do {
-      const page = await edges.page(`PartitionKey eq ${odata(taskId)}`, MAX_BATCH, continuation, ['RowKey']);
+      const page = await edges.page({ partitionKey: taskId, select: ['RowKey'] }, MAX_BATCH, continuation);
       await deleteAll(
         edges,
         taskId,
@@ -57,7 +56,7 @@ async function deleteAll(table: ReturnType<TaskDeps['storage']['table']>, pk: st
   for (let i = 0; i < rowKeys.length; i += MAX_BATCH) {
     const chunk = rowKeys.slice(i, i + MAX_BATCH);
     try {
-      await table.transact((tx) => chunk.forEach((rk) => tx.deleteEntity(pk, rk)));
+      await table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: pk, rowKey: rk })));
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
       for (const rk of chunk) await table.delete(pk, rk);

@@ -7,7 +7,6 @@
  * now), so a sweep costs one query per page plus the deletes of what actually expired.
  */
 import type { Storage } from '../storage/storage';
-import { odata } from '../storage/keys';
 
 export interface ExpiryRow {
   partitionKey: string;
@@ -38,7 +37,7 @@ export class ExpiryIndex {
   /** Up to `limit` rows whose `expires` is before `now`, oldest first. */
   async due(now: Date, limit: number): Promise<ExpiryRow[]> {
     const iso = now.toJSON();
-    const page = await this.table.page(`PartitionKey le ${odata(iso.slice(0, 10))} and RowKey lt ${odata(iso)}`, limit);
+    const page = await this.table.page({ partitionKey: { le: iso.slice(0, 10) }, rowKey: { lt: iso } }, limit);
     return page.items.map((r) => ({
       partitionKey: r.partitionKey,
       rowKey: r.rowKey,

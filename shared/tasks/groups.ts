@@ -4,7 +4,6 @@
  */
 import { Storage, StorageConflict } from '../storage/storage';
 import { conflict } from '../errors';
-import { odata } from '../storage/keys';
 
 export const GROUP_RK = '~group';
 
@@ -43,10 +42,10 @@ export class TaskGroups {
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          await this.table.transact((tx) => {
-            tx.createEntity(metaRow);
-            tx.upsertEntity(member, 'Replace');
-          });
+          await this.table.transact([
+            { op: 'create', entity: metaRow },
+            { op: 'upsert', entity: member },
+          ]);
           return;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -60,10 +59,10 @@ export class TaskGroups {
       if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
       if (new Date(expires) > new Date(known.expires)) {
         try {
-          await this.table.transact((tx) => {
-            tx.updateEntity({ partitionKey: taskGroupId, rowKey: GROUP_RK, expires }, 'Merge', { etag: known!.etag });
-            tx.upsertEntity(member, 'Replace');
-          });
+          await this.table.transact([
+            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: GROUP_RK, expires }, mode: 'Merge', etag: known!.etag },
+            { op: 'upsert', entity: member },
+          ]);
           return;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -98,8 +97,8 @@ export class TaskGroups {
 
   /** One page of the group's members that have not expired by `now`. */
   async memberPage(taskGroupId: string, limit: number, now: Date, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-    const filter = `PartitionKey eq ${odata(taskGroupId)} and RowKey lt ${odata(MEMBERS_END)} and expires ge ${odata(now.toJSON())}`;
-    const page = await this.table.page(filter, limit, continuation, ['RowKey']);
+    const where = [{ prop: 'expires', op: 'ge', value: now.toJSON() } as const];
+    const page = await this.table.page({ partitionKey: taskGroupId, rowKey: { lt: MEMBERS_END }, where, select: ['RowKey'] }, limit, continuation);
     return { taskIds: page.items.map((r) => r.rowKey), continuation: page.continuation };
   }
 }

@@ -2,7 +2,7 @@
  * Task and run records, the task status as clients see it, and the row encoding in Table Storage.
  */
 import { inputError, ApiError } from '../errors';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { PRIORITIES, Priority } from './vocabulary';
 import type { Entity } from '../storage/storage';
 import type { TriggerRef } from './triggers';
 
@@ -196,19 +196,4 @@ export function normalizeDate(s: string, field: string): string {
   const d = new Date(s);
   if (Number.isNaN(d.getTime())) throw inputError(`${field} is not a valid date`);
   return d.toJSON();
-}
-
-/** Deep equality of JSON values, ignoring key order. */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    return a.length === bb.length && a.every((x, i) => jsonEqual(x, bb[i]));
-  }
-  const ak = Object.keys(a as object);
-  const bk = Object.keys(b as object);
-  if (ak.length !== bk.length) return false;
-  return ak.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEqual((a as any)[k], (b as any)[k]));
 }

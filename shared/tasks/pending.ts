@@ -4,8 +4,8 @@
  */
 import crypto from 'node:crypto';
 import { CountedQueue, Storage, MAX_VISIBILITY_S } from '../storage/storage';
-import { encodeKey, odata } from '../storage/keys';
-import { PRIORITIES, Priority } from '../api/schemas';
+import { encodeKey } from '../storage/keys';
+import { PRIORITIES, Priority } from './vocabulary';
 import { priorityLevel } from './model';
 
 export interface Hint {
@@ -116,7 +116,7 @@ export class PendingQueues {
     const hit = this.usedCache.get(taskQueueId);
     const ttl = hit && hit.priorities.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
     if (!fresh && hit && Date.now() - hit.at < ttl) return hit.priorities;
-    const page = await this.storage.table('TaskQueues').page(`PartitionKey eq ${odata(encodeKey(taskQueueId))} and RowKey ge 'p' and RowKey lt 'q'`, 10);
+    const page = await this.storage.table('TaskQueues').page({ partitionKey: encodeKey(taskQueueId), rowKey: { ge: 'p', lt: 'q' } }, 10);
     const set = new Set(page.items.map((r) => r.priority as Priority));
     const priorities = PRIORITIES.filter((p) => set.has(p));
     this.usedCache.set(taskQueueId, { at: Date.now(), priorities });

@@ -6,7 +6,7 @@ import { Entity, Storage, StorageConflict } from '../storage/storage';
 import { TASK_RK, TaskRecord, decodeTask, encodeTask } from './model';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
-const MAX_MODIFY_ATTEMPTS = 10;
+export const MAX_MODIFY_ATTEMPTS = 10;
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
 
@@ -38,10 +38,10 @@ export class TaskStore {
     return row ? decodeTask(row) : undefined;
   }
 
-  /** Inserts a new task row; returns false if the taskId is taken. */
-  async insert(t: TaskRecord): Promise<boolean> {
+  /** Inserts a new task row with `rows` of its partition; returns false if the taskId is taken. */
+  async insert(t: TaskRecord, rows: Entity[] = []): Promise<boolean> {
     try {
-      const extra = this.observer?.rowsFor(undefined, t) ?? [];
+      const extra = [...(this.observer?.rowsFor(undefined, t) ?? []), ...rows];
       t.etag = await this.write(t.taskId, encodeTask(t), extra);
     } catch (err) {
       if (err instanceof StorageConflict) return false;
@@ -51,15 +51,31 @@ export class TaskStore {
     return true;
   }
 
+  /**
+   * Replaces `current` by `next` if the row still has `current`'s ETag, with `rows` of its
+   * partition in the same transaction. Sets `next.etag`; 'etag' when another write came first,
+   * 'missing' when the task is gone.
+   */
+  async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = []): Promise<'written' | 'etag' | 'missing'> {
+    try {
+      const extra = [...(this.observer?.rowsFor(current, next) ?? []), ...rows];
+      next.etag = await this.write(current.taskId, encodeTask(next), extra, current.etag!);
+    } catch (err) {
+      if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
+      throw err;
+    }
+    await this.observer?.written(current, next);
+    return 'written';
+  }
+
   /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */
   private async write(taskId: string, row: Entity, extra: Entity[], etag?: string): Promise<string> {
     if (!extra.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
-    const r = await this.table.transact((tx) => {
-      if (etag) tx.updateEntity(row, 'Replace', { etag });
-      else tx.createEntity(row);
-      for (const e of extra) tx.upsertEntity(e, 'Replace');
-    });
-    const newEtag = r.subResponses[0]?.etag;
+    const etags = await this.table.transact([
+      etag ? { op: 'update', entity: row, etag } : { op: 'create', entity: row },
+      ...extra.map((e) => ({ op: 'upsert' as const, entity: e })),
+    ]);
+    const newEtag = etags[0];
     if (newEtag) return newEtag;
     const reread = await this.table.get(taskId, TASK_RK);
     if (!reread) throw new StorageConflict('missing', `Tasks: ${taskId} gone after write`);
@@ -67,8 +83,8 @@ export class TaskStore {
   }
 
   /**
-   * Applies `fn` to the current row and writes it back if `fn` returns true. `fn` may be called
-   * several times (after ETag races) and must derive everything from the record it is given.
+   * Applies `fn` to the current row and writes it back if `fn` returns true, re-reading on ETag
+   * races (task transitions go through shared/tasks/executor.ts instead; this is for repairs).
    * Returns the final record (changed or not), or undefined if the task does not exist.
    */
   async modify(taskId: string, fn: (t: TaskRecord) => boolean, first?: TaskRecord): Promise<{ task: TaskRecord; changed: boolean } | undefined> {
@@ -76,18 +92,11 @@ export class TaskStore {
     for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
       if (!current || attempt > 0) current = await this.load(taskId);
       if (!current) return undefined;
-      const copy: TaskRecord = JSON.parse(JSON.stringify(current));
-      copy.etag = current.etag;
+      const copy: TaskRecord = structuredClone(current);
       if (!fn(copy)) return { task: current, changed: false };
-      try {
-        const extra = this.observer?.rowsFor(current, copy) ?? [];
-        copy.etag = await this.write(taskId, encodeTask(copy), extra, current.etag!);
-      } catch (err) {
-        if (err instanceof StorageConflict && err.reason === 'etag') continue;
-        if (err instanceof StorageConflict && err.reason === 'missing') return undefined;
-        throw err;
-      }
-      await this.observer?.written(current, copy);
+      const written = await this.replace(current, copy);
+      if (written === 'etag') continue;
+      if (written === 'missing') return undefined;
       return { task: copy, changed: true };
     }
     throw new Error(`task ${taskId}: too many concurrent modifications`);
@@ -108,7 +117,7 @@ export class TaskStore {
       const chunk = keys.slice(i, i + MAX_BATCH);
       try {
         if (chunk.length === 1) await this.table.delete(taskId, chunk[0]);
-        else await this.table.transact((tx) => chunk.forEach((rk) => tx.deleteEntity(taskId, rk)));
+        else await this.table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: taskId, rowKey: rk })));
       } catch (err) {
         // A row was already gone (another deleter): fall back to one by one.
         if (!(err instanceof StorageConflict)) throw err;

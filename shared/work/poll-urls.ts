@@ -1,11 +1,11 @@
 /**
  * pollTaskUrls: SAS-signed URLs with which a worker polls its pending queues directly and deletes
- * the messages it consumed. Minting a SAS is local HMAC work, not a storage call.
+ * the messages it consumed. The storage port mints the SAS (process permission only: dequeue and
+ * delete, no peek, add or update, nothing outside the queue); that is local HMAC work, not a storage call.
  */
-import { QueueSASPermissions, SASProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
 import type { Services } from '../services';
 import type { SasProtocol } from '../config';
-import { PRIORITIES } from '../api/schemas';
+import { PRIORITIES } from '../tasks/vocabulary';
 
 /** Start backdated so workers with a slow clock can use the URLs at once (as Taskcluster did). */
 export const SAS_BACKDATE_MS = 15 * 60 * 1000;
@@ -13,8 +13,6 @@ export const SAS_BACKDATE_MS = 15 * 60 * 1000;
 export const SAS_LIFETIME_MS = 30 * 60 * 1000;
 /** A polled message stays invisible this long while the worker claims and deletes it. */
 export const POLL_VISIBILITY_S = 300;
-/** Process = dequeue and delete only: no peek, add or update, and nothing outside this queue. */
-const SAS_PERMISSIONS = 'p';
 
 export interface PollTaskUrls {
   queues: { signedPollUrl: string; signedDeleteUrl: string }[];
@@ -23,7 +21,7 @@ export interface PollTaskUrls {
 
 /** The queue endpoint workers reach (the public one if configured), without a trailing '/'. */
 export function publicQueueEndpoint(svc: Services): string {
-  return (svc.config.publicQueueEndpoint || svc.storage.conn.queueEndpoint).replace(/\/+$/, '');
+  return (svc.config.publicQueueEndpoint || svc.storage.queueEndpoint).replace(/\/+$/, '');
 }
 
 /** The configured SAS protocol, or https only unless the endpoint itself is http (Azurite). */
@@ -38,15 +36,12 @@ export async function pollTaskUrls(svc: Services, taskQueueId: string): Promise<
   // Whole seconds, as the SAS `se` field carries it, so `expires` is exactly when the URLs stop working.
   const expiresOn = new Date(Math.floor((now + SAS_LIFETIME_MS) / 1000) * 1000);
   const endpoint = publicQueueEndpoint(svc);
-  const protocol = sasProtocol(svc, endpoint) === 'https' ? SASProtocol.Https : SASProtocol.HttpsAndHttp;
+  const protocol = sasProtocol(svc, endpoint);
   // A worker polling a queue that does not exist gets 404 from Azure, so create all seven now.
   await Promise.all(PRIORITIES.map((p) => svc.pending.ensureQueue(taskQueueId, p)));
   const queues = PRIORITIES.map((priority) => {
     const queueName = svc.pending.queueName(taskQueueId, priority);
-    const sas = generateQueueSASQueryParameters(
-      { queueName, permissions: QueueSASPermissions.parse(SAS_PERMISSIONS), startsOn, expiresOn, protocol },
-      svc.storage.sharedKey,
-    ).toString();
+    const sas = svc.storage.pollSas(queueName, { startsOn, expiresOn, protocol });
     const base = `${endpoint}/${queueName}/messages`;
     return {
       signedPollUrl: `${base}?visibilitytimeout=${POLL_VISIBILITY_S}&${sas}`,

@@ -64,6 +64,15 @@ export class HintPoller {
     return this.waiters.length;
   }
 
+  /** Answers every waiting claimWork with no tasks; the loop ends with its current pass. */
+  stop(): void {
+    for (const w of this.waiters.splice(0)) {
+      clearTimeout(w.timer);
+      w.resolve([]);
+    }
+    this.wake();
+  }
+
   private async loop(): Promise<void> {
     this.running = true;
     let backoff = MIN_BACKOFF_MS;
@@ -139,6 +148,11 @@ export class Pollers {
 
   constructor(private readonly svc: Services) {
     svc.wakeListeners.add((taskQueueId) => this.pollers.get(taskQueueId)?.wake());
+  }
+
+  /** Stops every poller (the app is shutting down). */
+  stop(): void {
+    this.pollers.forEach((p) => p.stop());
   }
 
   get(taskQueueId: string): HintPoller {

@@ -7,3 +7,7 @@ import { pollersOf } from './poller';
 export function startPollers(svc: Services): void {
   pollersOf(svc);
 }
+
+export function stopPollers(svc: Services): void {
+  pollersOf(svc).stop();
+}

@@ -2,8 +2,8 @@
  * Claim expiry with a short claim timeout: retries, exhaustion, and reclaimTask racing the reaper
  * at the expiry boundary.
  */
-import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, runSummary, status, uniqueQueue, waitUntil, runningTask } from '../helpers/work';
+import { startTestService, TestService, expectError } from '../helpers/service';
+import { claimOne, runSummary, status, waitUntil, runningTask } from '../helpers/work';
 
 const CLAIM_TIMEOUT_S = 2;
 /** Trigger visibility is whole seconds; give the queue a moment past takenUntil. */

@@ -57,6 +57,11 @@ describe('createTask', () => {
     // Same instant written with more fractional digits normalizes to the same definition.
     const again = await svc.queue().createTask(taskId, { ...def, created: def.created.replace('Z', '000Z').replace(/\.(\d{3})000Z$/, '.$1000Z') });
     expect(again).toEqual(first);
+    // Key order is not part of a definition.
+    const reordered = Object.fromEntries(Object.entries({ ...def, payload: { b: 2, a: { y: 1, x: [1, 2] } } }).reverse());
+    const other = slugid();
+    await svc.queue().createTask(other, { ...def, payload: { a: { x: [1, 2], y: 1 }, b: 2 } });
+    expect((await svc.queue().createTask(other, reordered)).status.taskId).toBe(other);
     await expectError(svc.queue().createTask(taskId, { ...def, payload: { different: true } }), 409, 'RequestConflict');
   });
 

@@ -1,11 +1,11 @@
 /**
  * The health check (`__heartbeat__`): 200 while storage answers and the reaper has run recently;
- * 500 with the reason otherwise. And the dashboard page is served.
+ * 500 with the reason otherwise. And the dashboard's static files are served.
  */
 import crypto from 'node:crypto';
 import { startTestService, TestService, expectError } from '../helpers/service';
 import { checkHealth } from '../../shared/ops/health';
-import { Storage } from '../../shared/storage/storage';
+import { createStorage } from '../../shared/storage/storage';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -41,7 +41,7 @@ test('500 when storage fails', async () => {
 });
 
 test('unreachable storage (connection refused) is reported, not thrown', async () => {
-  const dead = new Storage(
+  const dead = createStorage(
     'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' +
       crypto.randomBytes(32).toString('base64') +
       ';TableEndpoint=http://127.0.0.1:9/devstoreaccount1;QueueEndpoint=http://127.0.0.1:9/devstoreaccount1;BlobEndpoint=http://127.0.0.1:9/devstoreaccount1',
@@ -62,12 +62,26 @@ test('a reaper that never ran is unhealthy once the grace period has passed', as
   }
 });
 
-test('the dashboard page is served as HTML with the public root URL filled in', async () => {
-  const res = await fetch(`${svc.rootUrl}/api/dashboard`);
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-  const html = await res.text();
-  expect(html).toContain(`var ROOT_URL = ${JSON.stringify(svc.rootUrl)};`);
-  expect(html).not.toMatch(/__ROOT_URL__|\$\{/);
-  expect(html).toContain('crypto.subtle.importKey');
+test('the dashboard is served as static files with their content types, and its config names the public root URL', async () => {
+  const get = async (file: string) => {
+    const res = await fetch(`${svc.rootUrl}/api/dashboard${file}`);
+    return { status: res.status, type: res.headers.get('content-type'), csp: res.headers.get('content-security-policy'), text: await res.text() };
+  };
+  const page = await get('');
+  expect(page).toMatchObject({ status: 200, type: expect.stringMatching(/^text\/html/), csp: expect.stringContaining("default-src 'self'") });
+  expect(page.csp).not.toContain('unsafe-inline');
+  expect(page.text).toContain('<script src="/api/dashboard/dashboard.js"');
+  expect(page.text).toContain('<link rel="stylesheet" href="/api/dashboard/dashboard.css">');
+  const script = await get('/dashboard.js');
+  expect(script).toMatchObject({ status: 200, type: expect.stringMatching(/^text\/javascript/) });
+  expect(script.text).toContain('crypto.subtle.importKey');
+  expect(await get('/dashboard.css')).toMatchObject({ status: 200, type: expect.stringMatching(/^text\/css/) });
+  const config = await get('/config.json');
+  expect(config.type).toMatch(/^application\/json/);
+  expect(JSON.parse(config.text)).toEqual({ rootUrl: svc.rootUrl });
+  for (const missing of ['/nope.js', '/..%2Fdashboard.ts', '/index.html.map']) {
+    const res = await get(missing);
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.text).code).toBe('ResourceNotFound');
+  }
 });

@@ -6,7 +6,8 @@
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { poll, pollInOrder, deleteMessage, PollUrls, PolledMessage } from '../helpers/azure-queue';
-import { PRIORITIES } from '../../shared/api/schemas';
+import { PRIORITIES } from '../../shared/tasks/vocabulary';
+import { endpoints } from '../helpers/storage-sdk';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const tc10 = require('tc10');
@@ -77,7 +78,7 @@ describe('pollTaskUrls', () => {
     const q = queue10(await clientWith(workerScopes(wt)));
     const urls: PollUrls = await q.pollTaskUrls(PROV, wt);
     expect(urls.queues).toHaveLength(PRIORITIES.length);
-    const endpoint = svc.services.storage.conn.queueEndpoint;
+    const endpoint = svc.services.storage.queueEndpoint;
     urls.queues.forEach(({ signedPollUrl, signedDeleteUrl }, i) => {
       const base = `${endpoint}/${svc.services.pending.queueName(`${PROV}/${wt}`, PRIORITIES[i])}/messages`;
       expect(signedPollUrl.startsWith(`${base}?visibilitytimeout=300&`)).toBe(true);
@@ -281,7 +282,7 @@ describe('what a poll URL does not allow', () => {
     const urlsB: PollUrls = await queue10(await clientWith(workerScopes(wtB))).pollTaskUrls(PROV, wtB);
     const i = PRIORITIES.indexOf('lowest');
     const sasA = sasOf(urlsA.queues[i].signedPollUrl);
-    const { queueEndpoint, tableEndpoint, blobEndpoint } = svc.services.storage.conn;
+    const { queueEndpoint, tableEndpoint, blobEndpoint } = endpoints(svc.services);
     const queueA = `${queueEndpoint}/${svc.services.pending.queueName(`${PROV}/${wtA}`, 'lowest')}`;
     const queueB = `${queueEndpoint}/${svc.services.pending.queueName(`${PROV}/${wtB}`, 'lowest')}`;
     const xmlBody = { method: 'POST', body: `<QueueMessage><MessageText>${Buffer.from('{}').toString('base64')}</MessageText></QueueMessage>` };

@@ -1,7 +1,7 @@
 /**
  * Workers (acceptance case 25): claimWork registers the worker and its task queue and records its
- * claims; quarantine; declareWorker; listWorkers; and "seen" bookkeeping that does not write per
- * claim. Driven by taskcluster-client v87 over HTTP against Azurite.
+ * claims; quarantine; declareWorker; listWorkers; and "seen" bookkeeping that writes at most once per
+ * claimWork call. Driven by taskcluster-client v87 over HTTP against Azurite.
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { encodeKey } from '../../shared/storage/keys';
@@ -27,7 +27,7 @@ async function clientWith(scopes: string[]) {
   return svc.queue({ clientId, accessToken: c.accessToken });
 }
 
-test('claimWork registers the worker and its task queue, with one read and no write per later call', async () => {
+test('claimWork registers the worker and its task queue; later calls read nothing and write only the claims they list', async () => {
   const wt = uniqueType();
   const tq = `prov/${wt}`;
   const q = svc.queue();
@@ -49,14 +49,16 @@ test('claimWork registers the worker and its task queue, with one read and no wr
   expect(Date.parse(w.expires) - Date.now()).toBeGreaterThan(23 * 3600_000);
   expect((await q.getTaskQueue(tq)).taskQueueId).toBe(tq);
 
-  // Later calls, with and without claims: no worker-row write, and no read either while the
-  // instance's short cache of the row is fresh (SEEN_CACHE_MS).
+  // Later calls: no worker-row read while the instance's short cache of the row is fresh
+  // (SEEN_CACHE_MS); no write for an empty poll, one (recentTasks) for a call that claimed.
   const [writes, reads] = [workerWrites(), workerReads()];
+  expect((await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks).toEqual([]);
+  expect(workerWrites() - writes).toBe(0);
   for (let i = 0; i < 3; i++) {
     await q.createTask(slugid(), taskDef(tq));
     expect((await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks).toHaveLength(1);
   }
-  expect(workerWrites() - writes).toBe(0);
+  expect(workerWrites() - writes).toBe(3);
   expect(workerReads() - reads).toBe(0);
   expect((await q.getWorker('prov', wt, 'wg', 'w1')).lastDateActive).toBe(w.lastDateActive);
 

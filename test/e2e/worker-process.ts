@@ -9,9 +9,10 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export const E2E_DIST = path.join(ROOT, '.local', 'e2e-worker-dist');
 export const WORKER_MAIN = path.join(E2E_DIST, 'worker', 'main.js');
 
-export function buildWorker(): void {
+/** Compiles the project into `outDir` (the worker's private directory by default). */
+export function buildWorker(outDir = E2E_DIST): void {
   const tsc = require.resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', E2E_DIST], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`tsc failed:\n${r.stdout}\n${r.stderr}`);
 }
 

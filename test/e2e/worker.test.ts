@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
-import { PRIORITIES } from '../../shared/api/schemas';
+import { PRIORITIES } from '../../shared/tasks/vocabulary';
+import { sdkQueue } from '../helpers/storage-sdk';
 
 /** Short claims so reclaims (and a cancel noticed at reclaim) happen within seconds; reclaim at half. */
 const CLAIM_TIMEOUT_S = 10;
@@ -98,9 +99,8 @@ async function readArtifact(taskId: string, runId: number, name: string): Promis
 async function pendingMessages(taskQueueId: string): Promise<number> {
   let n = 0;
   for (const p of PRIORITIES) {
-    const props = await svc.services.pending
-      .queue(taskQueueId, p)
-      .client.getProperties()
+    const props = await sdkQueue(svc.services, svc.services.pending.queueName(taskQueueId, p))
+      .getProperties()
       .catch(() => undefined);
     n += props?.approximateMessagesCount ?? 0;
   }
@@ -351,6 +351,42 @@ test('artifacts are downloadable through getArtifact; error artifacts answer 424
   expect(err.body).toMatchObject({ reason: 'file-missing-on-worker' });
   const log = await fetch((await svc.queue().getLatestArtifact(taskId, LOG)).url);
   expect(await log.text()).toContain('exited with code 0');
+  expect(await worker.stop()).toBe(0);
+});
+
+test('--object-artifacts uploads the artifacts and the log as object artifacts, downloadable with downloadArtifact', async () => {
+  const tq = newQueue();
+  const worker = startWorker(tq, 'claimWork', { args: ['--object-artifacts'] });
+  const big = 'x'.repeat(20_000); // over the 8 KiB dataInline limit: goes through putUrl
+  const taskId = await createTask(tq, {
+    command: [NODE, '-e', `require('fs').writeFileSync('small.txt', 'tiny'); require('fs').writeFileSync('big.txt', '${big}')`],
+    maxRunTime: 10,
+    artifacts: [
+      { type: 'file', path: 'small.txt', name: 'public/small.txt' },
+      { type: 'file', path: 'big.txt', name: 'public/big.txt' },
+    ],
+  });
+  expect((await resolved(taskId)).state).toBe('completed');
+  const { artifacts } = await svc.queue().listArtifacts(taskId, 0);
+  expect(artifacts.map((a: any) => [a.name, a.storageType]).sort()).toEqual([
+    ['public/big.txt', 'object'],
+    [LOG, 'object'],
+    ['public/small.txt', 'object'],
+  ]);
+  const read = async (name: string) => {
+    const chunks: Buffer[] = [];
+    const { Writable } = await import('node:stream');
+    await svc.tc.downloadArtifact({
+      taskId,
+      name,
+      queue: svc.queue(),
+      streamFactory: async () => new Writable({ write: (c: Buffer, _e: string, cb: () => void) => (chunks.push(Buffer.from(c)), cb()) }),
+    });
+    return Buffer.concat(chunks).toString();
+  };
+  expect(await read('public/small.txt')).toBe('tiny');
+  expect(await read('public/big.txt')).toBe(big);
+  expect(await read(LOG)).toContain('exited with code 0');
   expect(await worker.stop()).toBe(0);
 });
 

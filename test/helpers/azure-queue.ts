@@ -1,7 +1,8 @@
 /**
  * The worker side of the poll-URL protocol (seed 000), written the way an old worker does it:
- * raw HTTP against the signed URLs and a tiny reader for the Azure Get Messages XML.
+ * raw HTTP against the signed URLs, reading the Azure Get Messages XML with an XML parser.
  */
+import { XMLParser } from 'fast-xml-parser';
 
 export interface PolledMessage {
   messageId: string;
@@ -17,29 +18,20 @@ export interface PollUrls {
   expires: string;
 }
 
-function tag(block: string, name: string): string {
-  const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(block);
-  return (m?.[1] ?? '')
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&');
-}
+const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, htmlEntities: true, isArray: (name) => name === 'QueueMessage' });
 
 /** The messages of a `<QueueMessagesList>` body. */
 export function parseMessages(xml: string): PolledMessage[] {
-  if (!xml.includes('<QueueMessagesList')) throw new Error(`not a QueueMessagesList: ${xml.slice(0, 200)}`);
-  return [...xml.matchAll(/<QueueMessage>([\s\S]*?)<\/QueueMessage>/g)].map(([, b]) => {
-    const messageText = tag(b, 'MessageText');
-    return {
-      messageId: tag(b, 'MessageId'),
-      popReceipt: tag(b, 'PopReceipt'),
-      dequeueCount: Number(tag(b, 'DequeueCount')),
-      messageText,
-      body: JSON.parse(Buffer.from(messageText, 'base64').toString('utf8')),
-    };
-  });
+  const doc = parser.parse(xml) as { QueueMessagesList?: { QueueMessage?: Record<string, string>[] } | string };
+  if (doc.QueueMessagesList === undefined) throw new Error(`not a QueueMessagesList: ${xml.slice(0, 200)}`);
+  const list = doc.QueueMessagesList;
+  return (typeof list === 'object' ? (list.QueueMessage ?? []) : []).map((m) => ({
+    messageId: m.MessageId,
+    popReceipt: m.PopReceipt,
+    dequeueCount: Number(m.DequeueCount),
+    messageText: m.MessageText,
+    body: JSON.parse(Buffer.from(m.MessageText, 'base64').toString('utf8')),
+  }));
 }
 
 /** GET one poll URL; returns the raw body and the parsed messages. */

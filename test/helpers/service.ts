@@ -4,14 +4,14 @@
  */
 import crypto from 'node:crypto';
 import { loadConfig } from '../../shared/config';
-import { buildServices, Services, Tuning } from '../../shared/services';
-import { routes } from '../../shared/api/route-table';
+import { Services, Tuning } from '../../shared/services';
+import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
-import { timerFunctions } from '../../shared/reaper/timers';
 import { freePort } from '../../shared/local/azurite';
 import { memoryLogger } from '../../shared/log';
 import { generateAccessToken } from '../../shared/auth/clients';
-import { startPollers } from '../../shared/work/runtime-hooks';
+import { outputErrors } from '../../shared/api/output-schemas';
+import type { RouteDef } from '../../shared/api/types';
 
 export interface TestService {
   rootUrl: string;
@@ -45,10 +45,9 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     ...env,
   });
   const log = memoryLogger();
-  const services = await buildServices(config, { log, tuning: opts.tuning });
-  startPollers(services);
-  const provider = async () => services;
-  const host = await startHost({ routes, services: provider, timers: timerFunctions(provider), port, quiet: true });
+  const app = await startApp(config, { log, tuning: opts.tuning });
+  const services = app.svc;
+  const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
     new Cls({ rootUrl, credentials: credentials === null ? undefined : (credentials ?? root), retries: 0, ...opts });
@@ -62,7 +61,37 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     queue: (c, o) => client(tc.Queue, c, o),
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
-    close: () => host.close(),
+    close: async () => {
+      await app.close();
+      await host.close();
+    },
+  };
+}
+
+/** Responses that broke their route's output schema since the last test ended. */
+const violations: string[] = [];
+
+/** Every successful JSON response is checked against the route's output schema; a violation fails the test that caused it. */
+function assertNoViolations(): void {
+  const found = violations.splice(0);
+  if (found.length) throw new Error(`responses that break their output schema:\n${found.join('\n')}`);
+}
+afterEach(assertNoViolations);
+// Responses of beforeAll hooks, or of calls still running when the last test ended.
+afterAll(assertNoViolations);
+
+function checkedOutput(r: RouteDef): RouteDef {
+  return {
+    ...r,
+    handler: async (req) => {
+      const res = await r.handler(req);
+      if (res.body !== undefined && res.raw === undefined && (res.status ?? 200) < 400) {
+        const body = JSON.parse(JSON.stringify(res.body)); // as the client receives it
+        const errors = r.output ? outputErrors(r.output, body) : ['a JSON response, but the route declares no output schema'];
+        if (errors.length) violations.push(`${r.service}_${r.name} ${r.output ?? ''}: ${errors.join('; ')}\n  body: ${JSON.stringify(body).slice(0, 500)}`);
+      }
+      return res;
+    },
   };
 }
 
@@ -106,7 +135,7 @@ export async function expectError(p: Promise<unknown>, statusCode: number, code?
     await p;
   } catch (err: any) {
     if (err.statusCode !== statusCode || (code && err.code !== code)) {
-      throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, got ${err.statusCode} ${err.code}: ${err.message}`);
+      throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, got ${err.statusCode} ${err.code}: ${err.message}`, { cause: err });
     }
     return err;
   }

@@ -8,10 +8,11 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid } f
 import { claim, reapUntil, runSummary, sleep, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
+import { sdkQueue } from '../helpers/storage-sdk';
 
 /** Waits until a trigger message is visible (peeking leases nothing and is not counted on A). */
 async function triggerVisible(queue: 'claim' | 'deadline', timeoutMs = 5000): Promise<void> {
-  const client = b.services.storage.trigger(queue).client;
+  const client = sdkQueue(b.services, b.services.storage.trigger(queue).name);
   const end = Date.now() + timeoutMs;
   while ((await client.peekMessages({ numberOfMessages: 1 })).peekedMessageItems.length === 0) {
     if (Date.now() > end) throw new Error(`no ${queue} trigger became visible`);

@@ -3,13 +3,13 @@
  * lost: counts must follow the task rows, not the order in which index writes arrive.
  */
 import crypto from 'node:crypto';
-import { Storage } from '../../shared/storage/storage';
+import { Storage, createStorage } from '../../shared/storage/storage';
 import { applyOps, countActive, indexOps, listResolved, listWorkerRuns, repairOps } from '../../shared/ops/indexes';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
 
 let storage: Storage;
 beforeAll(async () => {
-  storage = new Storage(process.env.TEST_STORAGE_CONNECTION!, 'i' + crypto.randomBytes(5).toString('hex'));
+  storage = createStorage(process.env.TEST_STORAGE_CONNECTION!, 'i' + crypto.randomBytes(5).toString('hex'));
   await storage.table('Indexes').create();
 });
 

@@ -4,7 +4,7 @@
  */
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { claim, runSummary, uniqueQueue, waitUntil, W1 } from '../helpers/work';
-import { buildServices } from '../../shared/services';
+import { createApp } from '../../shared/app';
 import { memoryLogger } from '../../shared/log';
 import { runReaper } from '../../shared/reaper/reaper';
 
@@ -18,7 +18,7 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 test('claim-expiry and deadline triggers seen early are deferred, and the task is untouched', async () => {
-  const lagging = await buildServices(svc.services.config, { log: memoryLogger(), now: () => new Date(Date.now() - LAG_MS) });
+  const lagging = await createApp(svc.services.config, { log: memoryLogger(), now: () => new Date(Date.now() - LAG_MS) }).services();
   const claimed = slugid();
   const tq = uniqueQueue();
   await svc.queue().createTask(claimed, taskDef(tq));

@@ -93,7 +93,6 @@ test('a simple lifecycle costs few storage transactions', async () => {
     reportCompleted: sum(m.reportCompleted),
     backgroundHandlers: m.backgroundHandlers,
   };
-  // eslint-disable-next-line no-console
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   expect(core(m.createTask)).toEqual({ 'Expiry.upsert': 1, 'TaskGroups.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'Tasks.get': 1, 'claim.put': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });

@@ -83,3 +83,58 @@ test('content types are guessed from the extension', () => {
   expect(contentTypeFor('x.log')).toBe('text/plain');
   expect(contentTypeFor('binary')).toBe('application/octet-stream');
 });
+
+test('object artifacts (--object-artifacts): createArtifact, the data through the Object API, then finishArtifact', async () => {
+  const calls: any[] = [];
+  const queue = {
+    async createArtifact(taskId: string, runId: number, name: string, body: any) {
+      calls.push(['createArtifact', name, body]);
+      return {
+        storageType: 'object',
+        name: `t/${taskId}/${runId}/${name}`,
+        projectId: 'p',
+        uploadId: 'U',
+        expires: body.expires,
+        credentials: { clientId: 'c', accessToken: 'a' },
+      };
+    },
+    async finishArtifact(taskId: string, runId: number, name: string, body: any) {
+      calls.push(['finishArtifact', name, body]);
+    },
+  } as any;
+  const uploads: any[] = [];
+  const up = new ArtifactUploader({ queue: () => queue, taskId: 'T', runId: 2, uploadObject: async (o) => void uploads.push(o) });
+  expect(await up.uploadFile('public/out.txt', file, { contentType: 'text/plain', expires: 'E' })).toEqual({ size: 14 });
+  expect(calls).toEqual([
+    ['createArtifact', 'public/out.txt', { storageType: 'object', contentType: 'text/plain', expires: 'E', contentLength: 14 }],
+    ['finishArtifact', 'public/out.txt', { uploadId: 'U' }],
+  ]);
+  expect(uploads).toEqual([
+    {
+      credentials: { clientId: 'c', accessToken: 'a' },
+      projectId: 'p',
+      name: 't/T/2/public/out.txt',
+      uploadId: 'U',
+      expires: 'E',
+      contentType: 'text/plain',
+      file,
+      size: 14,
+    },
+  ]);
+});
+
+test('a failed object upload is retried (createArtifact again keeps the upload), and finish comes only after a success', async () => {
+  const calls: string[] = [];
+  const queue = {
+    createArtifact: async () => (calls.push('create'), { storageType: 'object', name: 'n', projectId: 'p', uploadId: 'U', expires: 'E', credentials: {} }),
+    finishArtifact: async () => void calls.push('finish'),
+  } as any;
+  let n = 0;
+  const uploadObject = async () => {
+    calls.push('upload');
+    if (++n === 1) throw Object.assign(new Error('storage down'), { statusCode: 503 });
+  };
+  const up = new ArtifactUploader({ queue: () => queue, taskId: 'T', runId: 0, uploadObject, sleep: async () => undefined });
+  await up.uploadFile('a', file, { contentType: 'text/plain', expires: 'E' });
+  expect(calls).toEqual(['create', 'upload', 'create', 'upload', 'finish']);
+});

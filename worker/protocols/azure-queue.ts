@@ -3,6 +3,7 @@
  * on a signed poll URL returns, the base64 JSON `{taskId, runId}` message text, and the delete URL
  * template with `{{messageId}}` and `{{popReceipt}}` placeholders.
  */
+import { XMLParser } from 'fast-xml-parser';
 
 export interface QueueMessage {
   messageId: string;
@@ -11,28 +12,21 @@ export interface QueueMessage {
   messageText: string;
 }
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, htmlEntities: true, isArray: (name) => name === 'QueueMessage' });
 
-function unescapeXml(s: string): string {
-  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_m, e: string) =>
-    e[0] === '#' ? String.fromCodePoint(e[1] === 'x' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10)) : ENTITIES[e],
-  );
-}
-
-function tag(xml: string, name: string): string | undefined {
-  const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(xml);
-  return m ? unescapeXml(m[1]) : undefined;
-}
+const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /** Messages in a Get Messages response (an empty list for an empty queue). */
 export function parseQueueMessages(xml: string): QueueMessage[] {
+  const doc = parser.parse(xml) as { QueueMessagesList?: { QueueMessage?: unknown[] } | string };
+  const list = doc.QueueMessagesList;
   const out: QueueMessage[] = [];
-  for (const m of xml.matchAll(/<QueueMessage>([\s\S]*?)<\/QueueMessage>/g)) {
-    const body = m[1];
-    const messageId = tag(body, 'MessageId');
-    const popReceipt = tag(body, 'PopReceipt');
+  for (const item of typeof list === 'object' && list ? (list.QueueMessage ?? []) : []) {
+    const m = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+    const messageId = text(m.MessageId);
+    const popReceipt = text(m.PopReceipt);
     if (!messageId || !popReceipt) continue;
-    out.push({ messageId, popReceipt, dequeueCount: Number(tag(body, 'DequeueCount') ?? 0), messageText: tag(body, 'MessageText') ?? '' });
+    out.push({ messageId, popReceipt, dequeueCount: Number(text(m.DequeueCount) ?? 0), messageText: text(m.MessageText) ?? '' });
   }
   return out;
 }

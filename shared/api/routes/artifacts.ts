@@ -2,14 +2,17 @@
  * Artifact endpoints: create (and the object-only finish), downloads (303 / 424), content
  * descriptors, info and listings.
  */
-import '../../artifacts/schemas';
+import '../artifact-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
-import { inputError, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { conflict, inputError, notFound } from '../../errors';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
+
+const isPageToken = (v: unknown): v is { c: string } => typeof v === 'object' && v !== null && isString((v as { c?: unknown }).c);
 import { createArtifact } from '../../artifacts/create';
 import { contentOf, resolveArtifact } from '../../artifacts/read';
 import { ArtifactStore } from '../../artifacts/store';
-import { listingEntry } from '../../artifacts/model';
+import { isPresent, listingEntry, objectNameFor } from '../../artifacts/model';
+import { objectFinished, simpleUrl } from '../../objects/objects';
 import type { Template } from '../../auth/scopes';
 
 const GET_ARTIFACT_SCOPES: Template = { AllOf: [{ for: 'name', in: 'names', each: 'queue:get-artifact:<name>' }] };
@@ -26,12 +29,18 @@ async function latestRunId(req: ApiRequest): Promise<number> {
   return t.runs.length - 1;
 }
 
-/** 303 to the bytes (s3, reference) with a JSON `{storageType, url}` body, or 424 for errors. */
+/** 303 to the bytes (s3, object, reference) with a JSON `{storageType, url}` body, or 424 for errors. */
 async function download(req: ApiRequest, runId: number): Promise<ApiResponse> {
   const a = await resolveArtifact(req.services, req.params.taskId, runId, req.params.name, authorizeNames(req));
+  const headers: Record<string, string> = { [STORAGE_TYPE_HEADER]: a.storageType };
+  if (a.storageType === 'object') {
+    // The object's simple download URL, as Taskcluster redirects to.
+    const url = await simpleUrl(req.services, objectNameFor(a.taskId, a.runId, a.name));
+    return { status: 303, headers: { ...headers, location: url }, body: { storageType: 'object', url } };
+  }
   const c = await contentOf(req.services, a);
-  const headers: Record<string, string> = { [STORAGE_TYPE_HEADER]: c.storageType };
   if (c.storageType === 'error') return { status: 424, headers, body: { reason: c.reason, message: c.message } };
+  if (c.storageType === 'object') throw new Error('unreachable: object artifacts are handled above');
   return { status: 303, headers: { ...headers, location: c.url }, body: { storageType: c.storageType, url: c.url } };
 }
 
@@ -42,15 +51,16 @@ async function content(req: ApiRequest, runId: number): Promise<ApiResponse> {
 
 async function info(req: ApiRequest, runId: number): Promise<ApiResponse> {
   const a = await new ArtifactStore(req.services.storage).get(req.params.taskId, runId, req.params.name);
-  if (!a) throw notFound('Artifact not found');
+  if (!a || !isPresent(a)) throw notFound('Artifact not found');
   return ok(listingEntry(a));
 }
 
 async function list(req: ApiRequest, runId: number): Promise<ApiResponse> {
   const limit = pageLimit(req.query.limit);
-  const token = decodeToken<{ c: string }>(req.query.continuationToken);
+  const token = decodeToken(req.query.continuationToken, isPageToken);
   const page = await new ArtifactStore(req.services.storage).page(req.params.taskId, runId, limit, token?.c);
-  const body: Record<string, unknown> = { artifacts: page.items.map(listingEntry) };
+  // Unfinished object artifacts are not listed (a page may then hold fewer than `limit`).
+  const body: Record<string, unknown> = { artifacts: page.items.filter(isPresent).map(listingEntry) };
   if (page.continuation) body.continuationToken = encodeToken({ c: page.continuation });
   return ok(body);
 }
@@ -58,6 +68,10 @@ async function list(req: ApiRequest, runId: number): Promise<ApiResponse> {
 export const artifactRoutes: RouteDef[] = [
   {
     name: 'createArtifact',
+    title: 'Create Artifact',
+    description: 'Create an artifact of a running run: s3 artifacts get a URL to PUT the bytes to; reference, link and error artifacts are recorded as given.',
+    stability: 'stable',
+    output: 'post-artifact-response',
     service: 'queue',
     method: 'POST',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
@@ -66,23 +80,36 @@ export const artifactRoutes: RouteDef[] = [
     handler: async (req) => ok(await createArtifact(req.services, req.params.taskId, runIdOf(req), req.params.name, req.body)),
   },
   {
-    // Only object artifacts are finished, and this deployment creates none.
     name: 'finishArtifact',
+    title: 'Finish Artifact',
+    stability: 'stable',
     service: 'queue',
     method: 'PUT',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
     scopes: 'queue:create-artifact:<taskId>/<runId>',
     input: 'finish-artifact-request',
+    description: 'Marks an object artifact present once its data is uploaded through the Object API (finishUpload); other types cannot be finished.',
     handler: async (req) => {
       const { taskId, name } = req.params;
       const runId = runIdOf(req);
-      const [a, t] = await Promise.all([new ArtifactStore(req.services.storage).get(taskId, runId, name), req.services.tasks.load(taskId)]);
+      const store = new ArtifactStore(req.services.storage);
+      const [a, t] = await Promise.all([store.get(taskId, runId, name), req.services.tasks.load(taskId)]);
       if (!a || !t || !t.runs[runId]) throw notFound(`Artifact with taskId \`${taskId}\`, runId ${runId}, name \`${name}\` not found`);
-      throw inputError('Only object artifacts can be finished');
+      if (a.storageType !== 'object') throw inputError('Only object artifacts can be finished');
+      if (isPresent(a)) return { status: 204 }; // a repeat
+      if (req.body.uploadId !== a.details.uploadId) throw inputError('given uploadId does not match that for the artifact');
+      if (!(await objectFinished(req.services, objectNameFor(taskId, runId, name)))) throw inputError('Object storing artifact data does not exist');
+      // Guarded by the ETag read above: a concurrent re-create or expiry wins, and the caller retries.
+      if (!(await store.replace({ ...a, details: {} }))) throw conflict(`artifact ${name} changed meanwhile; retry`);
+      return { status: 204 };
     },
   },
   {
     name: 'getArtifact',
+    title: 'Get Artifact Data from Run',
+    description: 'Redirect (303) to the artifact of a run, with the URL in the body; error artifacts answer 424 with their reason.',
+    stability: 'stable',
+    output: 'get-artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifacts/<name*>',
@@ -91,6 +118,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'getLatestArtifact',
+    title: 'Get Artifact Data from Latest Run',
+    description: 'As getArtifact, for the latest run of the task.',
+    stability: 'stable',
+    output: 'get-artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifacts/<name*>',
@@ -103,6 +134,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'listArtifacts',
+    title: 'Get Artifacts from Run',
+    description: 'The artifacts of a run, a page at a time.',
+    stability: 'stable',
+    output: 'list-artifacts-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifacts',
@@ -116,6 +151,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'listLatestArtifacts',
+    title: 'Get Artifacts from Latest Run',
+    description: 'The artifacts of the latest run of a task, a page at a time.',
+    stability: 'stable',
+    output: 'list-artifacts-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifacts',
@@ -125,6 +164,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'artifactInfo',
+    title: 'Get Artifact Information From Run',
+    description: 'What is known about an artifact of a run, without its content.',
+    stability: 'stable',
+    output: 'artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifact-info/<name*>',
@@ -133,6 +176,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'latestArtifactInfo',
+    title: 'Get Artifact Information From Latest Run',
+    description: 'As artifactInfo, for the latest run of the task.',
+    stability: 'stable',
+    output: 'artifact-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifact-info/<name*>',
@@ -141,6 +188,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'artifact',
+    title: 'Get Artifact Content From Run',
+    description: 'Where to fetch the content of an artifact of a run (a URL), or the error it records.',
+    stability: 'stable',
+    output: 'artifact-content-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/runs/<runId>/artifact-content/<name*>',
@@ -149,6 +200,10 @@ export const artifactRoutes: RouteDef[] = [
   },
   {
     name: 'latestArtifact',
+    title: 'Get Artifact Content From Latest Run',
+    description: 'As artifact, for the latest run of the task.',
+    stability: 'stable',
+    output: 'artifact-content-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/artifact-content/<name*>',

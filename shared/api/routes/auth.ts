@@ -6,7 +6,7 @@ import { RouteDef, ok } from '../types';
 import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
 import { notFound, inputError } from '../../errors';
 import { satisfies, normalize } from '../../auth/scopes';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 
 function clientJson(c: Client, expandedScopes: string[], withToken = false) {
   return {
@@ -45,6 +45,10 @@ const auth = (r: Omit<RouteDef, 'service'>): RouteDef => ({ ...r, service: 'auth
 export const authRoutes: RouteDef[] = [
   auth({
     name: 'ping',
+    title: 'Ping Server',
+    description: 'Respond without doing anything. This endpoint is used to check that the service is up.',
+    stability: 'stable',
+    output: 'ping-response',
     method: 'GET',
     route: '/ping',
     scopes: null,
@@ -52,18 +56,26 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'listClients',
+    title: 'List Clients',
+    description: 'The clients, optionally those whose clientId starts with `prefix`, a page at a time.',
+    stability: 'stable',
+    output: 'list-clients-response',
     method: 'GET',
     route: '/clients/',
     query: ['prefix', 'continuationToken', 'limit'],
     scopes: 'auth:list-clients',
     handler: async (req) => {
-      const page = await req.services.clients.listClients(req.query.prefix, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const page = await req.services.clients.listClients(req.query.prefix, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const clients = await Promise.all(page.clients.map(async (c) => clientJson(c, await expandedOf(req, c))));
       return ok({ clients, ...(page.continuation ? { continuationToken: encodeToken(page.continuation) } : {}) });
     },
   }),
   auth({
     name: 'resetAccessToken',
+    title: 'Reset `accessToken`',
+    description: 'Give a client a new access token and return it; the old one stops working.',
+    stability: 'stable',
+    output: 'create-client-response',
     method: 'POST',
     route: '/clients/<clientId>/reset',
     scopes: 'auth:reset-access-token:<clientId>',
@@ -74,6 +86,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'enableClient',
+    title: 'Enable Client',
+    description: 'Enable a disabled client.',
+    stability: 'stable',
+    output: 'get-client-response',
     method: 'POST',
     route: '/clients/<clientId>/enable',
     scopes: 'auth:enable-client:<clientId>',
@@ -84,6 +100,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'disableClient',
+    title: 'Disable Client',
+    description: 'Disable a client: its credentials are refused until it is enabled again.',
+    stability: 'stable',
+    output: 'get-client-response',
     method: 'POST',
     route: '/clients/<clientId>/disable',
     scopes: 'auth:disable-client:<clientId>',
@@ -94,6 +114,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'client',
+    title: 'Get Client',
+    description: 'A client, with its scopes and their expansion (no access token).',
+    stability: 'stable',
+    output: 'get-client-response',
     method: 'GET',
     route: '/clients/<clientId>',
     scopes: 'auth:get-client:<clientId>',
@@ -105,12 +129,18 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'createClient',
+    title: 'Create Client',
+    description: 'Create a client and return it with its access token (the only time the token is shown).',
+    stability: 'stable',
+    output: 'create-client-response',
     method: 'PUT',
     route: '/clients/<clientId>',
     scopes: { AllOf: ['auth:create-client:<clientId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
     input: 'create-client-request',
     handler: async (req) => {
       await req.authorize({ clientId: req.params.clientId, scopes: req.body.scopes });
+      if (new Date(req.body.expires) <= req.services.now())
+        throw inputError(`expires (${req.body.expires}) is in the past; a client must expire in the future`);
       const c = await req.services.clients.createClient({
         clientId: req.params.clientId,
         description: req.body.description,
@@ -124,6 +154,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'updateClient',
+    title: 'Update Client',
+    description: 'Change the description, expiry and scopes of a client.',
+    stability: 'stable',
+    output: 'get-client-response',
     method: 'POST',
     route: '/clients/<clientId>',
     scopes: { AllOf: ['auth:update-client:<clientId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
@@ -146,6 +180,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'deleteClient',
+    title: 'Delete Client',
+    description: 'Delete a client; deleting a client that does not exist succeeds.',
+    stability: 'stable',
+    output: 'empty-response',
     method: 'DELETE',
     route: '/clients/<clientId>',
     scopes: 'auth:delete-client:<clientId>',
@@ -156,6 +194,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'listRoles',
+    title: 'List Roles',
+    description: 'Every role, with its scopes and their expansion.',
+    stability: 'stable',
+    output: 'list-roles-response',
     method: 'GET',
     route: '/roles/',
     scopes: 'auth:list-roles',
@@ -163,6 +205,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'role',
+    title: 'Get Role',
+    description: 'A role, with its scopes and their expansion.',
+    stability: 'stable',
+    output: 'get-role-response',
     method: 'GET',
     route: '/roles/<roleId>',
     scopes: 'auth:get-role:<roleId>',
@@ -174,6 +220,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'createRole',
+    title: 'Create Role',
+    description: 'Create a role: clients with `assume:<roleId>` get its scopes.',
+    stability: 'stable',
+    output: 'get-role-response',
     method: 'PUT',
     route: '/roles/<roleId>',
     scopes: { AllOf: ['auth:create-role:<roleId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
@@ -186,6 +236,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'updateRole',
+    title: 'Update Role',
+    description: 'Change the description and scopes of a role.',
+    stability: 'stable',
+    output: 'get-role-response',
     method: 'POST',
     route: '/roles/<roleId>',
     scopes: { AllOf: ['auth:update-role:<roleId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
@@ -202,6 +256,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'deleteRole',
+    title: 'Delete Role',
+    description: 'Delete a role; deleting a role that does not exist succeeds.',
+    stability: 'stable',
+    output: 'empty-response',
     method: 'DELETE',
     route: '/roles/<roleId>',
     scopes: 'auth:delete-role:<roleId>',
@@ -212,6 +270,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'expandScopes',
+    title: 'Expand Scopes',
+    description: 'The given scopes with every role they assume expanded.',
+    stability: 'stable',
+    output: 'scopeset',
     method: 'POST',
     route: '/scopes/expand',
     scopes: 'auth:expand-scopes',
@@ -220,6 +282,10 @@ export const authRoutes: RouteDef[] = [
   }),
   auth({
     name: 'currentScopes',
+    title: 'Get Current Scopes',
+    description: 'The scopes the caller holds, expanded.',
+    stability: 'stable',
+    output: 'scopeset',
     method: 'GET',
     route: '/scopes/current',
     scopes: 'auth:current-scopes',

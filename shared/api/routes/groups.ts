@@ -5,7 +5,7 @@
  */
 import { RouteDef, ApiRequest, ok } from '../types';
 import { conflict, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { TaskRecord, isResolved, taskState, taskStatus } from '../../tasks/model';
 import { cancelTaskOnce } from '../../tasks/resolve';
 import { dependentPage } from '../../tasks/dependencies';
@@ -39,6 +39,10 @@ async function groupMeta(req: ApiRequest): Promise<TaskGroupMeta> {
 export const groupRoutes: RouteDef[] = [
   {
     name: 'listTaskGroup',
+    title: 'List Task Group',
+    description: 'The tasks of a task group with their status, a page at a time.',
+    stability: 'stable',
+    output: 'list-task-group-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>/list',
@@ -47,13 +51,17 @@ export const groupRoutes: RouteDef[] = [
     handler: async (req) => {
       const svc = req.services;
       const meta = await groupMeta(req);
-      const page = await svc.groups.memberPage(meta.taskGroupId, pageLimit(req.query.limit), svc.now(), decodeToken<string>(req.query.continuationToken));
+      const page = await svc.groups.memberPage(meta.taskGroupId, pageLimit(req.query.limit), svc.now(), decodeToken(req.query.continuationToken, isString));
       const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.taskGroupId === meta.taskGroupId);
       return ok({ ...groupInfo(meta), tasks: tasks.map(entry), ...withToken(page.continuation) });
     },
   },
   {
     name: 'getTaskGroup',
+    title: 'Get Task Group',
+    description: 'A task group: its scheduler, expiry and whether it is sealed.',
+    stability: 'stable',
+    output: 'task-group-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>',
@@ -62,6 +70,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'sealTaskGroup',
+    title: 'Seal Task Group',
+    description: 'Seal a task group: no more tasks may be added to it.',
+    stability: 'stable',
+    output: 'task-group-response',
     service: 'queue',
     method: 'POST',
     route: '/task-group/<taskGroupId>/seal',
@@ -76,6 +88,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'cancelTaskGroup',
+    title: 'Cancel Task Group',
+    description: 'Cancel every unresolved task of a sealed task group.',
+    stability: 'stable',
+    output: 'cancel-task-group-response',
     service: 'queue',
     method: 'POST',
     route: '/task-group/<taskGroupId>/cancel',
@@ -108,6 +124,10 @@ export const groupRoutes: RouteDef[] = [
   },
   {
     name: 'listDependentTasks',
+    title: 'List Dependent Tasks',
+    description: 'The tasks that depend on the given task, with their status, a page at a time.',
+    stability: 'stable',
+    output: 'list-dependent-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/dependents',
@@ -117,7 +137,7 @@ export const groupRoutes: RouteDef[] = [
       const svc = req.services;
       const taskId = req.params.taskId;
       if (!(await svc.tasks.load(taskId))) throw notFound(`task ${taskId} not found`);
-      const page = await dependentPage(svc, taskId, pageLimit(req.query.limit), decodeToken<string>(req.query.continuationToken));
+      const page = await dependentPage(svc, taskId, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.dependencies.includes(taskId));
       return ok({ taskId, tasks: tasks.map(entry), ...withToken(page.continuation) });
     },

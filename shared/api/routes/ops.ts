@@ -3,7 +3,7 @@
  * taskcluster-client v87 names and routes them), the health check, and this queue's own queries
  * (task history, tasks by state and time, latest tasks, counts by state) plus the dashboard.
  */
-import { ApiRequest, RouteDef, ok } from '../types';
+import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { badArgs, notFound } from '../../errors';
 import { pageLimit } from '../continuation';
 import { registerSchema } from '../schemas';
@@ -23,7 +23,8 @@ import {
   IndexRow,
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
-import { dashboardPage } from '../../ops/dashboard-page';
+import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
+import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
 registerSchema('quarantine-worker-request', {
   type: 'object',
@@ -39,6 +40,18 @@ registerSchema('update-worker-request', {
   additionalProperties: false,
   properties: { expires: { type: 'string', format: 'date-time' } },
   required: ['expires'],
+});
+
+const STABILITY = { type: 'string', enum: ['experimental', 'stable', 'deprecated'] };
+registerSchema('update-provisioner-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: { stability: STABILITY, description: { type: 'string' }, expires: { type: 'string', format: 'date-time' }, actions: { type: 'array' } },
+});
+registerSchema('update-workertype-request', {
+  type: 'object',
+  additionalProperties: false,
+  properties: { stability: STABILITY, description: { type: 'string' }, expires: { type: 'string', format: 'date-time' } },
 });
 
 /** Operator queries that load a task per item page by this much at most. */
@@ -163,6 +176,10 @@ const workerRoute = '/provisioners/<provisionerId>/worker-types/<workerType>/wor
 export const opsQueryRoutes: RouteDef[] = [
   {
     name: 'taskHistory',
+    title: 'Task History',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'task-history-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/history',
@@ -179,6 +196,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskQueueTasks',
+    title: 'List Tasks of a Task Queue by State',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'list-task-queue-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/tasks',
@@ -204,6 +225,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'taskQueueStateCounts',
+    title: 'Task Queue State Counts',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'task-queue-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/state-counts',
@@ -219,6 +244,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listResolvedTasks',
+    title: 'List Resolved Tasks',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'list-resolved-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/resolved-tasks',
@@ -238,6 +267,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTasksByName',
+    title: 'List Tasks by Name',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/tasks-by-name',
@@ -251,6 +284,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'listTaskGroupLatest',
+    title: 'Latest Tasks of a Task Group',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'latest-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-group/<taskGroupId>/latest',
@@ -261,6 +298,10 @@ export const opsQueryRoutes: RouteDef[] = [
   },
   {
     name: 'workerStateCounts',
+    title: 'Worker State Counts',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'worker-state-counts-response',
     service: 'queue',
     method: 'GET',
     route: `${workerRoute}/counts`,
@@ -279,32 +320,20 @@ export const opsQueryRoutes: RouteDef[] = [
 
 /** A taskcluster-client API reference for opsQueryRoutes: `new (tc.createClient(ref))({rootUrl, credentials})`. */
 export function opsReference() {
-  return {
-    $schema: '/schemas/common/api-reference-v0.json#',
-    apiVersion: 'v1',
-    serviceName: 'queue',
-    title: 'Queue operator queries',
-    description: 'Task history, tasks by state and time, latest tasks and counts by state.',
-    entries: opsQueryRoutes.map((r) => ({
-      type: 'function',
-      method: r.method.toLowerCase(),
-      route: r.route.replace(/\*>/g, '>'),
-      query: r.query ?? [],
-      args: [...r.route.matchAll(/<([a-zA-Z0-9_]+)\*?>/g)].map((m) => m[1]),
-      name: r.name,
-      stability: 'experimental',
-      category: 'Operator',
-      title: r.name,
-      description: r.description ?? '',
-      ...(typeof r.scopes === 'string' ? { scopes: r.scopes } : {}),
-    })),
-  };
+  return apiReference(
+    REFERENCES.find((s) => s.name === 'queue-ops')!,
+    opsQueryRoutes,
+  );
 }
 
 export const opsRoutes: RouteDef[] = [
   // ---- task queues (specific routes before getTaskQueue, whose wildcard matches them too) ----
   {
     name: 'taskQueueCounts',
+    title: 'Get Number of Pending and Claimed Tasks',
+    description: 'How many tasks of a task queue are pending and how many are claimed.',
+    stability: 'experimental',
+    output: 'task-queue-counts-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/counts',
@@ -322,6 +351,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listPendingTasks',
+    title: 'List Pending Tasks',
+    description: 'The pending tasks of a task queue, oldest first, a page at a time.',
+    stability: 'experimental',
+    output: 'list-pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/pending',
@@ -341,6 +374,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'listClaimedTasks',
+    title: 'List Claimed Tasks',
+    description: 'The claimed (running) tasks of a task queue, with their workers, a page at a time.',
+    stability: 'experimental',
+    output: 'list-claimed-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>/claimed',
@@ -359,6 +396,10 @@ export const opsRoutes: RouteDef[] = [
   ...opsQueryRoutes,
   {
     name: 'listTaskQueues',
+    title: 'Get a list of all active task queues',
+    description: 'The task queues that have been active recently, a page at a time.',
+    stability: 'stable',
+    output: 'list-taskqueues-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues',
@@ -371,6 +412,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getTaskQueue',
+    title: 'Get a task queue',
+    description: 'A task queue: its description, stability and when it was last active.',
+    stability: 'stable',
+    output: 'taskqueue-response',
     service: 'queue',
     method: 'GET',
     route: '/task-queues/<taskQueueId*>',
@@ -379,6 +424,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'pendingTasks',
+    title: 'Get Number of Pending Tasks',
+    description: 'How many tasks of a task queue are pending.',
+    stability: 'stable',
+    output: 'pending-tasks-response',
     service: 'queue',
     method: 'GET',
     route: '/pending/<taskQueueId*>',
@@ -393,6 +442,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- provisioners and worker types, derived from task queues ----
   {
     name: 'listProvisioners',
+    title: 'Get a list of all active provisioners',
+    description: 'The provisioners (the first half of task queue ids) that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-provisioners-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners',
@@ -405,6 +458,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getProvisioner',
+    title: 'Get an active provisioner',
+    description: 'A provisioner, derived from its task queues.',
+    stability: 'deprecated',
+    output: 'provisioner-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>',
@@ -416,7 +473,31 @@ export const opsRoutes: RouteDef[] = [
     },
   },
   {
+    // Deprecated in Taskcluster (removed in v106) but still in taskcluster-client v87: after the
+    // scope check it changes nothing and answers the provisioner, as Taskcluster does.
+    name: 'declareProvisioner',
+    title: 'Update a provisioner',
+    stability: 'deprecated',
+    output: 'provisioner-response',
+    service: 'queue',
+    method: 'PUT',
+    route: '/provisioners/<provisionerId>',
+    scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-provisioner:<provisionerId>#<property>' }] },
+    input: 'update-provisioner-request',
+    description: 'Deprecated: checks `queue:declare-provisioner:<provisionerId>#<property>` per given property and returns the provisioner unchanged.',
+    handler: async (req) => {
+      await req.authorize({ provisionerId: req.params.provisionerId, properties: Object.keys(req.body ?? {}) });
+      const p = provisioners(await req.services.workers.allQueues(`${req.params.provisionerId}!2f`))[0];
+      if (!p) throw notFound(`Provisioner \`${req.params.provisionerId}\` not found. Are you sure it was created?`);
+      return ok(p);
+    },
+  },
+  {
     name: 'listWorkerTypes',
+    title: 'Get a list of all active worker-types',
+    description: 'The worker types of a provisioner that have been active recently.',
+    stability: 'deprecated',
+    output: 'list-workertypes-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types',
@@ -429,16 +510,46 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorkerType',
+    title: 'Get a worker-type',
+    description: 'A worker type: the task queue `provisionerId/workerType`.',
+    stability: 'deprecated',
+    output: 'workertype-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>',
     scopes: 'queue:get-worker-type:<provisionerId>/<workerType>',
     handler: async (req) => ok({ ...workerTypeResponse(await req.services.workers.queue(queueOf(req))), actions: [] }),
   },
+  {
+    // Deprecated, still in taskcluster-client v87: creates or updates the task queue as Taskcluster does.
+    name: 'declareWorkerType',
+    title: 'Update a worker-type',
+    stability: 'deprecated',
+    output: 'workertype-response',
+    service: 'queue',
+    method: 'PUT',
+    route: '/provisioners/<provisionerId>/worker-types/<workerType>',
+    scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-worker-type:<provisionerId>/<workerType>#<property>' }] },
+    input: 'update-workertype-request',
+    description:
+      'Deprecated: creates or updates the task queue `<provisionerId>/<workerType>` (description, stability; expires only moves later, default 5 days from now).',
+    handler: async (req) => {
+      const { provisionerId, workerType } = req.params;
+      const body = req.body ?? {};
+      await req.authorize({ provisionerId, workerType, properties: Object.keys(body) });
+      const expires = body.expires === undefined ? undefined : new Date(body.expires).toJSON();
+      await req.services.workers.declareQueue(queueOf(req), { expires, description: body.description, stability: body.stability });
+      return ok({ ...workerTypeResponse(await req.services.workers.queue(queueOf(req))), actions: [] });
+    },
+  },
 
   // ---- workers ----
   {
     name: 'listWorkers',
+    title: 'Get a list of all active workers of a workerType',
+    description: 'The workers of a task queue that have claimed work recently (or only quarantined ones), each with its latest claim.',
+    stability: 'experimental',
+    output: 'list-workers-response',
     service: 'queue',
     method: 'GET',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/workers',
@@ -458,6 +569,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'getWorker',
+    title: 'Get a worker',
+    description: 'A worker: when it was first and last seen, its recent claims and its quarantine.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'GET',
     route: workerRoute,
@@ -466,6 +581,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'quarantineWorker',
+    title: 'Quarantine a worker',
+    description: 'Quarantine a worker until the given time: its claimWork calls get no tasks.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: workerRoute,
@@ -482,6 +601,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'declareWorker',
+    title: 'Declare a worker',
+    description: 'Declare a worker (its expiry) before or while it claims work.',
+    stability: 'experimental',
+    output: 'worker-response',
     service: 'queue',
     method: 'PUT',
     route: '/provisioners/<provisionerId>/worker-types/<workerType>/<workerGroup>/<workerId>',
@@ -499,6 +622,10 @@ export const opsRoutes: RouteDef[] = [
   // ---- monitoring and the dashboard ----
   {
     name: 'heartbeat',
+    title: 'Heartbeat',
+    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
+    stability: 'stable',
+    output: 'heartbeat-response',
     service: 'queue',
     method: 'GET',
     route: '/__heartbeat__',
@@ -511,6 +638,10 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'opsReference',
+    title: 'Operator API Reference',
+    description: 'The API reference of the operator queries (also served under /api/references/queue-ops/v1/api.json).',
+    stability: 'experimental',
+    output: 'api-reference',
     service: 'queue',
     method: 'GET',
     route: '/ops/reference',
@@ -519,17 +650,31 @@ export const opsRoutes: RouteDef[] = [
   },
   {
     name: 'dashboard',
+    title: 'Dashboard',
+    description: 'The operator dashboard (HTML).',
+    stability: 'experimental',
     service: 'web',
     method: 'GET',
     route: '/dashboard',
     scopes: null,
-    handler: async (req) => ({
-      status: 200,
-      headers: {
-        'content-type': 'text/html; charset=utf-8',
-        'content-security-policy': "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
-      },
-      raw: dashboardPage(req.services.config.publicUrl),
-    }),
+    handler: async () => dashboardResponse('index.html'),
+  },
+  {
+    name: 'dashboardFile',
+    title: 'Dashboard file',
+    description: "The dashboard's static files, and `config.json` (the root URL the page talks to).",
+    stability: 'experimental',
+    output: 'dashboard-config-response',
+    service: 'web',
+    method: 'GET',
+    route: '/dashboard/<file>',
+    scopes: null,
+    handler: async (req) => (req.params.file === 'config.json' ? ok(dashboardConfig(req.services.config.publicUrl)) : dashboardResponse(req.params.file)),
   },
 ];
+
+function dashboardResponse(name: string): ApiResponse {
+  const file = dashboardFile(name);
+  if (!file) throw notFound(`the dashboard has no file ${name}`);
+  return { status: 200, headers: { 'content-type': file.contentType, 'content-security-policy': DASHBOARD_CSP }, raw: file.body };
+}

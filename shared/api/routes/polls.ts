@@ -8,6 +8,9 @@ import { pollTaskUrls } from '../../work/poll-urls';
 export const pollRoutes: RouteDef[] = [
   {
     name: 'pollTaskUrls',
+    title: 'Get Urls to Poll Pending Tasks',
+    stability: 'deprecated',
+    output: 'poll-task-urls-response',
     service: 'queue',
     method: 'GET',
     route: '/poll-task-url/<provisionerId>/<workerType>',

@@ -5,12 +5,12 @@ import { RouteDef, ok } from '../types';
 import { notFound } from '../../errors';
 import { createTask, CREATE_TASK_SCOPES } from '../../tasks/create';
 import { taskStatus } from '../../tasks/model';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isOffset, pageLimit } from '../continuation';
 
 async function batch<T>(req: Parameters<RouteDef['handler']>[0], each: (taskId: string) => Promise<T | undefined>) {
   const ids: string[] = req.body.taskIds;
   await req.authorize({ taskIds: ids });
-  const start = decodeToken<number>(req.query.continuationToken) ?? 0;
+  const start = decodeToken(req.query.continuationToken, isOffset) ?? 0;
   const limit = pageLimit(req.query.limit);
   const slice = ids.slice(start, start + limit);
   const found = await Promise.all(slice.map(async (taskId) => ({ taskId, v: await each(taskId) })));
@@ -21,6 +21,10 @@ async function batch<T>(req: Parameters<RouteDef['handler']>[0], each: (taskId: 
 export const taskRoutes: RouteDef[] = [
   {
     name: 'ping',
+    title: 'Ping Server',
+    description: 'Respond without doing anything. This endpoint is used to check that the service is up.',
+    stability: 'stable',
+    output: 'ping-response',
     service: 'queue',
     method: 'GET',
     route: '/ping',
@@ -29,6 +33,10 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'lbheartbeat',
+    title: 'Load Balancer Heartbeat',
+    description: 'Respond without doing anything, for load balancers to check that the process is alive.',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'queue',
     method: 'GET',
     route: '/__lbheartbeat__',
@@ -37,6 +45,11 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'createTask',
+    title: 'Create New Task',
+    description:
+      'Create a new task with the given taskId and definition; it is pending at once unless it has unresolved dependencies. Repeating the call with the same definition is a no-op.',
+    stability: 'stable',
+    output: 'task-status-response',
     service: 'queue',
     method: 'PUT',
     route: '/task/<taskId>',
@@ -46,6 +59,10 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'task',
+    title: 'Get Task Definition',
+    description: 'The task definition, normalized (defaults filled in), as stored at creation.',
+    stability: 'stable',
+    output: 'task',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>',
@@ -58,6 +75,10 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'status',
+    title: 'Get task status',
+    description: 'The status of a task: its state and its runs.',
+    stability: 'stable',
+    output: 'task-status-response',
     service: 'queue',
     method: 'GET',
     route: '/task/<taskId>/status',
@@ -70,6 +91,10 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'tasks',
+    title: 'Get Multiple Task Definitions',
+    description: 'The definitions of the given tasks; tasks that do not exist are left out.',
+    stability: 'stable',
+    output: 'tasks-response',
     service: 'queue',
     method: 'POST',
     route: '/tasks',
@@ -83,6 +108,10 @@ export const taskRoutes: RouteDef[] = [
   },
   {
     name: 'statuses',
+    title: 'Get Multiple Task Statuses',
+    description: 'The statuses of the given tasks; tasks that do not exist are left out.',
+    stability: 'stable',
+    output: 'tasks-statuses-response',
     service: 'queue',
     method: 'POST',
     route: '/tasks/status',

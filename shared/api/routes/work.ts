@@ -12,28 +12,57 @@ import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
+/** Lists the claims in the worker's recentTasks; the claims stand even if that write fails. */
+async function recordClaims<C extends { status: { taskId: string }; runId: number }>(
+  req: ApiRequest,
+  taskQueueId: string,
+  worker: { workerGroup: string; workerId: string },
+  claims: C[],
+): Promise<C[]> {
+  const runs = claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId }));
+  await req.services.workers.claimed(taskQueueId, worker.workerGroup, worker.workerId, runs).catch((err) => {
+    req.services.log.warn('recent-tasks-write-failed', { taskQueueId, ...worker, error: String((err as Error)?.message ?? err) });
+  });
+  return claims;
+}
+
 async function loadTask(req: ApiRequest): Promise<TaskRecord> {
   const t = await req.services.tasks.load(req.params.taskId);
   if (!t) throw notFound(`task ${req.params.taskId} not found`);
   return t;
 }
 
-function report(name: string, path: string, outcome: (req: ApiRequest) => Outcome, input?: string): RouteDef {
+function report(name: string, path: string, title: string, description: string, outcome: (req: ApiRequest) => Outcome, input?: string): RouteDef {
   return {
     name,
+    title,
+    description,
+    stability: 'stable',
+    output: 'task-status-response',
     service: 'queue',
     method: 'POST',
     route: `/task/<taskId>/runs/<runId>/${path}`,
     scopes: 'queue:resolve-task:<taskId>/<runId>',
     input,
+    // Only the legacy {success: false} body of reportCompleted; taskcluster-client sends none.
+    legacyInput: name === 'reportCompleted',
     handler: async (req) => ok({ status: await resolveRun(req.services, req.params.taskId, runIdOf(req), outcome(req)) }),
   };
 }
 
 /** schedule/rerun/cancel: the task is loaded first (404), then scopes use its stored ids. */
-function creatorAction(verb: 'schedule' | 'rerun' | 'cancel', act: (req: ApiRequest, t: TaskRecord) => Promise<unknown>): RouteDef {
+function creatorAction(
+  verb: 'schedule' | 'rerun' | 'cancel',
+  title: string,
+  description: string,
+  act: (req: ApiRequest, t: TaskRecord) => Promise<unknown>,
+): RouteDef {
   return {
     name: `${verb}Task`,
+    title,
+    description,
+    stability: 'stable',
+    output: 'task-status-response',
     service: 'queue',
     method: 'POST',
     route: `/task/<taskId>/${verb}`,
@@ -56,6 +85,11 @@ function creatorAction(verb: 'schedule' | 'rerun' | 'cancel', act: (req: ApiRequ
 export const workRoutes: RouteDef[] = [
   {
     name: 'claimWork',
+    title: 'Claim Work',
+    description:
+      'Claim pending tasks of a task queue for a worker, waiting up to the poll time for work. Each claim comes with the task, its status and temporary credentials valid until takenUntil.',
+    stability: 'stable',
+    output: 'claim-work-response',
     service: 'queue',
     method: 'POST',
     route: '/claim-work/<taskQueueId*>',
@@ -72,12 +106,17 @@ export const workRoutes: RouteDef[] = [
         return ok({ tasks: [] });
       }
       // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
-      if (xmlMessage !== undefined) return ok({ tasks: await claimFromXml(req.services, req.params.taskQueueId, worker, xmlMessage) });
-      return ok({ tasks: await claimWork(req.services, req.params.taskQueueId, worker, tasks) });
+      const tq = req.params.taskQueueId;
+      if (xmlMessage !== undefined) return ok({ tasks: await recordClaims(req, tq, worker, await claimFromXml(req.services, tq, worker, xmlMessage)) });
+      return ok({ tasks: await recordClaims(req, tq, worker, await claimWork(req.services, tq, worker, tasks)) });
     },
   },
   {
     name: 'claimTask',
+    title: 'Claim Task',
+    description: 'Claim a specific pending run of a task. Prefer claimWork.',
+    stability: 'deprecated',
+    output: 'task-claim-response',
     service: 'queue',
     method: 'POST',
     route: '/task/<taskId>/runs/<runId>/claim',
@@ -95,11 +134,16 @@ export const workRoutes: RouteDef[] = [
       const outcome = await claimRun(req.services, t.taskId, runId, { workerGroup, workerId }, null, t);
       if (outcome.kind === 'task-not-found') throw notFound(`task ${t.taskId} not found`);
       if (outcome.kind === 'conflict') throw conflict(`cannot claim run ${runId} of task ${t.taskId}: ${outcome.reason}`);
-      return ok(claimResponse(req.services, outcome.task, outcome.run));
+      const [claimed] = await recordClaims(req, t.definition.taskQueueId, { workerGroup, workerId }, [claimResponse(req.services, outcome.task, outcome.run)]);
+      return ok(claimed);
     },
   },
   {
     name: 'reclaimTask',
+    title: 'Reclaim task',
+    description: 'Extend the claim of a running run (takenUntil) and get new temporary credentials; call it before takenUntil passes.',
+    stability: 'stable',
+    output: 'task-reclaim-response',
     service: 'queue',
     method: 'POST',
     route: '/task/<taskId>/runs/<runId>/reclaim',
@@ -126,12 +170,27 @@ export const workRoutes: RouteDef[] = [
   report(
     'reportCompleted',
     'completed',
+    'Report Run Completed',
+    'Report a running run completed successfully; dependents may now be scheduled.',
     (req) => (req.body && req.body.success === false ? { state: 'failed' } : { state: 'completed' }),
     'report-completed-request',
   ),
-  report('reportFailed', 'failed', () => ({ state: 'failed' })),
-  report('reportException', 'exception', (req) => ({ state: 'exception', reason: req.body.reason }), 'task-exception-request'),
-  creatorAction('schedule', (req, t) => scheduleTask(req.services, t)),
-  creatorAction('rerun', (req, t) => rerunTask(req.services, t)),
-  creatorAction('cancel', (req, t) => cancelTask(req.services, t)),
+  report('reportFailed', 'failed', 'Report Run Failed', 'Report a running run failed (the task itself failed, e.g. a non-zero exit).', () => ({
+    state: 'failed',
+  })),
+  report(
+    'reportException',
+    'exception',
+    'Report Task Exception',
+    'Report a running run ended by an exception (worker shutdown, malformed payload, …); some reasons retry the task.',
+    (req) => ({ state: 'exception', reason: req.body.reason }),
+    'task-exception-request',
+  ),
+  creatorAction('schedule', 'Schedule Defined Task', 'Make an unscheduled task pending now, without waiting for its dependencies.', (req, t) =>
+    scheduleTask(req.services, t),
+  ),
+  creatorAction('rerun', 'Rerun a Resolved Task', 'Add a new pending run to a resolved task (retries are not reset).', (req, t) => rerunTask(req.services, t)),
+  creatorAction('cancel', 'Cancel Task', 'Resolve an unresolved task as exception/canceled; a running run is canceled too.', (req, t) =>
+    cancelTask(req.services, t),
+  ),
 ];

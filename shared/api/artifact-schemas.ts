@@ -1,7 +1,7 @@
 /**
- * Request schemas of the artifact endpoints (Taskcluster v1 shapes, `contentLength` as in v96.7+).
+ * Request schemas of the artifact endpoints, registered with the HTTP layer (Taskcluster v1 shapes, `contentLength` as in v96.7+).
  */
-import { registerSchema } from '../api/schemas';
+import { registerSchema } from './schemas';
 
 const expires = { type: 'string', format: 'date-time' };
 const contentType = { type: 'string', maxLength: 255 };

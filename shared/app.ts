@@ -1,0 +1,56 @@
+/**
+ * The one way to start the service: config -> services (with the claimWork pollers attached), the
+ * route table and the timer functions. The Azure entry (functions/ via shared/runtime.ts), the
+ * local host, the bench, the demo and the tests all start through `createApp`.
+ */
+import type { Config } from './config';
+import { buildServices, Services, ServiceOptions } from './services';
+import { routes as routeTable } from './api/route-table';
+import type { RouteDef } from './api/types';
+import { timerFunctions, TimerFunction } from './reaper/timers';
+import { startPollers, stopPollers } from './work/runtime-hooks';
+
+/** What tests and the bench tune: logger, clock, message leases. */
+export type AppOptions = ServiceOptions;
+
+export interface App {
+  /** The route table (static, so Azure can register it before any service exists). */
+  routes: RouteDef[];
+  /** The timer functions; their handlers use `services()`. */
+  timers: TimerFunction[];
+  /** The services, built once on first use with the pollers attached; a failed build is retried by the next call. */
+  services(): Promise<Services>;
+  /** Stops the claimWork pollers: waiting claimWork calls answer `{tasks: []}` now. */
+  close(): Promise<void>;
+}
+
+/**
+ * `config` may be a function so that the Azure entry reads settings on the first invocation, not at
+ * registration (a missing setting then fails requests with a logged error instead of the host start).
+ */
+export function createApp(config: Config | (() => Config), options: AppOptions = {}): App {
+  let built: Promise<Services> | undefined;
+  const services = (): Promise<Services> => {
+    built ??= buildServices(typeof config === 'function' ? config() : config, options)
+      .then((svc) => {
+        startPollers(svc);
+        return svc;
+      })
+      .catch((err) => {
+        built = undefined; // let the next call retry (e.g. storage was briefly unreachable)
+        throw err;
+      });
+    return built;
+  };
+  const close = async () => {
+    const svc = await built?.catch(() => undefined);
+    if (svc) stopPollers(svc);
+  };
+  return { routes: routeTable, timers: timerFunctions(services), services, close };
+}
+
+/** createApp, with the services built now (local host, bench, demo, tests). */
+export async function startApp(config: Config, options: AppOptions = {}): Promise<App & { svc: Services }> {
+  const app = createApp(config, options);
+  return { ...app, svc: await app.services() };
+}

@@ -1,0 +1,44 @@
+/**
+ * The operator dashboard: static files in ./dashboard/ (HTML, CSS, browser JavaScript), served as
+ * they are, and a tiny config document with the queue's public root URL, which the page's Hawk
+ * signatures must name (QUEUE_PUBLIC_URL may differ from the address the browser used). The build
+ * copies ./dashboard/ next to the compiled module (bin/copy-assets.js).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+const DIR = path.join(__dirname, 'dashboard');
+
+/** Every file the dashboard serves, with its content type; nothing else under DIR is reachable. */
+const CONTENT_TYPES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'dashboard.css': 'text/css; charset=utf-8',
+  'dashboard.js': 'text/javascript; charset=utf-8',
+};
+
+/** The page's own origin only: no inline script or style, API calls to the same host. */
+export const DASHBOARD_CSP = "default-src 'self'; connect-src 'self'";
+
+export interface StaticFile {
+  contentType: string;
+  body: Buffer;
+}
+
+const cache = new Map<string, StaticFile>();
+
+/** A dashboard file by name (read once), or undefined if there is no such file. */
+export function dashboardFile(name: string): StaticFile | undefined {
+  const contentType = Object.hasOwn(CONTENT_TYPES, name) ? CONTENT_TYPES[name] : undefined;
+  if (!contentType) return undefined;
+  let file = cache.get(name);
+  if (!file) {
+    file = { contentType, body: fs.readFileSync(path.join(DIR, name)) };
+    cache.set(name, file);
+  }
+  return file;
+}
+
+/** What the page reads from config.json. */
+export function dashboardConfig(publicUrl: string): { rootUrl: string } {
+  return { rootUrl: publicUrl };
+}

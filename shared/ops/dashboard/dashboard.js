@@ -1,0 +1,487 @@
+/*
+ * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
+ * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
+ */
+'use strict';
+/** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
+var ROOT_URL = null;
+var API = '/api/queue/v1';
+var REFRESH_MS = 5000;
+var CREDS_KEY = 'tcq-dashboard-credentials';
+
+// ---- credentials (sessionStorage only) ----
+function creds() {
+  try {
+    return JSON.parse(sessionStorage.getItem(CREDS_KEY) || 'null');
+  } catch (e) {
+    return null;
+  }
+}
+
+// ---- Hawk request signing (WebCrypto HMAC-SHA256) ----
+function b64(bytes) {
+  var s = '';
+  var a = new Uint8Array(bytes);
+  for (var i = 0; i < a.length; i++) s += String.fromCharCode(a[i]);
+  return btoa(s);
+}
+function utf8b64(text) {
+  return b64(new TextEncoder().encode(text));
+}
+function nonce() {
+  var a = new Uint8Array(6);
+  crypto.getRandomValues(a);
+  return b64(a).replace(/[+/=]/g, 'x');
+}
+async function hawkHeader(method, resource, c) {
+  var root = new URL(ROOT_URL);
+  var port = root.port || (root.protocol === 'https:' ? '443' : '80');
+  var ts = Math.floor(Date.now() / 1000);
+  var n = nonce();
+  var ext = '';
+  if (c.certificate) ext = utf8b64(JSON.stringify({ certificate: JSON.parse(c.certificate) }));
+  var normalized = ['hawk.1.header', ts, n, method.toUpperCase(), resource, root.hostname.toLowerCase(), port, '', ext, ''].join('\n');
+  var key = await crypto.subtle.importKey('raw', new TextEncoder().encode(c.accessToken), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  var mac = b64(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(normalized)));
+  return 'Hawk id="' + c.clientId + '", ts="' + ts + '", nonce="' + n + '"' + (ext ? ', ext="' + ext + '"' : '') + ', mac="' + mac + '"';
+}
+
+async function api(method, path, body) {
+  var resource = API + path;
+  var headers = { accept: 'application/json' };
+  var c = creds();
+  if (c) headers.authorization = await hawkHeader(method, resource, c);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  var res = await fetch(resource, { method: method, headers: headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  var data;
+  try {
+    data = await res.json();
+  } catch (e) {
+    data = null;
+  }
+  if (!res.ok) {
+    var err = new Error(data && data.message ? String(data.message).split('\n')[0] : 'HTTP ' + res.status);
+    err.status = res.status;
+    err.code = data && data.code;
+    throw err;
+  }
+  return data;
+}
+var enc = encodeURIComponent;
+function qs(o) {
+  var parts = [];
+  Object.keys(o).forEach(function (k) {
+    if (o[k] !== undefined) parts.push(enc(k) + '=' + enc(o[k]));
+  });
+  return parts.length ? '?' + parts.join('&') : '';
+}
+
+// ---- DOM helpers (textContent only: nothing from the API is parsed as HTML) ----
+function el(tag, attrs) {
+  var e = document.createElement(tag);
+  if (attrs)
+    Object.keys(attrs).forEach(function (k) {
+      if (k === 'text') e.textContent = attrs[k];
+      else if (k === 'onclick') e.addEventListener('click', attrs[k]);
+      else e.setAttribute(k, attrs[k]);
+    });
+  for (var i = 2; i < arguments.length; i++) {
+    var ch = arguments[i];
+    if (ch === null || ch === undefined) continue;
+    e.appendChild(typeof ch === 'string' || typeof ch === 'number' ? document.createTextNode(String(ch)) : ch);
+  }
+  return e;
+}
+function grid(columns, rows, empty) {
+  if (!rows.length) return el('p', { class: 'muted', text: empty || 'none' });
+  var head = el('tr');
+  columns.forEach(function (c) {
+    head.appendChild(el('th', { text: c }));
+  });
+  var body = el('tbody');
+  rows.forEach(function (r) {
+    body.appendChild(r);
+  });
+  return el('table', null, el('thead', null, head), body);
+}
+function stateCell(s, attrs) {
+  var a = attrs || {};
+  a['class'] = 'state state-' + s;
+  a.text = s;
+  return el('td', a);
+}
+function taskLink(taskId) {
+  return el('a', { href: '#task=' + enc(taskId), text: taskId });
+}
+function queueLink(q) {
+  return el('a', { href: '#queue=' + enc(q), text: q });
+}
+function ago(iso) {
+  if (!iso) return '';
+  var s = Math.round((Date.now() - Date.parse(iso)) / 1000);
+  if (s < 0) return 'in ' + -s + ' s';
+  if (s < 120) return s + ' s ago';
+  if (s < 7200) return Math.round(s / 60) + ' min ago';
+  if (s < 172800) return Math.round(s / 3600) + ' h ago';
+  return Math.round(s / 86400) + ' d ago';
+}
+function timeCell(iso) {
+  return el('td', { title: iso || '', text: ago(iso) });
+}
+function errorBox(e) {
+  return el('p', { class: 'error', text: (e.code ? e.code + ': ' : '') + e.message });
+}
+function section(title) {
+  var s = el('section', null, el('h2', { text: title }));
+  for (var i = 1; i < arguments.length; i++) if (arguments[i]) s.appendChild(arguments[i]);
+  return s;
+}
+async function attempt(fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    return errorBox(e);
+  }
+}
+
+// ---- views ----
+async function overview() {
+  var out = [];
+  out.push(
+    section(
+      'Task queues',
+      await attempt(async function () {
+        var r = await api('GET', '/task-queues' + qs({ limit: 200 }));
+        var rows = await Promise.all(
+          r.taskQueues.map(async function (q) {
+            var id = q.taskQueueId;
+            var counts = await api('GET', '/task-queues/' + enc(id) + '/counts').catch(function () {
+              return {};
+            });
+            var states = await api('GET', '/task-queues/' + enc(id) + '/state-counts').catch(function () {
+              return { counts: {} };
+            });
+            var tr = el('tr', { 'data-queue': id });
+            tr.appendChild(el('td', null, queueLink(id)));
+            tr.appendChild(el('td', { class: 'num pending', text: counts.pendingTasks === undefined ? '?' : counts.pendingTasks }));
+            tr.appendChild(el('td', { class: 'num claimed', text: counts.claimedTasks === undefined ? '?' : counts.claimedTasks }));
+            tr.appendChild(el('td', { class: 'num', text: states.counts.unscheduled === undefined ? '?' : states.counts.unscheduled }));
+            tr.appendChild(el('td', { class: 'num', text: states.counts.completed === undefined ? '?' : states.counts.completed }));
+            tr.appendChild(el('td', { class: 'num', text: states.counts.failed === undefined ? '?' : states.counts.failed }));
+            tr.appendChild(el('td', { class: 'num', text: states.counts.exception === undefined ? '?' : states.counts.exception }));
+            tr.appendChild(timeCell(q.lastDateActive));
+            return tr;
+          }),
+        );
+        return grid(
+          ['task queue', 'pending', 'claimed', 'unscheduled', 'completed 24h', 'failed 24h', 'exception 24h', 'last active'],
+          rows,
+          'no task queues yet',
+        );
+      }),
+    ),
+  );
+  out.push(
+    section(
+      'Recent failures and exceptions',
+      await attempt(async function () {
+        var lists = await Promise.all(
+          ['failed', 'exception'].map(function (s) {
+            return api('GET', '/resolved-tasks' + qs({ state: s, limit: 25 }));
+          }),
+        );
+        var all = lists[0].tasks
+          .concat(lists[1].tasks)
+          .sort(function (a, b) {
+            return a.at < b.at ? 1 : -1;
+          })
+          .slice(0, 25);
+        return grid(
+          ['resolved', 'task', 'name', 'run', 'state', 'reason', 'task queue', 'worker'],
+          all.map(function (t) {
+            return el(
+              'tr',
+              null,
+              timeCell(t.at),
+              el('td', null, taskLink(t.taskId)),
+              el('td', { text: t.name || '' }),
+              el('td', { text: t.runId }),
+              stateCell(t.state),
+              el('td', { text: t.reasonResolved || '' }),
+              el('td', null, queueLink(t.taskQueueId)),
+              el('td', { text: t.workerGroup ? t.workerGroup + '/' + t.workerId : '' }),
+            );
+          }),
+          'no failures or exceptions',
+        );
+      }),
+    ),
+  );
+  return out;
+}
+
+function activeRows(tasks) {
+  return tasks.map(function (t) {
+    return el(
+      'tr',
+      null,
+      el('td', null, taskLink(t.taskId)),
+      el('td', { text: t.name || '' }),
+      el('td', { text: t.runId === undefined ? '' : t.runId }),
+      stateCell(t.state),
+      timeCell(t.at),
+      el('td', { text: t.workerGroup ? t.workerGroup + '/' + t.workerId : '' }),
+      el('td', { text: t.reasonResolved || '' }),
+    );
+  });
+}
+
+async function queueView(id) {
+  var parts = id.split('/');
+  var base = '/provisioners/' + enc(parts[0]) + '/worker-types/' + enc(parts[1]) + '/workers';
+  var head = section(
+    'Task queue ' + id,
+    await attempt(async function () {
+      var c = await api('GET', '/task-queues/' + enc(id) + '/state-counts');
+      var p = el('p', { id: 'queue-counts' });
+      Object.keys(c.counts).forEach(function (k) {
+        p.appendChild(el('span', { class: 'state state-' + k, text: k + ': ' + c.counts[k] + '   ' }));
+      });
+      p.appendChild(el('span', { class: 'muted', text: '(resolved since ' + c.since + ')' }));
+      return p;
+    }),
+  );
+  var lists = el('div', { class: 'row' });
+  for (const s of ['pending', 'running', 'unscheduled', 'failed', 'exception', 'completed']) {
+    lists.appendChild(
+      el(
+        'div',
+        null,
+        section(
+          s,
+          await attempt(async function () {
+            var r = await api('GET', '/task-queues/' + enc(id) + '/tasks' + qs({ state: s, limit: 25 }));
+            return grid(['task', 'name', 'run', 'state', 'since', 'worker', 'reason'], activeRows(r.tasks), 'none');
+          }),
+        ),
+      ),
+    );
+  }
+  var workers = section(
+    'Workers',
+    await attempt(async function () {
+      var r = await api('GET', base + qs({ limit: 200 }));
+      return grid(
+        ['worker', 'first claim', 'last active', 'latest task', 'quarantined until', ''],
+        r.workers.map(function (w) {
+          var path = base + '/' + enc(w.workerGroup) + '/' + enc(w.workerId);
+          var q = !!w.quarantineUntil;
+          var btn = el('button', {
+            type: 'button',
+            'data-worker': w.workerGroup + '/' + w.workerId,
+            text: q ? 'Lift quarantine' : 'Quarantine…',
+            onclick: async function () {
+              var until = new Date();
+              var info = '';
+              if (!q) {
+                var hours = prompt('Quarantine ' + w.workerId + ' for how many hours?', '24');
+                if (!hours) return;
+                info = prompt('Reason (recorded with your clientId)', '') || '';
+                until = new Date(Date.now() + Number(hours) * 3600000);
+              }
+              try {
+                await api('PUT', path, { quarantineUntil: until.toJSON(), quarantineInfo: info });
+              } catch (e) {
+                alert(e.message);
+              }
+              render();
+            },
+          });
+          return el(
+            'tr',
+            null,
+            el('td', { text: w.workerGroup + '/' + w.workerId }),
+            timeCell(w.firstClaim),
+            timeCell(w.lastDateActive),
+            el('td', null, w.latestTask ? taskLink(w.latestTask.taskId) : ''),
+            el('td', { text: w.quarantineUntil || '' }),
+            el('td', null, btn),
+          );
+        }),
+        'no workers have called claimWork',
+      );
+    }),
+  );
+  return [head, lists, workers];
+}
+
+async function taskView(taskId) {
+  var out = [];
+  var status;
+  try {
+    status = (await api('GET', '/task/' + enc(taskId) + '/status')).status;
+  } catch (e) {
+    return [section('Task ' + taskId, errorBox(e))];
+  }
+  var summary = el(
+    'p',
+    null,
+    'state ',
+    el('span', { id: 'task-state', class: 'state state-' + status.state, text: status.state }),
+    '  queue ',
+    queueLink(status.taskQueueId),
+    '  retries left ' + status.retriesLeft + '  deadline ' + status.deadline,
+  );
+  var runs = grid(
+    ['run', 'state', 'created', 'resolved as', 'worker', 'scheduled', 'started', 'resolved', 'taken until'],
+    status.runs.map(function (r) {
+      return el(
+        'tr',
+        null,
+        el('td', { text: r.runId }),
+        stateCell(r.state),
+        el('td', { text: r.reasonCreated }),
+        el('td', { text: r.reasonResolved || '' }),
+        el('td', { text: r.workerGroup ? r.workerGroup + '/' + r.workerId : '' }),
+        timeCell(r.scheduled),
+        timeCell(r.started),
+        timeCell(r.resolved),
+        el('td', { text: r.takenUntil || '' }),
+      );
+    }),
+    'no runs (unscheduled)',
+  );
+  out.push(section('Task ' + taskId, summary, runs));
+  out.push(
+    section(
+      'History (newest first)',
+      await attempt(async function () {
+        var h = await api('GET', '/task/' + enc(taskId) + '/history' + qs({ limit: 100 }));
+        return grid(
+          ['#', 'when', 'event', 'run', 'from', 'to', 'reason', 'by', 'worker'],
+          h.history.map(function (e) {
+            return el(
+              'tr',
+              null,
+              el('td', { text: e.seq }),
+              timeCell(e.time),
+              el('td', { text: e.event }),
+              el('td', { text: e.runId === undefined ? '' : e.runId }),
+              el('td', { text: e.from || '' }),
+              stateCell(e.to),
+              el('td', { text: e.reason }),
+              el('td', { text: e.actor || '' }),
+              el('td', { text: e.workerGroup ? e.workerGroup + '/' + e.workerId : '' }),
+            );
+          }),
+          'no history',
+        );
+      }),
+    ),
+  );
+  out.push(
+    section(
+      'Artifacts (latest run)',
+      await attempt(async function () {
+        try {
+          var a = await api('GET', '/task/' + enc(taskId) + '/artifacts' + qs({ limit: 100 }));
+          return grid(
+            ['name', 'type', 'content type', 'expires'],
+            a.artifacts.map(function (x) {
+              return el(
+                'tr',
+                null,
+                el('td', { text: x.name }),
+                el('td', { text: x.storageType }),
+                el('td', { text: x.contentType || '' }),
+                el('td', { text: x.expires }),
+              );
+            }),
+            'no artifacts',
+          );
+        } catch (e) {
+          if (e.status === 404) return el('p', { class: 'muted', text: 'no artifacts (or this queue does not list them yet)' });
+          throw e;
+        }
+      }),
+    ),
+  );
+  out.push(
+    section(
+      'Definition',
+      await attempt(async function () {
+        var d = await api('GET', '/task/' + enc(taskId));
+        return el('pre', { text: JSON.stringify(d, null, 2) });
+      }),
+    ),
+  );
+  return out;
+}
+
+// ---- frame ----
+var rendering = false;
+async function render() {
+  if (rendering || !ROOT_URL) return;
+  rendering = true;
+  try {
+    var c = creds();
+    document.getElementById('who').textContent = c ? 'as ' + c.clientId : 'anonymous';
+    api('GET', '/__heartbeat__').then(
+      function () {
+        var h = document.getElementById('health');
+        h.textContent = 'healthy';
+        h.className = 'badge ok';
+      },
+      function (e) {
+        var h = document.getElementById('health');
+        h.textContent = 'unhealthy';
+        h.title = e.message;
+        h.className = 'badge bad';
+      },
+    );
+    var hash = decodeURIComponent(location.hash.slice(1));
+    var nodes;
+    if (hash.indexOf('task=') === 0) nodes = await taskView(hash.slice(5));
+    else if (hash.indexOf('queue=') === 0) nodes = await queueView(hash.slice(6));
+    else nodes = await overview();
+    var main = document.getElementById('main');
+    main.textContent = '';
+    nodes.forEach(function (n) {
+      main.appendChild(n);
+    });
+    main.appendChild(el('p', { class: 'muted', id: 'rendered', text: 'updated ' + new Date().toLocaleTimeString() }));
+  } finally {
+    rendering = false;
+  }
+}
+
+document.getElementById('login').addEventListener('submit', function (ev) {
+  ev.preventDefault();
+  var c = { clientId: document.getElementById('clientId').value.trim(), accessToken: document.getElementById('accessToken').value.trim() };
+  var cert = document.getElementById('certificate').value.trim();
+  if (cert) c.certificate = cert;
+  if (c.clientId && c.accessToken) sessionStorage.setItem(CREDS_KEY, JSON.stringify(c));
+  document.getElementById('accessToken').value = '';
+  render();
+});
+document.getElementById('logout').addEventListener('click', function () {
+  sessionStorage.removeItem(CREDS_KEY);
+  render();
+});
+document.getElementById('open').addEventListener('submit', function (ev) {
+  ev.preventDefault();
+  location.hash = 'task=' + enc(document.getElementById('taskId').value.trim());
+});
+window.addEventListener('hashchange', render);
+
+fetch('/api/dashboard/config.json')
+  .then(function (res) {
+    return res.json();
+  })
+  .then(function (config) {
+    ROOT_URL = config.rootUrl;
+    setInterval(function () {
+      if (document.getElementById('auto').checked) render();
+    }, REFRESH_MS);
+    render();
+  });

@@ -1,0 +1,62 @@
+/**
+ * Repairs pending runs whose hint is gone: a holder of poll URLs can delete a hint, or dequeue it
+ * with a visibility of up to seven days, and neither claimWork nor other workers would see the run
+ * until then. A run pending for far longer than any normal wait, whose hint is not among the
+ * visible messages of its queue, gets a fresh hint. The run row names the hint that may claim it,
+ * so the old one, should it come back, claims nothing: this can never allow two claims.
+ *
+ * Cost per check: one read of the TaskQueues table, one index query per task queue, and a peek and
+ * a task read only where runs are that old. It runs every `hintRepairEveryS` per instance, the
+ * first time one interval after the instance started.
+ */
+import type { Services } from '../services';
+import { stalePending } from '../ops/indexes';
+import { decodeMessage, MAX_DEQUEUE } from '../storage/storage';
+import type { Hint } from '../tasks/pending';
+import { rehintRun } from '../tasks/resolve';
+import { mapLimit } from '../limit';
+
+/** Old pending runs looked at per task queue per check; the rest wait for the next check. */
+const RUNS_PER_QUEUE = MAX_DEQUEUE;
+/** Task queues checked at once. */
+const QUEUE_CONCURRENCY = 4;
+
+const lastCheck = new WeakMap<Services, number>();
+
+/** Returns how many runs got a fresh hint; does nothing if this instance checked recently. */
+export async function repairHiddenHints(svc: Services): Promise<number> {
+  const now = svc.now();
+  const last = lastCheck.get(svc);
+  // The first check comes one interval after start-up, so an idle pass stays a fixed handful of calls.
+  if (last === undefined) lastCheck.set(svc, now.getTime());
+  if (last === undefined || now.getTime() - last < svc.tuning.hintRepairEveryS * 1000) return 0;
+  lastCheck.set(svc, now.getTime());
+  const before = new Date(now.getTime() - svc.tuning.hintRepairAfterS * 1000).toJSON();
+  const queues = await svc.workers.allQueues();
+  const repaired = await mapLimit(queues, QUEUE_CONCURRENCY, async (q) => {
+    const stale = await stalePending(svc.storage, q.taskQueueId, before, now, RUNS_PER_QUEUE);
+    if (!stale.length) return 0;
+    const tasks = (await Promise.all(stale.map(async (s) => ({ ...s, task: await svc.tasks.load(s.taskId) })))).filter(
+      (s) => s.task && s.task.runs.length - 1 === s.runId && s.task.runs[s.runId].state === 'pending',
+    );
+    // One peek per priority: which hints are visible right now.
+    const visible = new Map<string, Set<string> | 'backlog'>();
+    for (const priority of new Set(tasks.map((s) => s.task!.definition.priority))) {
+      const msgs = await svc.pending.queue(q.taskQueueId, priority).peek(MAX_DEQUEUE);
+      // A full page means a backlog: the run's hint may simply be further back. Leave it.
+      visible.set(priority, msgs.length >= MAX_DEQUEUE ? 'backlog' : new Set(msgs.map((m) => decodeMessage<Hint>(m as never)?.hintId ?? '')));
+    }
+    let n = 0;
+    for (const s of tasks) {
+      const run = s.task!.runs[s.runId];
+      const seen = visible.get(s.task!.definition.priority);
+      if (seen === 'backlog' || (seen && run.hintId && seen.has(run.hintId))) continue;
+      if (await rehintRun(svc, s.taskId, s.runId, run.hintId)) {
+        n++;
+        svc.log.warn('hint-repaired', { taskId: s.taskId, runId: s.runId, taskQueueId: q.taskQueueId });
+      }
+    }
+    return n;
+  });
+  return repaired.reduce((a, b) => a + b, 0);
+}

@@ -1,0 +1,529 @@
+/**
+ * The Azure adapter of the storage port (Azurite or a real account): the only code that imports
+ * the Azure Storage SDKs, builds OData filters or mints SAS. Every call is counted by the meter
+ * and has a deadline, so a storage account that stops answering fails a request fast instead of
+ * holding it past the client's timeout.
+ */
+import { TableClient, TransactionAction } from '@azure/data-tables';
+import { QueueClient, QueueSASPermissions, QueueServiceClient, SASProtocol as QueueSasProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
+import type { StorageSharedKeyCredential as QueueKey } from '@azure/storage-queue';
+import {
+  BlobSASPermissions,
+  BlobServiceClient,
+  BlockBlobClient,
+  ContainerClient,
+  SASProtocol as BlobSasProtocol,
+  generateBlobSASQueryParameters,
+} from '@azure/storage-blob';
+import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob';
+import { StorageMeter } from './counter';
+import {
+  ArtifactContainer,
+  checkContinuation,
+  checkPrefix,
+  Condition,
+  Entity,
+  KeyRange,
+  MAX_DEQUEUE,
+  MAX_TABLE_PAGE,
+  MAX_VISIBILITY_S,
+  Page,
+  PropertyValue,
+  Query,
+  Queue,
+  QueueMessage,
+  SasProtocolChoice,
+  Storage,
+  StorageConflict,
+  StorageTimeout,
+  Table,
+  TableAction,
+  TableName,
+  TABLES,
+  TriggerQueue,
+  TRIGGER_QUEUES,
+} from './port';
+
+/**
+ * Deadline of one storage call (the SDK's retries included): far above a healthy call's tens of
+ * milliseconds, and well under taskcluster-client's 30 s request timeout, so a hung storage
+ * account turns into a quick 5xx that the client retries.
+ */
+export const STORAGE_CALL_TIMEOUT_MS = 10_000;
+/** Pending queue permissions of the poll URLs: process (dequeue and delete) only. */
+const POLL_SAS_PERMISSIONS = 'p';
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number })?.statusCode;
+}
+
+/**
+ * Runs `fn` with an abort signal that fires after STORAGE_CALL_TIMEOUT_MS (or when `outer` aborts),
+ * and reports a timeout as StorageTimeout.
+ */
+export async function withDeadline<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal, ms = STORAGE_CALL_TIMEOUT_MS): Promise<T> {
+  const deadline = AbortSignal.timeout(ms);
+  const signal = outer ? AbortSignal.any([deadline, outer]) : deadline;
+  try {
+    return await fn(signal);
+  } catch (err) {
+    if (deadline.aborted) throw new StorageTimeout(op, ms);
+    throw err;
+  }
+}
+
+// ---- OData, from the port's typed queries ----
+
+/** OData string literal. */
+function lit(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+function value(v: PropertyValue): string {
+  if (typeof v === 'string') return lit(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (!Number.isFinite(v)) throw new Error(`query value ${v} is not a finite number`);
+  return Number.isInteger(v) ? String(v) : `${v}`;
+}
+
+function keyClauses(name: 'PartitionKey' | 'RowKey', k: string | KeyRange | undefined): string[] {
+  if (k === undefined) return [];
+  if (typeof k === 'string') return [`${name} eq ${lit(k)}`];
+  return (['gt', 'ge', 'lt', 'le'] as const).filter((op) => k[op] !== undefined).map((op) => `${name} ${op} ${lit(k[op]!)}`);
+}
+
+function condition(c: Condition): string {
+  if ('or' in c) return `(${c.or.map(condition).join(' or ')})`;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(c.prop)) throw new Error(`query property name '${c.prop}' is not valid`);
+  return `${c.prop} ${c.op} ${value(c.value)}`;
+}
+
+/** The OData filter of a typed query (exported for tests of the translation). */
+export function odataFilter(q: Query): string {
+  return [...keyClauses('PartitionKey', q.partitionKey), ...keyClauses('RowKey', q.rowKey), ...(q.where ?? []).map(condition)].join(' and ');
+}
+
+// ---- tables ----
+
+function conflictOf(err: unknown, table: string): unknown {
+  const s = statusOf(err);
+  if (s === 409) return new StorageConflict('exists', `${table}: entity exists`);
+  if (s === 412) return new StorageConflict('etag', `${table}: entity changed`);
+  if (s === 404) return new StorageConflict('missing', `${table}: entity gone`);
+  return err;
+}
+
+function sdkAction(a: TableAction): TransactionAction {
+  switch (a.op) {
+    case 'create':
+      return ['create', a.entity];
+    case 'delete':
+      return ['delete', { partitionKey: a.partitionKey, rowKey: a.rowKey }];
+    case 'upsert':
+      return ['upsert', a.entity, a.mode ?? 'Replace'];
+    case 'update':
+      return ['update', a.entity, a.mode ?? 'Replace', { etag: a.etag }];
+  }
+}
+
+class AzureTable implements Table {
+  constructor(
+    readonly name: string,
+    private readonly client: TableClient,
+    private readonly meter: StorageMeter,
+  ) {}
+
+  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
+    const name = `${this.name}.${op}`;
+    return this.meter.run(name, () => withDeadline(name, fn, outer));
+  }
+
+  async create(): Promise<void> {
+    await this.call('create', async (abortSignal) => {
+      try {
+        await this.client.createTable({ abortSignal });
+      } catch (err) {
+        if (statusOf(err) !== 409) throw err;
+      }
+    });
+  }
+
+  async get<T extends Entity = Entity>(pk: string, rk: string, opts: { abortSignal?: AbortSignal } = {}): Promise<(T & { etag: string }) | undefined> {
+    return this.call(
+      'get',
+      async (abortSignal) => {
+        try {
+          const e = await this.client.getEntity(pk, rk, { disableTypeConversion: false, abortSignal });
+          return e as unknown as T & { etag: string };
+        } catch (err) {
+          if (statusOf(err) === 404) return undefined;
+          throw err;
+        }
+      },
+      opts.abortSignal,
+    );
+  }
+
+  async insert(entity: Entity): Promise<string> {
+    return this.call('insert', async (abortSignal) => {
+      try {
+        return (await this.client.createEntity(entity, { abortSignal })).etag!;
+      } catch (err) {
+        if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);
+        throw err;
+      }
+    });
+  }
+
+  update(entity: Entity, etag: string): Promise<string> {
+    return this.guardedUpdate('update', 'Replace', entity, etag);
+  }
+
+  merge(entity: Entity, etag: string): Promise<string> {
+    return this.guardedUpdate('merge', 'Merge', entity, etag);
+  }
+
+  private async guardedUpdate(op: string, mode: 'Replace' | 'Merge', entity: Entity, etag: string): Promise<string> {
+    return this.call(op, async (abortSignal) => {
+      try {
+        return (await this.client.updateEntity(entity, mode, { etag, abortSignal })).etag!;
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+        if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
+        throw err;
+      }
+    });
+  }
+
+  async upsert(entity: Entity): Promise<string> {
+    return this.call('upsert', async (abortSignal) => (await this.client.upsertEntity(entity, 'Replace', { abortSignal })).etag!);
+  }
+
+  async delete(pk: string, rk: string, etag = '*'): Promise<boolean> {
+    return this.call('delete', async (abortSignal) => {
+      try {
+        await this.client.deleteEntity(pk, rk, { etag, abortSignal });
+        return true;
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404) return false;
+        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+        throw err;
+      }
+    });
+  }
+
+  async transact(actions: TableAction[]): Promise<(string | undefined)[]> {
+    const sdk = actions.map(sdkAction);
+    return this.call('transaction', async (abortSignal) => {
+      try {
+        const r = await this.client.submitTransaction(sdk, { abortSignal });
+        return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
+      } catch (err) {
+        throw conflictOf(err, this.name);
+      }
+    });
+  }
+
+  async page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>> {
+    const filter = odataFilter(query);
+    checkContinuation(continuation);
+    return this.call('query', async (abortSignal) => {
+      const iter = this.client
+        .listEntities<T>({ queryOptions: { filter: filter || undefined, select: query.select }, abortSignal })
+        .byPage({ maxPageSize: Math.min(limit, MAX_TABLE_PAGE), continuationToken: continuation });
+      const next = await iter.next();
+      if (next.done || !next.value) return { items: [] };
+      const page = next.value as unknown as (T & { etag: string })[] & { continuationToken?: string };
+      return { items: Array.from(page), continuation: page.continuationToken };
+    });
+  }
+}
+
+// ---- queues ----
+
+class AzureQueue implements Queue {
+  constructor(
+    readonly name: string,
+    private readonly client: QueueClient,
+    private readonly meter: StorageMeter,
+    private readonly label: string,
+  ) {}
+
+  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const name = `${this.label}.${op}`;
+    return this.meter.run(name, () => withDeadline(name, fn));
+  }
+
+  async create(): Promise<void> {
+    await this.call('create', async (abortSignal) => {
+      await this.client.createIfNotExists({ abortSignal });
+    });
+  }
+
+  async put(body: unknown, opts: { visibilityS?: number; ttlS?: number } = {}): Promise<{ messageId: string; popReceipt: string }> {
+    const text = Buffer.from(JSON.stringify(body)).toString('base64');
+    return this.call('put', async (abortSignal) => {
+      const r = await this.client.sendMessage(text, {
+        visibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0))),
+        messageTimeToLive: opts.ttlS === undefined ? -1 : Math.max(1, Math.floor(opts.ttlS)),
+        abortSignal,
+      });
+      return { messageId: r.messageId, popReceipt: r.popReceipt };
+    });
+  }
+
+  async receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
+    return this.call('get', async (abortSignal) => {
+      const r = await this.client.receiveMessages({
+        numberOfMessages: Math.max(1, Math.min(MAX_DEQUEUE, count)),
+        visibilityTimeout: Math.max(1, Math.floor(visibilityS)),
+        abortSignal,
+      });
+      return r.receivedMessageItems.map((m) => ({
+        messageId: m.messageId,
+        popReceipt: m.popReceipt,
+        messageText: m.messageText,
+        dequeueCount: m.dequeueCount,
+        insertedOn: m.insertedOn,
+      }));
+    });
+  }
+
+  async delete(messageId: string, popReceipt: string): Promise<void> {
+    await this.call('delete', async (abortSignal) => {
+      try {
+        await this.client.deleteMessage(messageId, popReceipt, { abortSignal });
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404 || s === 400) return;
+        throw err;
+      }
+    });
+  }
+
+  async release(messageId: string, popReceipt: string, visibilityS = 0): Promise<void> {
+    await this.call('update', async (abortSignal) => {
+      try {
+        await this.client.updateMessage(messageId, popReceipt, undefined, Math.max(0, Math.floor(visibilityS)), { abortSignal });
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404 || s === 400) return;
+        throw err;
+      }
+    });
+  }
+
+  async peek(count: number): Promise<{ messageText: string }[]> {
+    return this.call('peek', async (abortSignal) => {
+      const r = await this.client.peekMessages({ numberOfMessages: Math.max(1, Math.min(MAX_DEQUEUE, count)), abortSignal });
+      return r.peekedMessageItems.map((m) => ({ messageText: m.messageText }));
+    });
+  }
+
+  async approximateCount(): Promise<number> {
+    return this.call('properties', async (abortSignal) => {
+      try {
+        return (await this.client.getProperties({ abortSignal })).approximateMessagesCount ?? 0;
+      } catch (err) {
+        if (statusOf(err) === 404) return 0;
+        throw err;
+      }
+    });
+  }
+}
+
+// ---- blobs ----
+
+async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<Buffer> {
+  if (!stream) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(c as string));
+  return Buffer.concat(chunks);
+}
+
+/** The shared-key credential SAS are signed with; a SAS or token connection cannot mint them. */
+function sharedKeyOf<K>(client: { credential: unknown }, what: string): K {
+  const c = client.credential as { accountName?: string; computeHMACSHA256?: unknown };
+  if (!c?.accountName || typeof c.computeHMACSHA256 !== 'function') {
+    throw new Error(`${what} SAS need an account-key connection string (AccountName and AccountKey)`);
+  }
+  return c as K;
+}
+
+class AzureArtifacts implements ArtifactContainer {
+  constructor(
+    private readonly container: ContainerClient,
+    private readonly meter: StorageMeter,
+  ) {}
+
+  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const name = `artifacts.${op}`;
+    return this.meter.run(name, () => withDeadline(name, fn));
+  }
+
+  private blob(blobName: string): BlockBlobClient {
+    return this.container.getBlockBlobClient(blobName);
+  }
+
+  async createContainer(): Promise<void> {
+    await this.call('createContainer', async (abortSignal) => {
+      await this.container.createIfNotExists({ abortSignal });
+    });
+  }
+
+  async putBlock(blobName: string, blockId: string, body: Buffer): Promise<void> {
+    await this.call('putBlock', async (abortSignal) => {
+      await this.blob(blobName).stageBlock(blockId, body, body.length, { abortSignal });
+    });
+  }
+
+  async commitBlocks(blobName: string, blockIds: string[], contentType: string): Promise<boolean> {
+    return this.call('commit', async (abortSignal) => {
+      try {
+        await this.blob(blobName).commitBlockList(blockIds, { blobHTTPHeaders: { blobContentType: contentType }, abortSignal });
+        return true;
+      } catch (err) {
+        const e = err as { statusCode?: number; code?: string };
+        if (e.statusCode === 400 && e.code === 'InvalidBlockList') return false;
+        throw err;
+      }
+    });
+  }
+
+  async setHeaders(blobName: string, headers: { contentType: string; contentEncoding?: string }): Promise<void> {
+    await this.call('setHeaders', async (abortSignal) => {
+      await this.blob(blobName).setHTTPHeaders({ blobContentType: headers.contentType, blobContentEncoding: headers.contentEncoding }, { abortSignal });
+    });
+  }
+
+  async readHead(blobName: string, bytes: number): Promise<{ head: Buffer; size: number } | undefined> {
+    return this.call('sniff', async (abortSignal) => {
+      try {
+        const r = await this.blob(blobName).download(0, bytes, { abortSignal });
+        const head = await readAll(r.readableStreamBody);
+        const size = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? r.contentLength ?? 0);
+        return { head, size };
+      } catch (err) {
+        if (statusOf(err) === 416) return undefined; // an empty blob has no first byte
+        throw err;
+      }
+    });
+  }
+
+  async download(blobName: string): Promise<{ body: Buffer; contentType?: string; contentEncoding?: string } | undefined> {
+    return this.call('download', async (abortSignal) => {
+      try {
+        const r = await this.blob(blobName).download(0, undefined, { abortSignal });
+        return { body: await readAll(r.readableStreamBody), contentType: r.contentType, contentEncoding: r.contentEncoding };
+      } catch (err) {
+        if (statusOf(err) === 404) return undefined;
+        throw err;
+      }
+    });
+  }
+
+  async delete(blobName: string): Promise<void> {
+    await this.call('delete', async (abortSignal) => {
+      await this.blob(blobName).deleteIfExists({ abortSignal });
+    });
+  }
+
+  async exists(blobName: string): Promise<boolean> {
+    return this.call('exists', (abortSignal) => this.blob(blobName).exists({ abortSignal }));
+  }
+
+  private sas(blobName: string, permissions: string, expiresOn: Date): string {
+    // Azurite serves plain http; an https-only SAS would be refused there.
+    const protocol = this.container.url.startsWith('https:') ? BlobSasProtocol.Https : BlobSasProtocol.HttpsAndHttp;
+    return generateBlobSASQueryParameters(
+      { containerName: this.container.containerName, blobName, permissions: BlobSASPermissions.parse(permissions), expiresOn, protocol },
+      sharedKeyOf<BlobKey>(this.container, 'blob'),
+    ).toString();
+  }
+
+  blockUploadUrl(blobName: string, blockId: string, expiresOn: Date): string {
+    return `${this.blob(blobName).url}?comp=block&blockid=${encodeURIComponent(blockId)}&${this.sas(blobName, 'w', expiresOn)}`;
+  }
+
+  readUrl(blobName: string, expiresOn: Date): string {
+    return `${this.blob(blobName).url}?${this.sas(blobName, 'r', expiresOn)}`;
+  }
+
+  async upload(blobName: string, body: Buffer, contentType: string): Promise<void> {
+    await this.call('upload', async (abortSignal) => {
+      await this.blob(blobName).upload(body, body.length, { blobHTTPHeaders: { blobContentType: contentType }, abortSignal });
+    });
+  }
+
+  putUrl(blobName: string, expiresOn: Date): string {
+    return `${this.blob(blobName).url}?${this.sas(blobName, 'cw', expiresOn)}`;
+  }
+}
+
+// ---- the adapter ----
+
+export class AzureStorage implements Storage {
+  readonly kind = 'azure' as const;
+  readonly meter = new StorageMeter();
+  readonly queueEndpoint: string;
+  readonly artifacts: AzureArtifacts;
+  private readonly tables = new Map<string, AzureTable>();
+  private readonly queues = new Map<string, AzureQueue>();
+  private readonly queueService: QueueServiceClient;
+
+  constructor(
+    private readonly connectionString: string,
+    readonly prefix: string,
+  ) {
+    checkPrefix(prefix);
+    // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
+    this.queueService = QueueServiceClient.fromConnectionString(connectionString);
+    this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
+    const blobService = BlobServiceClient.fromConnectionString(connectionString);
+    this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.meter);
+  }
+
+  table(name: TableName): Table {
+    let t = this.tables.get(name);
+    if (!t) {
+      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
+      t = new AzureTable(name, client, this.meter);
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  queueNamed(fullName: string, label: string): Queue {
+    let q = this.queues.get(fullName);
+    if (!q) {
+      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.meter, label);
+      this.queues.set(fullName, q);
+    }
+    return q;
+  }
+
+  trigger(name: TriggerQueue): Queue {
+    return this.queueNamed(`${this.prefix}-${name}`, name);
+  }
+
+  pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string {
+    return generateQueueSASQueryParameters(
+      {
+        queueName,
+        permissions: QueueSASPermissions.parse(POLL_SAS_PERMISSIONS),
+        startsOn: opts.startsOn,
+        expiresOn: opts.expiresOn,
+        protocol: opts.protocol === 'https' ? QueueSasProtocol.Https : QueueSasProtocol.HttpsAndHttp,
+      },
+      sharedKeyOf<QueueKey>(this.queueService as unknown as { credential: unknown }, 'queue'),
+    ).toString();
+  }
+
+  async ensureAll(): Promise<void> {
+    await Promise.all(TABLES.map((t) => this.table(t).create()));
+    await Promise.all(TRIGGER_QUEUES.map((q) => this.trigger(q).create()));
+    await this.artifacts.createContainer();
+  }
+}

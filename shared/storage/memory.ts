@@ -1,0 +1,716 @@
+/**
+ * The in-memory adapter of the storage port, for fast tests of the domain without Azurite. It
+ * keeps Azure's semantics where the domain can tell the difference: ETags and StorageConflict
+ * exactly where Azure answers 409/412/404, atomic entity-group transactions, PartitionKey/RowKey
+ * order with continuation tokens, queue leases (visibility, pop receipts, dequeue counts, TTL) and
+ * block blobs. Every call is counted by the meter under the same op names as the Azure adapter.
+ *
+ * SAS URLs are `memory://…` URLs that only `MemoryStorage.fetch` understands; it checks them with
+ * Azure's rules (signature bound to the resource, permissions, start and expiry).
+ */
+import crypto from 'node:crypto';
+import { XMLBuilder } from 'fast-xml-parser';
+import { StorageMeter } from './counter';
+import {
+  ArtifactContainer,
+  checkContinuation,
+  checkPrefix,
+  Condition,
+  Entity,
+  KeyRange,
+  MAX_DEQUEUE,
+  MAX_TABLE_PAGE,
+  MAX_TRANSACTION_ACTIONS,
+  MAX_VISIBILITY_S,
+  Page,
+  PropertyValue,
+  Query,
+  Queue,
+  QueueMessage,
+  SasProtocolChoice,
+  Storage,
+  StorageConflict,
+  Table,
+  TableAction,
+  TableName,
+  TABLES,
+  TriggerQueue,
+  TRIGGER_QUEUES,
+} from './port';
+
+/** An error shaped like the SDKs' RestError, for failures the domain does not handle specially. */
+class MemoryRestError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+  ) {
+    super(`${code} (${statusCode})`);
+    this.name = 'RestError';
+  }
+}
+
+type Clock = () => number;
+
+function copyValue(v: unknown): unknown {
+  if (v instanceof Uint8Array) return new Uint8Array(v);
+  if (v instanceof Date) return new Date(v.getTime());
+  return v;
+}
+
+/** Properties as Azure stores them: no keys, no SDK metadata, no null or undefined values. */
+function properties(e: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) {
+    if (k === 'partitionKey' || k === 'rowKey' || k === 'etag' || k === 'timestamp' || k.startsWith('odata.')) continue;
+    if (v === null || v === undefined) continue;
+    out[k] = copyValue(v);
+  }
+  return out;
+}
+
+interface Row {
+  pk: string;
+  rk: string;
+  props: Record<string, unknown>;
+  etag: string;
+  timestamp: string;
+}
+
+function compare(a: PropertyValue, op: string, b: PropertyValue): boolean {
+  switch (op) {
+    case 'eq':
+      return a === b;
+    case 'ne':
+      return a !== b;
+    case 'gt':
+      return a > b;
+    case 'ge':
+      return a >= b;
+    case 'lt':
+      return a < b;
+    case 'le':
+      return a <= b;
+  }
+  throw new Error(`unknown comparison ${op}`);
+}
+
+function inKey(k: string, q: string | KeyRange | undefined): boolean {
+  if (q === undefined) return true;
+  if (typeof q === 'string') return k === q;
+  return (q.gt === undefined || k > q.gt) && (q.ge === undefined || k >= q.ge) && (q.lt === undefined || k < q.lt) && (q.le === undefined || k <= q.le);
+}
+
+function holds(props: Record<string, unknown>, c: Condition): boolean {
+  if ('or' in c) return c.or.some((x) => holds(props, x));
+  const v = props[c.prop];
+  // As in Azure: a missing property, or one of another type, matches nothing.
+  if (v === undefined || typeof v !== typeof c.value) return false;
+  return compare(v as PropertyValue, c.op, c.value);
+}
+
+function rowKeyOf(pk: string, rk: string): string {
+  return `${pk}\u0000${rk}`;
+}
+
+function byKeys(a: Row, b: Row): number {
+  if (a.pk !== b.pk) return a.pk < b.pk ? -1 : 1;
+  return a.rk < b.rk ? -1 : a.rk > b.rk ? 1 : 0;
+}
+
+class MemoryTable implements Table {
+  exists = false;
+  readonly rows = new Map<string, Row>();
+
+  constructor(
+    readonly name: string,
+    private readonly meter: StorageMeter,
+    private readonly store: MemoryStorage,
+  ) {}
+
+  private call<T>(op: string, fn: () => T): Promise<T> {
+    return this.meter.run(`${this.name}.${op}`, async () => fn());
+  }
+
+  private mustExist(): void {
+    if (!this.exists) throw new MemoryRestError(404, 'TableNotFound');
+  }
+
+  private entity(r: Row): Entity & { etag: string } {
+    const out: Record<string, unknown> = { partitionKey: r.pk, rowKey: r.rk, timestamp: r.timestamp, etag: r.etag };
+    for (const [k, v] of Object.entries(r.props)) out[k] = copyValue(v);
+    return out as Entity & { etag: string };
+  }
+
+  private write(pk: string, rk: string, props: Record<string, unknown>): string {
+    const etag = this.store.nextEtag();
+    this.rows.set(rowKeyOf(pk, rk), { pk, rk, props, etag, timestamp: new Date(this.store.now()).toISOString() });
+    return etag;
+  }
+
+  create(): Promise<void> {
+    return this.call('create', () => {
+      this.exists = true;
+    });
+  }
+
+  get<T extends Entity = Entity>(pk: string, rk: string): Promise<(T & { etag: string }) | undefined> {
+    return this.call('get', () => {
+      const r = this.exists ? this.rows.get(rowKeyOf(pk, rk)) : undefined;
+      return r ? (this.entity(r) as T & { etag: string }) : undefined;
+    });
+  }
+
+  insert(entity: Entity): Promise<string> {
+    return this.call('insert', () => {
+      this.mustExist();
+      if (this.rows.has(rowKeyOf(entity.partitionKey, entity.rowKey))) throw new StorageConflict('exists', `${this.name}: entity exists`);
+      return this.write(entity.partitionKey, entity.rowKey, properties(entity));
+    });
+  }
+
+  /** Checks an If-Match write against the current row; returns the row. */
+  private guard(pk: string, rk: string, etag: string): Row {
+    const r = this.rows.get(rowKeyOf(pk, rk));
+    if (!r) throw new StorageConflict('missing', `${this.name}: entity gone`);
+    if (etag !== '*' && etag !== r.etag) throw new StorageConflict('etag', `${this.name}: entity changed`);
+    return r;
+  }
+
+  update(entity: Entity, etag: string): Promise<string> {
+    return this.call('update', () => {
+      this.mustExist();
+      this.guard(entity.partitionKey, entity.rowKey, etag);
+      return this.write(entity.partitionKey, entity.rowKey, properties(entity));
+    });
+  }
+
+  merge(entity: Entity, etag: string): Promise<string> {
+    return this.call('merge', () => {
+      this.mustExist();
+      const r = this.guard(entity.partitionKey, entity.rowKey, etag);
+      return this.write(entity.partitionKey, entity.rowKey, { ...r.props, ...properties(entity) });
+    });
+  }
+
+  upsert(entity: Entity): Promise<string> {
+    return this.call('upsert', () => {
+      this.mustExist();
+      return this.write(entity.partitionKey, entity.rowKey, properties(entity));
+    });
+  }
+
+  delete(pk: string, rk: string, etag = '*'): Promise<boolean> {
+    return this.call('delete', () => {
+      this.mustExist();
+      const r = this.rows.get(rowKeyOf(pk, rk));
+      if (!r) return false;
+      if (etag !== '*' && etag !== r.etag) throw new StorageConflict('etag', `${this.name}: entity changed`);
+      this.rows.delete(rowKeyOf(pk, rk));
+      return true;
+    });
+  }
+
+  transact(actions: TableAction[]): Promise<(string | undefined)[]> {
+    return this.call('transaction', () => {
+      this.mustExist();
+      // Azure refuses malformed batches as a whole (400), before looking at any row.
+      if (actions.length === 0 || actions.length > MAX_TRANSACTION_ACTIONS) throw new MemoryRestError(400, 'InvalidInput');
+      const keyOf = (a: TableAction) => (a.op === 'delete' ? { pk: a.partitionKey, rk: a.rowKey } : { pk: a.entity.partitionKey, rk: a.entity.rowKey });
+      const keys = actions.map(keyOf);
+      if (new Set(keys.map((k) => k.pk)).size !== 1) throw new MemoryRestError(400, 'CommandsInBatchActOnDifferentPartitions');
+      if (new Set(keys.map((k) => rowKeyOf(k.pk, k.rk))).size !== keys.length) throw new MemoryRestError(400, 'InvalidDuplicateRow');
+      // Check every action against the rows as they are, then apply all: all or nothing.
+      for (const a of actions) {
+        const k = keyOf(a);
+        const r = this.rows.get(rowKeyOf(k.pk, k.rk));
+        if (a.op === 'create' && r) throw new StorageConflict('exists', `${this.name}: entity exists`);
+        if (a.op === 'update') this.guard(k.pk, k.rk, a.etag);
+        if (a.op === 'delete' && !r) throw new StorageConflict('missing', `${this.name}: entity gone`);
+      }
+      return actions.map((a) => {
+        if (a.op === 'delete') {
+          this.rows.delete(rowKeyOf(a.partitionKey, a.rowKey));
+          return undefined;
+        }
+        const { partitionKey: pk, rowKey: rk } = a.entity;
+        const old = this.rows.get(rowKeyOf(pk, rk));
+        const merged = (a.op === 'update' || a.op === 'upsert') && a.mode === 'Merge' && old ? { ...old.props, ...properties(a.entity) } : properties(a.entity);
+        return this.write(pk, rk, merged);
+      });
+    });
+  }
+
+  page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>> {
+    checkContinuation(continuation);
+    return this.call('query', () => {
+      this.mustExist();
+      let from: { nextPartitionKey: string; nextRowKey: string } | undefined;
+      if (continuation) {
+        try {
+          from = JSON.parse(Buffer.from(continuation, 'base64').toString('utf8'));
+        } catch {
+          from = undefined;
+        }
+        if (typeof from?.nextPartitionKey !== 'string' || typeof from?.nextRowKey !== 'string') throw new MemoryRestError(400, 'InvalidContinuationToken');
+      }
+      const size = Math.max(1, Math.min(limit, MAX_TABLE_PAGE));
+      const matching = [...this.rows.values()]
+        .filter((r) => !from || r.pk > from.nextPartitionKey || (r.pk === from.nextPartitionKey && r.rk >= from.nextRowKey))
+        .filter((r) => inKey(r.pk, query.partitionKey) && inKey(r.rk, query.rowKey) && (query.where ?? []).every((c) => holds(r.props, c)))
+        .sort(byKeys);
+      const items = matching.slice(0, size).map((r) => this.project(r, query.select) as T & { etag: string });
+      const next = matching[size];
+      const token = next ? Buffer.from(JSON.stringify({ nextPartitionKey: next.pk, nextRowKey: next.rk })).toString('base64') : undefined;
+      return { items, continuation: token };
+    });
+  }
+
+  private project(r: Row, select: string[] | undefined): Record<string, unknown> {
+    const full = this.entity(r);
+    if (!select) return full;
+    const out: Record<string, unknown> = { etag: r.etag };
+    for (const s of select) {
+      if (s === 'PartitionKey') out.partitionKey = r.pk;
+      else if (s === 'RowKey') out.rowKey = r.rk;
+      else if (s === 'Timestamp') out.timestamp = r.timestamp;
+      else if (s in r.props) out[s] = copyValue(r.props[s]);
+    }
+    return out;
+  }
+}
+
+interface Message {
+  messageId: string;
+  popReceipt: string;
+  text: string;
+  dequeueCount: number;
+  insertedOn: number;
+  expiresOn: number;
+  visibleAt: number;
+}
+
+class MemoryQueue implements Queue {
+  exists = false;
+  messages: Message[] = [];
+
+  constructor(
+    readonly name: string,
+    private readonly meter: StorageMeter,
+    private readonly label: string,
+    private readonly now: Clock,
+  ) {}
+
+  private call<T>(op: string, fn: () => T): Promise<T> {
+    return this.meter.run(`${this.label}.${op}`, async () => fn());
+  }
+
+  private mustExist(): void {
+    if (!this.exists) throw new MemoryRestError(404, 'QueueNotFound');
+  }
+
+  /** Drops messages past their time to live. */
+  private live(): Message[] {
+    const now = this.now();
+    this.messages = this.messages.filter((m) => m.expiresOn > now);
+    return this.messages;
+  }
+
+  private find(messageId: string, popReceipt: string): Message | undefined {
+    return this.live().find((m) => m.messageId === messageId && m.popReceipt === popReceipt);
+  }
+
+  create(): Promise<void> {
+    return this.call('create', () => {
+      this.exists = true;
+    });
+  }
+
+  put(body: unknown, opts: { visibilityS?: number; ttlS?: number } = {}): Promise<{ messageId: string; popReceipt: string }> {
+    const text = Buffer.from(JSON.stringify(body)).toString('base64');
+    return this.call('put', () => this.putText(text, opts));
+  }
+
+  putText(text: string, opts: { visibilityS?: number; ttlS?: number }): { messageId: string; popReceipt: string } {
+    this.mustExist();
+    const now = this.now();
+    const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
+    const m: Message = {
+      messageId: crypto.randomUUID(),
+      popReceipt: crypto.randomBytes(12).toString('base64'),
+      text,
+      dequeueCount: 0,
+      insertedOn: now,
+      expiresOn: opts.ttlS === undefined ? Number.POSITIVE_INFINITY : now + Math.max(1, Math.floor(opts.ttlS)) * 1000,
+      visibleAt: now + visibilityS * 1000,
+    };
+    this.messages.push(m);
+    return { messageId: m.messageId, popReceipt: m.popReceipt };
+  }
+
+  receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
+    return this.call('get', () => this.receiveNow(count, visibilityS));
+  }
+
+  receiveNow(count: number, visibilityS: number): QueueMessage[] {
+    this.mustExist();
+    const now = this.now();
+    const n = Math.max(1, Math.min(MAX_DEQUEUE, count));
+    const lease = Math.max(1, Math.floor(visibilityS)) * 1000;
+    return this.live()
+      .filter((m) => m.visibleAt <= now)
+      .slice(0, n)
+      .map((m) => {
+        m.dequeueCount++;
+        m.popReceipt = crypto.randomBytes(12).toString('base64');
+        m.visibleAt = now + lease;
+        return { messageId: m.messageId, popReceipt: m.popReceipt, messageText: m.text, dequeueCount: m.dequeueCount, insertedOn: new Date(m.insertedOn) };
+      });
+  }
+
+  delete(messageId: string, popReceipt: string): Promise<void> {
+    return this.call('delete', () => {
+      this.deleteNow(messageId, popReceipt);
+    });
+  }
+
+  /** False when no message has that id and pop receipt (Azure: 404/400). */
+  deleteNow(messageId: string, popReceipt: string): boolean {
+    this.mustExist();
+    const m = this.find(messageId, popReceipt);
+    if (m) this.messages = this.messages.filter((x) => x !== m);
+    return Boolean(m);
+  }
+
+  release(messageId: string, popReceipt: string, visibilityS = 0): Promise<void> {
+    return this.call('update', () => {
+      this.mustExist();
+      const m = this.find(messageId, popReceipt);
+      if (!m) return;
+      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.popReceipt = crypto.randomBytes(12).toString('base64');
+    });
+  }
+
+  approximateCount(): Promise<number> {
+    return this.call('properties', () => (this.exists ? this.live().length : 0));
+  }
+
+  peek(count: number): Promise<{ messageText: string }[]> {
+    return this.call('peek', () => {
+      this.mustExist();
+      const now = this.now();
+      return this.live()
+        .filter((m) => m.visibleAt <= now)
+        .slice(0, Math.max(1, Math.min(MAX_DEQUEUE, count)))
+        .map((m) => ({ messageText: m.text }));
+    });
+  }
+}
+
+interface Blob {
+  body: Buffer;
+  contentType?: string;
+  contentEncoding?: string;
+  blocks: Map<string, Buffer>;
+}
+
+class MemoryArtifacts implements ArtifactContainer {
+  created = false;
+  readonly committed = new Map<string, Blob>();
+  readonly uncommitted = new Map<string, Map<string, Buffer>>();
+
+  constructor(
+    readonly containerName: string,
+    private readonly meter: StorageMeter,
+    private readonly store: MemoryStorage,
+  ) {}
+
+  private call<T>(op: string, fn: () => T): Promise<T> {
+    return this.meter.run(`artifacts.${op}`, async () => fn());
+  }
+
+  private mustExist(): void {
+    if (!this.created) throw new MemoryRestError(404, 'ContainerNotFound');
+  }
+
+  createContainer(): Promise<void> {
+    return this.call('createContainer', () => {
+      this.created = true;
+    });
+  }
+
+  putBlockNow(blobName: string, blockId: string, body: Buffer): void {
+    this.mustExist();
+    const blocks = this.uncommitted.get(blobName) ?? new Map<string, Buffer>();
+    blocks.set(blockId, Buffer.from(body));
+    this.uncommitted.set(blobName, blocks);
+  }
+
+  putBlock(blobName: string, blockId: string, body: Buffer): Promise<void> {
+    return this.call('putBlock', () => this.putBlockNow(blobName, blockId, body));
+  }
+
+  commitBlocks(blobName: string, blockIds: string[], contentType: string): Promise<boolean> {
+    return this.call('commit', () => {
+      this.mustExist();
+      // As Azure's "Latest": the uncommitted block if there is one, else the committed one.
+      const fresh = this.uncommitted.get(blobName);
+      const old = this.committed.get(blobName)?.blocks;
+      const parts = blockIds.map((id) => fresh?.get(id) ?? old?.get(id));
+      if (parts.some((p) => p === undefined)) return false;
+      const blocks = new Map(blockIds.map((id, i) => [id, parts[i]!]));
+      this.committed.set(blobName, { body: Buffer.concat(parts as Buffer[]), contentType, blocks });
+      this.uncommitted.delete(blobName);
+      return true;
+    });
+  }
+
+  private blob(blobName: string): Blob {
+    this.mustExist();
+    const b = this.committed.get(blobName);
+    if (!b) throw new MemoryRestError(404, 'BlobNotFound');
+    return b;
+  }
+
+  setHeaders(blobName: string, headers: { contentType: string; contentEncoding?: string }): Promise<void> {
+    return this.call('setHeaders', () => {
+      const b = this.blob(blobName);
+      b.contentType = headers.contentType;
+      b.contentEncoding = headers.contentEncoding;
+    });
+  }
+
+  readHead(blobName: string, bytes: number): Promise<{ head: Buffer; size: number } | undefined> {
+    return this.call('sniff', () => {
+      const b = this.blob(blobName);
+      if (b.body.length === 0) return undefined;
+      return { head: Buffer.from(b.body.subarray(0, bytes)), size: b.body.length };
+    });
+  }
+
+  downloadNow(blobName: string): { body: Buffer; contentType?: string; contentEncoding?: string } | undefined {
+    this.mustExist();
+    const b = this.committed.get(blobName);
+    return b && { body: Buffer.from(b.body), contentType: b.contentType, contentEncoding: b.contentEncoding };
+  }
+
+  download(blobName: string): Promise<{ body: Buffer; contentType?: string; contentEncoding?: string } | undefined> {
+    return this.call('download', () => this.downloadNow(blobName));
+  }
+
+  delete(blobName: string): Promise<void> {
+    return this.call('delete', () => {
+      this.mustExist();
+      this.committed.delete(blobName);
+      this.uncommitted.delete(blobName);
+    });
+  }
+
+  exists(blobName: string): Promise<boolean> {
+    return this.call('exists', () => {
+      this.mustExist();
+      return this.committed.has(blobName);
+    });
+  }
+
+  blockUploadUrl(blobName: string, blockId: string, expiresOn: Date): string {
+    const sas = this.store.sign(`blob/${this.containerName}/${blobName}`, 'w', { expiresOn });
+    return `${this.url(blobName)}?comp=block&blockid=${encodeURIComponent(blockId)}&${sas}`;
+  }
+
+  readUrl(blobName: string, expiresOn: Date): string {
+    return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'r', { expiresOn })}`;
+  }
+
+  upload(blobName: string, body: Buffer, contentType: string): Promise<void> {
+    return this.call('upload', () => this.uploadNow(blobName, body, contentType));
+  }
+
+  uploadNow(blobName: string, body: Buffer, contentType?: string): void {
+    this.mustExist();
+    this.committed.set(blobName, { body: Buffer.from(body), contentType, blocks: new Map() });
+    this.uncommitted.delete(blobName);
+  }
+
+  putUrl(blobName: string, expiresOn: Date): string {
+    return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'cw', { expiresOn })}`;
+  }
+
+  private url(blobName: string): string {
+    return `${MEMORY_BLOB_ENDPOINT}/${this.containerName}/${blobName.split('/').map(encodeURIComponent).join('/')}`;
+  }
+}
+
+export const MEMORY_QUEUE_ENDPOINT = 'memory://queue';
+export const MEMORY_BLOB_ENDPOINT = 'memory://blob';
+
+/** An answer of `MemoryStorage.fetch`, shaped like the HTTP response Azure would give. */
+export interface MemoryResponse {
+  status: number;
+  body: string | Buffer;
+  headers: Record<string, string>;
+}
+
+const xml = new XMLBuilder({ ignoreAttributes: true, suppressEmptyNode: false });
+
+export class MemoryStorage implements Storage {
+  readonly kind = 'memory' as const;
+  readonly meter = new StorageMeter();
+  readonly queueEndpoint = MEMORY_QUEUE_ENDPOINT;
+  readonly artifacts: MemoryArtifacts;
+  private readonly tables = new Map<string, MemoryTable>();
+  private readonly queues = new Map<string, MemoryQueue>();
+  /** The account key SAS are signed with: random per instance. */
+  private readonly key = crypto.randomBytes(32);
+  private etags = 0;
+  readonly now: Clock;
+
+  constructor(
+    readonly prefix: string,
+    opts: { now?: Clock } = {},
+  ) {
+    checkPrefix(prefix);
+    this.now = opts.now ?? Date.now;
+    this.artifacts = new MemoryArtifacts(`${prefix}-artifacts`, this.meter, this);
+  }
+
+  nextEtag(): string {
+    return `W/"datetime'${new Date(this.now()).toISOString()}'-${++this.etags}"`;
+  }
+
+  table(name: TableName): Table {
+    let t = this.tables.get(name);
+    if (!t) {
+      t = new MemoryTable(name, this.meter, this);
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  private memoryQueue(fullName: string, label: string): MemoryQueue {
+    let q = this.queues.get(fullName);
+    if (!q) {
+      q = new MemoryQueue(fullName, this.meter, label, this.now);
+      this.queues.set(fullName, q);
+    }
+    return q;
+  }
+
+  queueNamed(fullName: string, label: string): Queue {
+    return this.memoryQueue(fullName, label);
+  }
+
+  trigger(name: TriggerQueue): Queue {
+    return this.queueNamed(`${this.prefix}-${name}`, name);
+  }
+
+  async ensureAll(): Promise<void> {
+    await Promise.all(TABLES.map((t) => this.table(t).create()));
+    await Promise.all(TRIGGER_QUEUES.map((q) => this.trigger(q).create()));
+    await this.artifacts.createContainer();
+  }
+
+  /** A SAS query string for `resource`, with Azure's fields (sp, st, se, spr, sig). */
+  sign(resource: string, permissions: string, opts: { startsOn?: Date; expiresOn: Date; protocol?: SasProtocolChoice }): string {
+    const st = opts.startsOn ? opts.startsOn.toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
+    const se = opts.expiresOn.toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const spr = opts.protocol ?? 'https,http';
+    const sig = crypto.createHmac('sha256', this.key).update([resource, permissions, st, se, spr].join('\n')).digest('base64');
+    const q = new URLSearchParams({ sv: '2025-01-05', sp: permissions, ...(st ? { st } : {}), se, spr, sig });
+    return q.toString();
+  }
+
+  pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string {
+    return this.sign(`queue/${queueName}`, 'p', opts);
+  }
+
+  /** The permissions a SAS grants on `resource` now, or undefined if it is forged, not yet valid or expired. */
+  private granted(resource: string, q: URLSearchParams): string | undefined {
+    const sp = q.get('sp') ?? '';
+    const st = q.get('st') ?? '';
+    const se = q.get('se') ?? '';
+    const spr = q.get('spr') ?? '';
+    const expected = crypto.createHmac('sha256', this.key).update([resource, sp, st, se, spr].join('\n')).digest();
+    const got = Buffer.from(q.get('sig') ?? '', 'base64');
+    if (got.length !== expected.length || !crypto.timingSafeEqual(got, expected)) return undefined;
+    const now = this.now();
+    if ((st && Date.parse(st) > now) || !(Date.parse(se) > now)) return undefined;
+    return sp;
+  }
+
+  /**
+   * What Azure would answer to a request on a SAS URL minted by this adapter: a worker's PUT of an
+   * artifact block, a GET of an artifact, a poll (GET messages) and a delete of a polled message.
+   * Anything the SAS does not allow is 403, as in Azure.
+   */
+  fetch(method: string, url: string, body: Buffer = Buffer.alloc(0)): MemoryResponse {
+    const u = new URL(url);
+    const q = u.searchParams;
+    const path = u.pathname
+      .replace(/^\/+/, '')
+      .split('/')
+      .map((s) => decodeURIComponent(s));
+    const forbidden: MemoryResponse = { status: 403, body: 'AuthorizationFailure', headers: {} };
+    const notFound = (code: string): MemoryResponse => ({ status: 404, body: code, headers: {} });
+    if (url.startsWith(MEMORY_BLOB_ENDPOINT + '/')) {
+      const [container, ...rest] = path;
+      const blobName = rest.join('/');
+      if (container !== this.artifacts.containerName) return forbidden;
+      const sp = this.granted(`blob/${container}/${blobName}`, q);
+      if (sp === undefined) return forbidden;
+      if (method === 'PUT' && q.get('comp') === 'block' && q.get('blockid')) {
+        if (!sp.includes('w')) return forbidden;
+        this.artifacts.putBlockNow(blobName, q.get('blockid')!, body);
+        return { status: 201, body: '', headers: {} };
+      }
+      if (method === 'PUT' && !q.get('comp')) {
+        if (!sp.includes('w')) return forbidden;
+        this.artifacts.uploadNow(blobName, body);
+        return { status: 201, body: '', headers: {} };
+      }
+      if (method === 'GET' && !q.get('comp')) {
+        if (!sp.includes('r')) return forbidden;
+        const b = this.artifacts.downloadNow(blobName);
+        if (!b) return notFound('BlobNotFound');
+        const headers: Record<string, string> = {};
+        if (b.contentType) headers['content-type'] = b.contentType;
+        if (b.contentEncoding) headers['content-encoding'] = b.contentEncoding;
+        return { status: 200, body: b.body, headers };
+      }
+      return forbidden;
+    }
+    if (url.startsWith(MEMORY_QUEUE_ENDPOINT + '/')) {
+      const [queueName, messages, messageId, ...extra] = path;
+      const queue = this.queues.get(queueName);
+      const sp = this.granted(`queue/${queueName}`, q);
+      if (sp === undefined || messages !== 'messages' || extra.length) return forbidden;
+      // Process (p) covers dequeue and delete; peek needs r, add a, update u.
+      const needs = method === 'GET' ? (q.get('peekonly') === 'true' ? 'r' : 'p') : method === 'DELETE' && messageId ? 'p' : method === 'POST' ? 'a' : 'u';
+      if (!sp.includes(needs) || (method === 'DELETE' && !messageId) || (method === 'GET' && messageId)) return forbidden;
+      if (!queue?.exists) return notFound('QueueNotFound');
+      if (method === 'DELETE')
+        return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : notFound('MessageNotFound');
+      if (method !== 'GET') return forbidden;
+      const got = queue.receiveNow(Number(q.get('numofmessages') ?? 1), Number(q.get('visibilitytimeout') ?? 30));
+      const doc = {
+        QueueMessagesList: {
+          QueueMessage: got.map((m) => ({
+            MessageId: m.messageId,
+            InsertionTime: m.insertedOn!.toUTCString(),
+            ExpirationTime: new Date(9999, 11, 31).toUTCString(),
+            PopReceipt: m.popReceipt,
+            TimeNextVisible: new Date(this.now() + Number(q.get('visibilitytimeout') ?? 30) * 1000).toUTCString(),
+            DequeueCount: m.dequeueCount,
+            MessageText: m.messageText,
+          })),
+        },
+      };
+      return { status: 200, body: `<?xml version="1.0" encoding="utf-8"?>${xml.build(doc)}`, headers: { 'content-type': 'application/xml' } };
+    }
+    return notFound('ResourceNotFound');
+  }
+}
+
+export function isMemoryStorage(s: Storage): s is MemoryStorage {
+  return s.kind === 'memory';
+}

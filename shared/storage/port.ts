@@ -1,0 +1,242 @@
+/**
+ * The storage port: what domain code may ask of storage. Two adapters implement it, Azure
+ * (`azure.ts`, Azurite or a real account) and in-memory (`memory.ts`), with the same semantics;
+ * `test/integration/storage-port.test.ts` runs one contract suite against both. Queries and
+ * entity-group transactions are plain data, so no OData or SDK type leaks out of `storage/`.
+ * Every call is counted by the adapter's meter under the op names below (tests and the bench read them).
+ */
+import type { StorageMeter } from './counter';
+import { badArgs } from '../errors';
+
+export type Entity = Record<string, unknown> & { partitionKey: string; rowKey: string };
+export type StoredEntity = Entity & { etag: string };
+
+/** A storage write lost an optimistic-concurrency race or hit an existing key (Azure 409/412/404). */
+export class StorageConflict extends Error {
+  constructor(
+    readonly reason: 'exists' | 'etag' | 'missing',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StorageConflict';
+  }
+}
+
+/** A storage call that did not answer within its deadline; the HTTP layer answers 5xx, which clients retry. */
+export class StorageTimeout extends Error {
+  constructor(
+    readonly op: string,
+    readonly ms: number,
+  ) {
+    super(`storage call ${op} did not answer within ${ms} ms`);
+    this.name = 'StorageTimeout';
+  }
+}
+
+/** Azure Table pages hold at most 1000 entities. */
+export const MAX_TABLE_PAGE = 1000;
+/** Entity-group transactions hold at most 100 operations, all in one partition. */
+export const MAX_TRANSACTION_ACTIONS = 100;
+/** Azure Queue Get Messages returns at most 32 messages. */
+export const MAX_DEQUEUE = 32;
+/** Azure Queue visibility timeouts are capped at 7 days. */
+export const MAX_VISIBILITY_S = 7 * 24 * 3600 - 60;
+
+// ---- tables ----
+
+/** A key range; bounds compare as strings (ordinal), as Azure compares keys. */
+export interface KeyRange {
+  gt?: string;
+  ge?: string;
+  lt?: string;
+  le?: string;
+}
+
+export type Comparison = 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le';
+export type PropertyValue = string | number | boolean;
+
+/**
+ * A property test. As in Azure, a missing property or one of another type matches nothing (not even `ne`).
+ * `{ or: [...] }` holds if any of its conditions does.
+ */
+export type Condition = { prop: string; op: Comparison; value: PropertyValue } | { or: Condition[] };
+
+/** A table query: key equality or ranges, property conditions (all must hold), and a projection. */
+export interface Query {
+  partitionKey?: string | KeyRange;
+  rowKey?: string | KeyRange;
+  where?: Condition[];
+  /** Property names to return (`RowKey`, `PartitionKey` or entity properties); all when absent. */
+  select?: string[];
+}
+
+/** One action of an entity-group transaction. */
+export type TableAction =
+  | { op: 'create'; entity: Entity }
+  | { op: 'upsert'; entity: Entity; mode?: 'Replace' | 'Merge' }
+  | { op: 'update'; entity: Entity; etag: string; mode?: 'Replace' | 'Merge' }
+  | { op: 'delete'; partitionKey: string; rowKey: string; etag?: string };
+
+/**
+ * Whether a continuation token (which callers hand back from clients) has the shape both adapters
+ * give out: base64 of `{nextPartitionKey, nextRowKey?}` with string keys. Anything else is refused
+ * before it reaches a table, as bad input.
+ */
+export function isTableContinuation(token: string): boolean {
+  try {
+    const v = JSON.parse(Buffer.from(token, 'base64').toString('utf8'));
+    return (
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      typeof v.nextPartitionKey === 'string' &&
+      v.nextPartitionKey !== '' &&
+      (v.nextRowKey === undefined || typeof v.nextRowKey === 'string') &&
+      Object.keys(v).every((k) => k === 'nextPartitionKey' || k === 'nextRowKey')
+    );
+  } catch {
+    return false;
+  }
+}
+
+/** A client's continuation token that no table gave out. */
+export function checkContinuation(token: string | undefined): void {
+  if (token !== undefined && !isTableContinuation(token)) throw badArgs('continuationToken is not valid');
+}
+
+export interface Page<T> {
+  items: T[];
+  continuation?: string;
+}
+
+export interface Table {
+  readonly name: string;
+  /** Creates the table if missing (`<name>.create`). */
+  create(): Promise<void>;
+  /** `<name>.get`; undefined when missing. */
+  get<T extends Entity = Entity>(pk: string, rk: string, opts?: { abortSignal?: AbortSignal }): Promise<(T & { etag: string }) | undefined>;
+  /** `<name>.insert`; StorageConflict('exists') if the key is taken. Returns the new ETag. */
+  insert(entity: Entity): Promise<string>;
+  /** `<name>.update`: replaces If-Match `etag`; StorageConflict('etag'|'missing'). */
+  update(entity: Entity, etag: string): Promise<string>;
+  /** `<name>.merge`: merges properties If-Match `etag` ('*': unconditionally, but the row must exist). */
+  merge(entity: Entity, etag: string): Promise<string>;
+  /** `<name>.upsert`: insert or replace. */
+  upsert(entity: Entity): Promise<string>;
+  /** `<name>.delete`: false when missing; with an etag, StorageConflict('etag') on mismatch. */
+  delete(pk: string, rk: string, etag?: string): Promise<boolean>;
+  /**
+   * `<name>.transaction`: all actions or none (one partition, at most 100, each key once). Conflicts
+   * as for the single calls ('exists', 'etag', 'missing', a delete of a missing row included).
+   * Returns each action's new ETag (undefined for deletes).
+   */
+  transact(actions: TableAction[]): Promise<(string | undefined)[]>;
+  /** `<name>.query`: one page in PartitionKey, RowKey order; `continuation` is opaque. */
+  page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>>;
+}
+
+// ---- queues ----
+
+export interface QueueMessage {
+  messageId: string;
+  popReceipt: string;
+  messageText: string;
+  dequeueCount: number;
+  insertedOn?: Date;
+}
+
+export interface Queue {
+  /** The full queue name. */
+  readonly name: string;
+  /** `<label>.create`, idempotent. */
+  create(): Promise<void>;
+  /** `<label>.put`: a JSON message (base64 text, as workers polling the queue expect). */
+  put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }>;
+  /** `<label>.get`: up to `count` (≤32) visible messages, each leased for `visibilityS`. */
+  receive(count: number, visibilityS: number): Promise<QueueMessage[]>;
+  /** `<label>.delete`: one already gone (or re-leased by someone else) is ignored. */
+  delete(messageId: string, popReceipt: string): Promise<void>;
+  /** `<label>.update`: makes a leased message visible again after `visibilityS`; a stale receipt is ignored. */
+  release(messageId: string, popReceipt: string, visibilityS?: number): Promise<void>;
+  /** `<label>.properties`: approximate number of messages (0 if the queue is missing). */
+  approximateCount(): Promise<number>;
+  /** `<label>.peek`: up to `count` (≤32) visible messages from the front, without leasing them. */
+  peek(count: number): Promise<{ messageText: string }[]>;
+}
+
+export function decodeMessage<T>(m: QueueMessage): T | undefined {
+  try {
+    return JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- artifact blobs ----
+
+export type SasProtocolChoice = 'https' | 'https,http';
+
+/** The artifact container's operations (every one counted as `artifacts.<op>`). */
+export interface ArtifactContainer {
+  /** `artifacts.putBlock`: stages one uncommitted block (what a worker's PUT to the upload URL does). */
+  putBlock(blobName: string, blockId: string, body: Buffer): Promise<void>;
+  /** `artifacts.commit`: commits the block list with a content type; false if a block was never uploaded. */
+  commitBlocks(blobName: string, blockIds: string[], contentType: string): Promise<boolean>;
+  /** `artifacts.setHeaders`. */
+  setHeaders(blobName: string, headers: { contentType: string; contentEncoding?: string }): Promise<void>;
+  /** `artifacts.sniff`: the first `bytes` bytes and the total size of a committed blob (undefined if it is empty). */
+  readHead(blobName: string, bytes: number): Promise<{ head: Buffer; size: number } | undefined>;
+  /** `artifacts.download`: the whole committed blob, with its headers (undefined if missing). */
+  download(blobName: string): Promise<{ body: Buffer; contentType?: string; contentEncoding?: string } | undefined>;
+  /** `artifacts.delete`: the blob and its uncommitted blocks; a missing blob is fine. */
+  delete(blobName: string): Promise<void>;
+  /** `artifacts.exists`: whether a committed blob exists. */
+  exists(blobName: string): Promise<boolean>;
+  /** A write-only URL for one plain PUT of block `blockId` (no storage call). */
+  blockUploadUrl(blobName: string, blockId: string, expiresOn: Date): string;
+  /** A read-only URL for the committed blob (no storage call). */
+  readUrl(blobName: string, expiresOn: Date): string;
+  /** `artifacts.upload`: the whole blob in one call (small data sent inline to the Object API). */
+  upload(blobName: string, body: Buffer, contentType: string): Promise<void>;
+  /** A create/write URL for one PUT of the whole blob (`x-ms-blob-type: BlockBlob`; no storage call). */
+  putUrl(blobName: string, expiresOn: Date): string;
+}
+
+/**
+ * The SAS of a pending queue's poll URLs: process permission only (dequeue and delete: no peek,
+ * add or update, nothing outside this queue), valid from `startsOn` to `expiresOn`.
+ */
+export interface QueuePollSas {
+  /** The queue service endpoint, without a trailing '/'. */
+  readonly queueEndpoint: string;
+  /** The SAS query string (no storage call). */
+  pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string;
+}
+
+// ---- the port ----
+
+/** Logical table names; each is prefixed per deployment. */
+export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry', 'Objects', 'IndexTasks', 'IndexNamespaces', 'Hooks', 'HookFires'] as const;
+export type TableName = (typeof TABLES)[number];
+
+/** Fixed trigger queues (pending queues are per task queue and priority). */
+export const TRIGGER_QUEUES = ['deadline', 'claim', 'resolved'] as const;
+export type TriggerQueue = (typeof TRIGGER_QUEUES)[number];
+
+export interface Storage extends QueuePollSas {
+  readonly kind: 'azure' | 'memory';
+  readonly meter: StorageMeter;
+  readonly prefix: string;
+  table(name: TableName): Table;
+  /** A queue by its full name; `label` names it in the transaction counts. */
+  queueNamed(fullName: string, label: string): Queue;
+  trigger(name: TriggerQueue): Queue;
+  readonly artifacts: ArtifactContainer;
+  /** Creates every table, trigger queue and the artifact container (idempotent; run at start-up). */
+  ensureAll(): Promise<void>;
+}
+
+/** Storage prefixes name tables and queues, so they are short lowercase alphanumerics. */
+export function checkPrefix(prefix: string): void {
+  if (!/^[a-z][a-z0-9]{0,19}$/.test(prefix)) throw new Error(`storage prefix '${prefix}' must be 1-20 lowercase letters/digits, starting with a letter`);
+}

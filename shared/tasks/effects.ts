@@ -1,0 +1,98 @@
+/**
+ * Side effects of a task transition, as data. A transition (transitions.ts) returns them beside the
+ * next task row; the executor (executor.ts) performs them around the row's ETag-guarded write, by
+ * phase:
+ *  - `before`: must exist whenever the new state exists (a pending run's hint, a running run's
+ *    claim-expiry trigger, an unresolved task's deadline trigger, a resolution's safety net). Put
+ *    before the write, so a crash leaves at most a stale message, never a state without its message.
+ *  - `with`: rows of the task's own partition written in the same entity-group transaction as the
+ *    task row (history rows are added by the store's observer; outbox rows belong here).
+ *  - `after`: cleanup and dispatch once the write took effect (drop triggers, wake pollers, commit
+ *    uploads, propagate to dependents, delete the safety net, log). Lost in a crash, they are
+ *    redone by a client retry (an idempotent repeat owes them again) or a trigger.
+ * An effect's identity is its content: the executor performs a `before` effect once per call even
+ * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
+ */
+import type { Entity } from '../storage/storage';
+import type { TriggerRef } from './triggers';
+import type { Priority } from './vocabulary';
+
+export type Effect =
+  // ---- before ----
+  /** A pending hint for the run; `hintId` is the only hint that may claim it. */
+  | { phase: 'before'; kind: 'put-hint'; taskQueueId: string; priority: Priority; taskId: string; runId: number; hintId: string; deadline: string }
+  /** The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`. */
+  | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string }
+  /** The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. */
+  | { phase: 'before'; kind: 'put-deadline-trigger'; taskId: string; deadline: string }
+  /** Fires later to finish propagation a crash cut short, unless `delete-safety-net` removes it. */
+  | { phase: 'before'; kind: 'put-safety-net'; taskId: string; runId: number }
+  /** The expiry index row: every row a createTask may leave behind is found when the task expires. */
+  | { phase: 'before'; kind: 'record-expiry'; taskId: string; expires: string; taskGroupId: string; dependencies: string[] }
+  /** Membership of the task group (may refuse: sealed group, other schedulerId). */
+  | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string }
+  // ---- with ----
+  /** A row of the task's partition, written in the task row's transaction. */
+  | { phase: 'with'; kind: 'row'; entity: Entity }
+  // ---- after ----
+  | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: TriggerRef }
+  | { phase: 'after'; kind: 'wake'; taskQueueId: string }
+  /** Uploads end with the run: commit the ones still pending. */
+  | { phase: 'after'; kind: 'commit-uploads'; taskId: string; runId: number }
+  /** Tell dependents of the task's final resolution, then record it (dependentsNotified). */
+  | { phase: 'after'; kind: 'propagate'; taskId: string }
+  /** The `put-safety-net` of the same task and run has nothing left to guard. */
+  | { phase: 'after'; kind: 'delete-safety-net'; taskId: string; runId: number }
+  | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
+
+export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
+
+/** Constructors, so transitions read as a list of what they owe. */
+export const effect = {
+  putHint: (taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string): Effect => ({
+    phase: 'before',
+    kind: 'put-hint',
+    taskQueueId,
+    priority,
+    taskId,
+    runId,
+    hintId,
+    deadline,
+  }),
+  putClaimTrigger: (taskId: string, runId: number, takenUntil: string): Effect => ({ phase: 'before', kind: 'put-claim-trigger', taskId, runId, takenUntil }),
+  putDeadlineTrigger: (taskId: string, deadline: string): Effect => ({ phase: 'before', kind: 'put-deadline-trigger', taskId, deadline }),
+  putSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'before', kind: 'put-safety-net', taskId, runId }),
+  recordExpiry: (taskId: string, expires: string, taskGroupId: string, dependencies: string[]): Effect => ({
+    phase: 'before',
+    kind: 'record-expiry',
+    taskId,
+    expires,
+    taskGroupId,
+    dependencies,
+  }),
+  addGroupMember: (taskGroupId: string, taskId: string, schedulerId: string, expires: string): Effect => ({
+    phase: 'before',
+    kind: 'add-group-member',
+    taskGroupId,
+    taskId,
+    schedulerId,
+    expires,
+  }),
+  row: (entity: Entity): Effect => ({ phase: 'with', kind: 'row', entity }),
+  dropTrigger: (trigger: 'claim' | 'deadline', ref: TriggerRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
+  wake: (taskQueueId: string): Effect => ({ phase: 'after', kind: 'wake', taskQueueId }),
+  commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),
+  propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
+  deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
+  log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
+};
+
+/** The `put-safety-net` that a `delete-safety-net` deletes (same task and run). */
+export function safetyNetOf(e: EffectOf<'delete-safety-net'>): EffectOf<'put-safety-net'> {
+  return { phase: 'before', kind: 'put-safety-net', taskId: e.taskId, runId: e.runId };
+}
+
+/** An effect's identity: equal effects are one effect (performed once per call). */
+export function effectKey(e: Effect): string {
+  return JSON.stringify(e);
+}

@@ -1,0 +1,152 @@
+/**
+ * The one executor of task transitions: load (or use a known row) -> transition -> `before`
+ * effects -> ETag-guarded write with the `with` rows -> `after` effects. On an ETag race it
+ * reloads and recomputes the transition and its effects; a `before` effect already performed in
+ * an earlier attempt (same content: ids and `now` are fixed per call) is not performed again.
+ * Crash ordering lives here: whatever a state needs exists before the row says so.
+ */
+import * as slugid from 'slugid';
+import { TaskDeps } from './deps';
+import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
+import { MAX_MODIFY_ATTEMPTS } from './store';
+import { TaskRecord } from './model';
+import type { TriggerRef } from './triggers';
+import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, schedule } from './transitions';
+import { notifyDependents } from './dependencies';
+
+export interface Executed {
+  /** The task as written, or as found when the transition changed nothing. */
+  task: TaskRecord;
+  changed: boolean;
+}
+
+/** What a call performed so far: `before` effects by identity, with their trigger refs. */
+type Performed = Map<string, TriggerRef | undefined>;
+
+/**
+ * Runs `transition` on task `taskId` (starting from `known` when given, saving a read). Returns
+ * undefined when the task does not exist, the transition's refusal or "later", or the outcome.
+ */
+export async function execute(
+  d: TaskDeps,
+  taskId: string,
+  transition: (t: TaskRecord) => Result,
+  known?: TaskRecord,
+): Promise<Executed | Refusal | Later | undefined> {
+  const performed: Performed = new Map();
+  let current = known;
+  for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
+    if (!current || attempt > 0) current = await d.tasks.load(taskId);
+    if (!current) return undefined;
+    const result = transition(current);
+    if (isRefusal(result) || isLater(result)) return result;
+    if (result.next === current) {
+      await performAfter(d, result.effects, current, performed);
+      return { task: current, changed: false };
+    }
+    await performBefore(d, result, performed);
+    const rows = result.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
+    const written = await d.tasks.replace(current, result.next, rows);
+    if (written === 'etag') continue;
+    if (written === 'missing') return undefined;
+    await performAfter(d, result.effects, result.next, performed);
+    return { task: result.next, changed: true };
+  }
+  throw new Error(`task ${taskId}: too many concurrent modifications`);
+}
+
+/** Creates a task row from `create`'s step. False when the taskId is taken (nothing `after` is done). */
+export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
+  const performed: Performed = new Map();
+  await performBefore(d, step, performed);
+  const rows = step.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
+  if (!(await d.tasks.insert(step.next, rows))) return false;
+  await performAfter(d, step.effects, step.next, performed);
+  return true;
+}
+
+/** `before` effects in order, each once per call; trigger refs go into the row they guard. */
+async function performBefore(d: TaskDeps, step: Step, performed: Performed): Promise<void> {
+  for (const e of step.effects) {
+    if (e.phase !== 'before') continue;
+    const key = effectKey(e);
+    if (!performed.has(key)) performed.set(key, await before(d, e));
+    const ref = performed.get(key);
+    if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
+    if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
+  }
+}
+
+async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
+  switch (e.kind) {
+    case 'put-hint':
+      await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline);
+      return undefined;
+    case 'put-claim-trigger':
+      return d.triggers.claim(e.taskId, e.runId, e.takenUntil);
+    case 'put-deadline-trigger':
+      return d.triggers.deadline(e.taskId, e.deadline);
+    case 'put-safety-net':
+      return d.triggers.resolved(e.taskId, e.runId);
+    case 'record-expiry':
+      await d.expiry.record('task', e.taskId, e.expires, { taskGroupId: e.taskGroupId, dependencies: e.dependencies });
+      return undefined;
+    case 'add-group-member':
+      await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
+      return undefined;
+    default:
+      throw new Error(`not a before effect: ${e.kind}`);
+  }
+}
+
+/** `after` effects in order; consecutive trigger drops go side by side (each ignores its own failure). */
+async function performAfter(d: TaskDeps, effects: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
+  const after = effects.filter((e) => e.phase === 'after');
+  for (let i = 0; i < after.length; i++) {
+    const e = after[i];
+    if (e.kind === 'drop-trigger') {
+      const drops: EffectOf<'drop-trigger'>[] = [];
+      while (i < after.length && after[i].kind === 'drop-trigger') drops.push(after[i++] as EffectOf<'drop-trigger'>);
+      i--;
+      await Promise.all(drops.map((x) => d.triggers.drop(x.trigger, x.ref)));
+      continue;
+    }
+    await afterOne(d, e, task, performed);
+  }
+}
+
+async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Performed): Promise<void> {
+  switch (e.kind) {
+    case 'wake':
+      d.wake(e.taskQueueId);
+      return;
+    case 'commit-uploads':
+      await d.uploads.commit(e.taskId, e.runId);
+      return;
+    case 'propagate':
+      await propagate(d, task);
+      return;
+    case 'delete-safety-net': {
+      // Only a net this call put; a repeat that found the work done put none.
+      const ref = performed.get(effectKey(safetyNetOf(e)));
+      if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
+      return;
+    }
+    case 'log':
+      d.log.info(e.event, e.fields);
+      return;
+    default:
+      throw new Error(`not an after effect: ${e.kind}`);
+  }
+}
+
+/** Tells the dependents of a finally resolved task, then records that (dependentsNotified). */
+async function propagate(d: TaskDeps, task: TaskRecord): Promise<void> {
+  const last = task.runs.length - 1;
+  await notifyDependents(d, task, async (dependent, t) => {
+    const input = { hintId: slugid.nice() };
+    const now = d.now();
+    await execute(d, dependent, (x) => schedule(x, input, now), t);
+  });
+  await execute(d, task.taskId, (x) => propagated(x, { last }), task);
+}

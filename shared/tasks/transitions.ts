@@ -1,0 +1,407 @@
+/**
+ * The task lifecycle as a state machine: one pure function per transition,
+ * `(task, input, now) -> { next, effects } | refusal | later`. No I/O, no clock reads, no
+ * randomness: ids (hintId) and `now` are chosen by the caller once per call, so a recomputation
+ * after an ETag race is deterministic. The executor (executor.ts) loads, applies, performs the
+ * effects (effects.ts) and writes.
+ *
+ * The task's state is its last run's state ('unscheduled' without runs); `=` is an idempotent repeat:
+ *
+ *   transition      unscheduled         pending             running                   completed/failed/exception
+ *   create          -> pending (no dependencies) or unscheduled
+ *   schedule        -> pending          =                   =                         =
+ *   claim           409                 -> running          = same worker / 409       409
+ *   reclaim         404                 409                 -> running (takenUntil)   409
+ *   report          404                 409                 -> resolved, or pending   = same report / 409
+ *                                                              (retry run)
+ *   expireClaim     =                   =                   -> exception, or pending  = (owes propagation)
+ *   deadline        -> exception (run)  -> exception        -> exception              = (owes propagation)
+ *   cancel          -> exception (run)  -> exception        -> exception              = (owes propagation)
+ *   rerun           -> pending (run)    =                   =                         -> pending (new run)
+ *   rehint          =                   = (fresh hint)      =                         =
+ *   propagated      bookkeeping only: dependentsNotified = last run
+ *   dependentAdded  bookkeeping only: hasDependents = true
+ *
+ * An idempotent repeat returns the task unchanged with the effects it still owes (propagation,
+ * upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
+ * cancel, rerun and scheduleTask refuse (409).
+ */
+import { effect, Effect } from './effects';
+import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, taskState } from './model';
+
+/** Taskcluster allows at most 50 runs per task. */
+export const MAX_RUNS = 50;
+/** Exception reasons after which the queue retries the task (while retriesLeft > 0), and the new run's reasonCreated. */
+export const RETRY_REASON: Partial<Record<ReasonResolved, ReasonCreated>> = {
+  'worker-shutdown': 'retry',
+  'intermittent-task': 'task-retry',
+  'claim-expired': 'retry',
+};
+
+// ---- results ----
+
+/** The task after the transition (the same object when nothing changed) and what it owes. */
+export interface Step {
+  next: TaskRecord;
+  effects: Effect[];
+}
+/** The transition does not apply: a 404 or 409 with this message. */
+export interface Refusal {
+  refused: 'not-found' | 'conflict';
+  message: string;
+}
+/** A trigger arrived early (clock skew): show it again in this many seconds. */
+export interface Later {
+  retryAfterS: number;
+}
+export type Result = Step | Refusal | Later;
+
+export const isRefusal = (r: Result): r is Refusal => 'refused' in r;
+export const isLater = (r: Result): r is Later => 'retryAfterS' in r;
+
+export interface Worker {
+  workerGroup: string;
+  workerId: string;
+}
+export type Outcome = { state: 'completed' } | { state: 'failed' } | { state: 'exception'; reason: ReasonResolved };
+
+// ---- helpers ----
+
+const same = (task: TaskRecord, effects: Effect[] = []): Step => ({ next: task, effects });
+const refuse = (message: string): Refusal => ({ refused: 'conflict', message });
+const missing = (message: string): Refusal => ({ refused: 'not-found', message });
+const copy = (t: TaskRecord): TaskRecord => {
+  const { etag: _etag, ...rest } = t;
+  void _etag;
+  return structuredClone(rest);
+};
+const lastRun = (t: TaskRecord): Run | undefined => t.runs[t.runs.length - 1];
+const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadline) <= now;
+const isLatest = (t: TaskRecord, runId: number) => runId === t.runs.length - 1;
+const running = (t: TaskRecord, runId: number) => isLatest(t, runId) && t.runs[runId].state === 'running';
+const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
+function secondsUntil(at: string, now: Date): number {
+  return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
+}
+
+/** The one way a pending run is added: the run, and its hint (put before the row). */
+function addPendingRun(x: TaskRecord, reasonCreated: ReasonCreated, now: Date, hintId: string): Effect {
+  const runId = x.runs.length;
+  x.runs.push({ runId, state: 'pending', reasonCreated, scheduled: now.toJSON(), hintId });
+  const d = x.definition;
+  return effect.putHint(d.taskQueueId, d.priority, x.taskId, runId, hintId, d.deadline);
+}
+
+/** Whether a resolution with `reason` adds a retry run to `x`. */
+function retries(x: TaskRecord, reason: ReasonResolved): boolean {
+  return !!RETRY_REASON[reason] && x.retriesLeft > 0 && x.runs.length < MAX_RUNS;
+}
+
+/**
+ * The one way a running run is resolved: its state and reason, and a retry run when the reason
+ * retries and retries are left. Returns the retry's hint effect, if any.
+ */
+function resolveWithRetry(x: TaskRecord, runId: number, state: Run['state'], reason: ReasonResolved, now: Date, hintId: string): Effect | undefined {
+  const retry = retries(x, reason);
+  Object.assign(x.runs[runId], { state, reasonResolved: reason, resolved: now.toJSON() });
+  x.takenUntil = '';
+  if (!retry) return undefined;
+  x.retriesLeft--;
+  return addPendingRun(x, RETRY_REASON[reason]!, now, hintId);
+}
+
+/** Propagation a finally resolved task still owes its dependents. */
+function owedPropagation(t: TaskRecord): Effect[] {
+  return isResolved(taskState(t)) && t.hasDependents && t.dependentsNotified < t.runs.length - 1 ? [effect.propagate(t.taskId)] : [];
+}
+
+/** What a resolution owes after the write: wake pollers for a retry run, drop triggers that have nothing left to do. */
+function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaims: number[]; dropDeadline: boolean }): Effect[] {
+  const out: Effect[] = [];
+  const last = lastRun(next);
+  if (last?.state === 'pending') out.push(effect.wake(next.definition.taskQueueId));
+  for (const i of opts.dropClaims) {
+    const ref = before.runs[i]?.claimTrigger;
+    if (ref) out.push(effect.dropTrigger('claim', ref));
+  }
+  if (opts.dropDeadline && isResolved(taskState(next)) && before.deadlineTrigger) out.push(effect.dropTrigger('deadline', before.deadlineTrigger));
+  return out;
+}
+
+// ---- transitions ----
+
+export interface CreateInput {
+  taskId: string;
+  definition: TaskDefinition;
+  /** The hint of run 0, when the task has no dependencies. */
+  hintId: string;
+}
+
+/**
+ * createTask: a new row, scheduled at once when it has no dependencies. Its expiry row, group
+ * membership and deadline trigger come first, so every row it may leave behind is found later.
+ */
+export function create(input: CreateInput, now: Date): Step {
+  const { taskId, definition: def } = input;
+  const next: TaskRecord = { taskId, definition: def, runs: [], retriesLeft: def.retries, takenUntil: '', hasDependents: false, dependentsNotified: -1 };
+  const effects: Effect[] = [
+    effect.recordExpiry(taskId, def.expires, def.taskGroupId, def.dependencies),
+    effect.addGroupMember(def.taskGroupId, taskId, def.schedulerId, def.expires),
+    effect.putDeadlineTrigger(taskId, def.deadline),
+  ];
+  if (def.dependencies.length === 0) {
+    effects.push(addPendingRun(next, 'scheduled', now, input.hintId));
+    effects.push(effect.wake(def.taskQueueId));
+  }
+  return { next, effects };
+}
+
+/** Run 0 of an unscheduled task (its dependencies are satisfied); nothing after the deadline. */
+export function schedule(task: TaskRecord, input: { hintId: string }, now: Date): Step {
+  if (task.runs.length > 0 || deadlinePassed(task, now)) return same(task);
+  const next = copy(task);
+  const hint = addPendingRun(next, 'scheduled', now, input.hintId);
+  return { next, effects: [hint, effect.wake(task.definition.taskQueueId)] };
+}
+
+/** scheduleTask: as `schedule`, refused after the deadline. */
+export function scheduleTask(task: TaskRecord, input: { hintId: string }, now: Date): Result {
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  return schedule(task, input, now);
+}
+
+export interface ClaimInput {
+  runId: number;
+  worker: Worker;
+  /**
+   * Through a pending hint (claimWork) or directly (claimTask, `null`). `replayWithinS`: the
+   * worker that claimed a run through this hint gets the same claim back if it asks again this
+   * soon after (a retry of a claimWork whose response was lost to a crash).
+   */
+  via: { hintId: string; replayWithinS: number } | null;
+  claimTimeoutS: number;
+}
+
+/**
+ * Claims a pending run. Through a hint, only the hint the run was scheduled with may claim it, so
+ * duplicate hints never yield two claims; directly (claimTask), a repeat by the same worker is
+ * idempotent. The claim-expiry trigger exists before the run is running.
+ */
+export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
+  const { runId, worker, via } = input;
+  if (deadlinePassed(task, now)) return refuse('the task deadline has passed');
+  const r = task.runs[runId];
+  if (!r) return refuse(`run ${runId} does not exist`);
+  if (isLatest(task, runId) && r.state === 'pending' && (via === null || r.hintId === via.hintId)) {
+    const next = copy(task);
+    const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
+    Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
+    next.takenUntil = takenUntil;
+    return { next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
+  }
+  const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
+  if (mine && via === null) return same(task);
+  if (mine && via && r.hintId === via.hintId && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same(task);
+  return refuse(`run ${runId} is ${isLatest(task, runId) ? r.state : 'not the latest run'}`);
+}
+
+/** reclaimTask: a later takenUntil for the running run; its old claim-expiry trigger is dropped. */
+export function reclaim(task: TaskRecord, input: { runId: number; claimTimeoutS: number }, now: Date): Result {
+  const { runId } = input;
+  if (!task.runs[runId]) return missing(`run ${runId} of task ${task.taskId} not found`);
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  if (!running(task, runId)) return refuse(`run ${runId} of task ${task.taskId} is not running (it was resolved, canceled or overtaken)`);
+  const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
+  const r = task.runs[runId];
+  if (r.takenUntil && r.takenUntil >= takenUntil) return same(task);
+  const next = copy(task);
+  Object.assign(next.runs[runId], { takenUntil });
+  next.takenUntil = takenUntil;
+  // The previous claim's trigger would only fire to find a later takenUntil.
+  const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil)];
+  if (r.claimTrigger) effects.push(effect.dropTrigger('claim', r.claimTrigger));
+  return { next, effects };
+}
+
+const reasonOf = (o: Outcome): ReasonResolved => (o.state === 'exception' ? o.reason : o.state);
+
+/**
+ * reportCompleted / reportFailed / reportException: resolves the running run, adding a retry run
+ * for a retrying exception. Repeating the same report is idempotent (it still owes propagation and
+ * the upload commit), even after the retry was claimed; a different outcome, a run never claimed
+ * or one later runs overtook is refused. A final resolution of a task with dependents puts the
+ * safety net first, so dependents are scheduled even if we crash before telling them.
+ */
+export function report(task: TaskRecord, input: { runId: number; outcome: Outcome; hintId: string }, now: Date): Result {
+  const { runId, outcome } = input;
+  const r = task.runs[runId];
+  if (!r) return missing(`run ${runId} of task ${task.taskId} not found`);
+  const reason = reasonOf(outcome);
+  if (!running(task, runId)) {
+    const last = task.runs.length - 1;
+    const retryAs = RETRY_REASON[reason];
+    // The run must still be the latest, or be followed only by the retry this very report created.
+    const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
+    if (r.state === outcome.state && r.reasonResolved === reason && current) {
+      return same(task, [...owedPropagation(task), effect.commitUploads(task.taskId, runId)]);
+    }
+    return refuse(
+      `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
+    );
+  }
+  const next = copy(task);
+  const hint = resolveWithRetry(next, runId, outcome.state, reason, now, input.hintId);
+  const net = !hint && task.hasDependents;
+  return {
+    next,
+    effects: [
+      ...(hint ? [hint] : []),
+      ...(net ? [effect.putSafetyNet(task.taskId, runId)] : []),
+      ...afterResolution(task, next, { dropClaims: [runId], dropDeadline: true }),
+      ...owedPropagation(next),
+      // Uploads end with the report (one query when none is pending).
+      effect.commitUploads(task.taskId, runId),
+      ...(net ? [effect.deleteSafetyNet(task.taskId, runId)] : []),
+    ],
+  };
+}
+
+/**
+ * Claim expiry (reaper): acts only if the run still has the takenUntil the trigger was made for.
+ * The run keeps that takenUntil after expiring, so a re-delivered trigger (the reaper crashed after
+ * the write) recognises its own work and finishes the propagation. After the deadline the deadline
+ * trigger resolves the task instead.
+ */
+export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string }, now: Date): Result {
+  const { runId, takenUntil } = input;
+  const r = task.runs[runId];
+  if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) return same(task, owedPropagation(task));
+  if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same(task);
+  if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
+  if (deadlinePassed(task, now)) return same(task);
+  const next = copy(task);
+  const hint = resolveWithRetry(next, runId, 'exception', 'claim-expired', now, input.hintId);
+  return {
+    next,
+    effects: [
+      ...(hint ? [hint] : []),
+      effect.log('claim-expired', { taskId: task.taskId, runId, retried: !!hint }),
+      ...afterResolution(task, next, { dropClaims: [], dropDeadline: true }),
+      // Uploads the worker finished before it went silent would otherwise wait for a first read.
+      effect.commitUploads(task.taskId, runId),
+      ...owedPropagation(next),
+    ],
+  };
+}
+
+/**
+ * Deadline (reaper): resolves every unresolved run as deadline-exceeded, or adds an exception run
+ * to an unscheduled task. A resolved task is left alone, but an interrupted propagation is finished.
+ */
+export function deadline(task: TaskRecord, input: { deadline: string }, now: Date): Result {
+  if (task.definition.deadline !== input.deadline) return same(task);
+  if (new Date(input.deadline) > now) return { retryAfterS: secondsUntil(input.deadline, now) };
+  if (isResolved(taskState(task))) return same(task, owedPropagation(task));
+  const next = copy(task);
+  const at = now.toJSON();
+  if (next.runs.length === 0) {
+    next.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: at, resolved: at });
+  }
+  const wasRunning = task.runs.filter((r) => r.state === 'running').map((r) => r.runId);
+  for (const r of next.runs) {
+    if (r.state === 'pending' || r.state === 'running') Object.assign(r, { state: 'exception', reasonResolved: 'deadline-exceeded', resolved: at });
+  }
+  next.takenUntil = '';
+  return {
+    next,
+    effects: [
+      effect.log('deadline-exceeded', { taskId: task.taskId }),
+      ...afterResolution(task, next, { dropClaims: wasRunning, dropDeadline: false }),
+      ...wasRunning.map((i) => effect.commitUploads(task.taskId, i)),
+      ...owedPropagation(next),
+    ],
+  };
+}
+
+/** The resolution safety net fired: finish a propagation that a crash interrupted. */
+export function safetyNet(task: TaskRecord): Step {
+  return same(task, owedPropagation(task));
+}
+
+/**
+ * cancelTask: resolves the latest unresolved run as canceled (or adds a canceled run to an
+ * unscheduled task). A resolved task is left alone (it still owes its propagation).
+ */
+export function cancel(task: TaskRecord, _input: Record<string, never>, now: Date): Result {
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  const last = lastRun(task);
+  if (last && isResolved(last.state)) return same(task, owedPropagation(task));
+  const next = copy(task);
+  const at = now.toJSON();
+  if (!last) {
+    next.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'canceled', scheduled: at, resolved: at });
+  } else {
+    Object.assign(next.runs[last.runId], { state: 'exception', reasonResolved: 'canceled', resolved: at });
+  }
+  next.takenUntil = '';
+  const canceled = next.runs.length - 1;
+  const netRun = Math.max(0, task.runs.length - 1);
+  return {
+    next,
+    effects: [
+      ...(task.hasDependents ? [effect.putSafetyNet(task.taskId, netRun)] : []),
+      ...afterResolution(task, next, { dropClaims: [canceled], dropDeadline: true }),
+      ...(next.runs[canceled].workerGroup ? [effect.commitUploads(task.taskId, canceled)] : []),
+      ...owedPropagation(next),
+      ...(task.hasDependents ? [effect.deleteSafetyNet(task.taskId, netRun)] : []),
+    ],
+  };
+}
+
+/**
+ * rerunTask: a new pending run for a resolved (or unscheduled) task, with fresh retries. The
+ * resolution dropped the deadline trigger; the task is unresolved again, so it gets a new one.
+ */
+export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): Result {
+  if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
+  const state = taskState(task);
+  if (state === 'pending' || state === 'running') return same(task);
+  if (task.runs.length >= MAX_RUNS) return refuse(`Maximum number of runs reached (${MAX_RUNS})`);
+  const next = copy(task);
+  const hint = addPendingRun(next, 'rerun', now, input.hintId);
+  next.retriesLeft = Math.min(next.definition.retries, MAX_RUNS - next.runs.length);
+  next.takenUntil = '';
+  return { next, effects: [effect.putDeadlineTrigger(task.taskId, task.definition.deadline), hint, effect.wake(task.definition.taskQueueId)] };
+}
+
+/**
+ * A pending run whose hint is lost or hidden (shared/reaper/hints.ts) gets a fresh one. Only while
+ * the run is still pending with the hint that was found missing; the old hint then claims nothing.
+ */
+export function rehint(task: TaskRecord, input: { runId: number; staleHintId: string | undefined; hintId: string }, now: Date): Step {
+  const run = task.runs[input.runId];
+  if (!isLatest(task, input.runId) || run.state !== 'pending' || run.hintId !== input.staleHintId || deadlinePassed(task, now)) return same(task);
+  const next = copy(task);
+  next.runs[input.runId].hintId = input.hintId;
+  const d = next.definition;
+  return {
+    next,
+    effects: [effect.putHint(d.taskQueueId, d.priority, task.taskId, input.runId, input.hintId, d.deadline), effect.wake(d.taskQueueId)],
+  };
+}
+
+/** Bookkeeping after propagation: the resolution of run `last` has been told to dependents. */
+export function propagated(task: TaskRecord, input: { last: number }): Step {
+  if (task.runs.length - 1 !== input.last || task.dependentsNotified >= input.last) return same(task);
+  const next = copy(task);
+  next.dependentsNotified = input.last;
+  return { next, effects: [] };
+}
+
+/** A dependent task was created: the task's resolution must now look for dependents. */
+export function dependentAdded(task: TaskRecord): Step {
+  if (task.hasDependents) return same(task);
+  const next = copy(task);
+  next.hasDependents = true;
+  return { next, effects: [] };
+}

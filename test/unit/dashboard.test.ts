@@ -1,0 +1,15 @@
+/**
+ * The dashboard's static files: only the listed files are reachable, each with its content type.
+ */
+import { dashboardFile } from '../../shared/ops/dashboard';
+
+test('the page, its script and its stylesheet are served with their content types', () => {
+  expect(dashboardFile('index.html')?.contentType).toBe('text/html; charset=utf-8');
+  expect(dashboardFile('index.html')?.body.toString()).toContain('<script src="/api/dashboard/dashboard.js" defer></script>');
+  expect(dashboardFile('dashboard.js')?.contentType).toBe('text/javascript; charset=utf-8');
+  expect(dashboardFile('dashboard.css')?.contentType).toBe('text/css; charset=utf-8');
+});
+
+test.each(['../dashboard.ts', '../../config.ts', 'missing.js', '__proto__', 'constructor', 'toString', ''])('%j is not a dashboard file', (name) => {
+  expect(dashboardFile(name)).toBeUndefined();
+});

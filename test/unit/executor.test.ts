@@ -1,0 +1,141 @@
+/**
+ * The executor (shared/tasks/executor.ts) with recording fakes for its dependencies (no storage):
+ * effect order around the write, recomputation after an ETag race without repeating `before`
+ * effects, and refusals that perform nothing.
+ */
+import { execute } from '../../shared/tasks/executor';
+import * as T from '../../shared/tasks/transitions';
+import { effect } from '../../shared/tasks/effects';
+import type { TaskDeps } from '../../shared/tasks/deps';
+import type { TaskRecord } from '../../shared/tasks/model';
+
+const NOW = new Date('2030-01-01T00:00:00.000Z');
+const W = { workerGroup: 'wg', workerId: 'w1' };
+
+function pendingTask(): TaskRecord {
+  const def = {
+    provisionerId: 'prov',
+    workerType: 'wt',
+    taskQueueId: 'prov/wt',
+    schedulerId: '-',
+    projectId: 'none',
+    taskGroupId: 'T1',
+    dependencies: [],
+    requires: 'all-completed' as const,
+    routes: [],
+    priority: 'lowest' as const,
+    retries: 1,
+    created: NOW.toJSON(),
+    deadline: new Date(NOW.getTime() + 3600_000).toJSON(),
+    expires: new Date(NOW.getTime() + 7200_000).toJSON(),
+    scopes: [],
+    payload: {},
+    metadata: { name: 'n', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
+    tags: {},
+    extra: {},
+  };
+  const t = T.create({ taskId: 'T1', definition: def, hintId: 'h0' }, NOW).next;
+  t.deadlineTrigger = { messageId: 'dl', popReceipt: 'p' };
+  t.etag = 'e0';
+  return t;
+}
+
+/** Fakes recording every call in order; `rows` are the stored versions, `races` ETag losses to inject. */
+function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
+  const calls: string[] = [];
+  let stored = initial;
+  const races = [...(opts.races ?? [])];
+  let n = 0;
+  const d = {
+    now: () => NOW,
+    config: { claimTimeoutS: 1200, maxTaskDeadlineDays: 5, deadlineDelayS: 0 },
+    log: { info: (e: string) => calls.push(`log ${e}`), warn: () => undefined, error: () => undefined, request: () => undefined },
+    wake: (q: string) => calls.push(`wake ${q}`),
+    uploads: { commit: async (taskId: string, runId: number) => void calls.push(`commit ${taskId}/${runId}`) },
+    pending: { put: async (_q: string, _p: string, taskId: string, runId: number, hintId: string) => void calls.push(`hint ${taskId}/${runId} ${hintId}`) },
+    triggers: {
+      claim: async (_t: string, runId: number) => (calls.push(`claim.put ${runId}`), { messageId: `c${++n}`, popReceipt: 'p' }),
+      deadline: async () => (calls.push('deadline.put'), { messageId: `d${++n}`, popReceipt: 'p' }),
+      resolved: async () => (calls.push('net.put'), { messageId: `r${++n}`, popReceipt: 'p' }),
+      drop: async (kind: string, ref?: { messageId: string }) => void calls.push(`${kind}.drop ${ref?.messageId}`),
+      done: async (ref: { messageId: string }) => void calls.push(`net.delete ${ref.messageId}`),
+    },
+    tasks: {
+      load: async () => (calls.push('load'), structuredClone(stored)),
+      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = []) => {
+        calls.push(['write', ...rows.map((r) => r.rowKey)].join(' '));
+        const race = races.shift();
+        if (race) {
+          stored = { ...race, etag: `${current.etag}+` };
+          return 'etag';
+        }
+        if (current.etag !== stored.etag) return 'etag';
+        stored = { ...structuredClone(next), etag: `${current.etag}'` };
+        next.etag = stored.etag;
+        return 'written';
+      },
+    },
+  };
+  return { d: d as unknown as TaskDeps, calls, stored: () => stored };
+}
+
+const claimInput = { runId: 0, worker: W, via: { hintId: 'h0', replayWithinS: 60 }, claimTimeoutS: 1200 };
+
+test('before effects precede the write, after effects follow it, and trigger refs land in the row', async () => {
+  const t = pendingTask();
+  const f = fakes(t);
+  const r = await execute(f.d, 'T1', (x) => T.claim(x, claimInput, NOW), t);
+  expect(r).toEqual({ task: expect.anything(), changed: true });
+  expect(f.calls).toEqual(['claim.put 0', 'write']);
+  expect(f.stored().runs[0]).toEqual(expect.objectContaining({ state: 'running', claimTrigger: { messageId: 'c1', popReceipt: 'p' } }));
+});
+
+test('after an ETag race the transition is recomputed on the fresh row; an identical before effect is not repeated', async () => {
+  const t = pendingTask();
+  // Someone else wrote the row (an unrelated change: the task gained a dependent).
+  const f = fakes(t, { races: [{ ...structuredClone(t), hasDependents: true }] });
+  const r = await execute(f.d, 'T1', (x) => T.claim(x, claimInput, NOW), t);
+  expect(r && 'changed' in r && r.changed).toBe(true);
+  expect(f.calls).toEqual(['claim.put 0', 'write', 'load', 'write']);
+  expect(f.stored()).toEqual(expect.objectContaining({ hasDependents: true }));
+  expect(f.stored().runs[0].claimTrigger).toEqual({ messageId: 'c1', popReceipt: 'p' });
+});
+
+test('a race that already did the work turns a report into an idempotent repeat owing only its leftovers', async () => {
+  const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  const running = { ...claimed.task, etag: 'e1' };
+  const completedElsewhere = (T.report(running, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW) as T.Step).next;
+  const f = fakes(running, { races: [completedElsewhere] });
+  const r = await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW), running);
+  expect(r).toEqual({ task: expect.objectContaining({ runs: [expect.objectContaining({ state: 'completed' })] }), changed: false });
+  // No trigger drops from the lost attempt: the winner owed those. The commit is owed by every repeat.
+  expect(f.calls).toEqual(['write', 'load', 'commit T1/0']);
+});
+
+test('a retrying report: hint first, then the row, then wake, drop and commit', async () => {
+  const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  const f = fakes(claimed.task);
+  await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: 'h1' }, NOW), claimed.task);
+  expect(f.calls).toEqual(['hint T1/1 h1', 'write', 'wake prov/wt', 'claim.drop c1', 'commit T1/0']);
+  expect(f.stored().runs.map((r) => r.state)).toEqual(['exception', 'pending']);
+});
+
+test('a refusal performs nothing and writes nothing', async () => {
+  const t = pendingTask();
+  const f = fakes(t);
+  const r = await execute(f.d, 'T1', (x) => T.reclaim(x, { runId: 0, claimTimeoutS: 1200 }, NOW), t);
+  expect(r).toEqual({ refused: 'conflict', message: 'run 0 of task T1 is not running (it was resolved, canceled or overtaken)' });
+  expect(f.calls).toEqual([]);
+});
+
+test('`with` rows go into the write of the task row, on every attempt', async () => {
+  const t = pendingTask();
+  const f = fakes(t, { races: [{ ...structuredClone(t), retriesLeft: 0 }] });
+  const withOutbox = (x: TaskRecord): T.Result => {
+    const s = T.dependentAdded(x);
+    return { next: s.next, effects: [effect.row({ partitionKey: 'T1', rowKey: `outbox-${x.retriesLeft}` })] };
+  };
+  await execute(f.d, 'T1', withOutbox, t);
+  expect(f.calls).toEqual(['write outbox-1', 'load', 'write outbox-0']);
+  expect(f.stored().hasDependents).toBe(true);
+});
