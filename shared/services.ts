@@ -58,7 +58,11 @@ export interface Services extends TaskDeps {
   workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
+  /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
+  checkTask: TaskCheck;
 }
+
+export type TaskCheck = (task: unknown) => string[];
 
 export interface ServiceOptions {
   log?: Logger;
@@ -66,7 +70,7 @@ export interface ServiceOptions {
   tuning?: Partial<Tuning>;
 }
 
-export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
+export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
   const storage = createStorage(config.storageConnection, config.storagePrefix);
@@ -97,6 +101,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     startedAt: now(),
     workers: new WorkerRegistry(storage, now),
     wakeListeners,
+    checkTask: opts.checkTask,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };
 }

@@ -10,7 +10,6 @@ import { CronExpressionParser } from 'cron-parser';
 import * as slugid from 'slugid';
 import type { Services } from '../services';
 import { ApiError, conflict, inputError, notFound } from '../errors';
-import { validate } from '../api/schemas';
 import { render, satisfies, unsatisfied } from '../auth/scopes';
 import { createTask, CREATE_TASK_SCOPES } from '../tasks/create';
 import type { TaskStatus } from '../tasks/model';
@@ -224,7 +223,7 @@ export async function fireHook(d: HookDeps, def: HookDefinition, ctx: FireContex
   task.created ??= time.toJSON();
   task.deadline ??= new Date(new Date(task.created).getTime() + DEFAULT_DEADLINE_MS).toJSON();
   task.expires ??= new Date(new Date(task.created).getTime() + DEFAULT_EXPIRES_MS).toJSON();
-  const errors = validate('create-task-request', task);
+  const errors = d.checkTask(task);
   if (errors.length) throw new ApiError('InputValidationError', `the hook's rendered task is not a valid task:\n${errors.map((e) => `  * ${e}`).join('\n')}`);
   // The task is created with authorizedScopes [assume:hook-id:<group>/<hook>]: what that role grants.
   const scopes = await d.clients.expand([`assume:${hookRole(def)}`]);

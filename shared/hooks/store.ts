@@ -5,8 +5,8 @@
  *   HookFires: PartitionKey = <hookGroupId>~<hookId>, RowKey = <inverted fire time>~<taskId>,
  *              newest first; removed a year later through the expiry index.
  */
-import { StorageConflict, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
-import { decodeKey, encodeKey, odata } from '../storage/keys';
+import { MAX_TABLE_PAGE, StorageConflict, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface HookDefinition {
   hookGroupId: string;
@@ -126,7 +126,7 @@ export class HookStore {
 
   /** Every hook of a group (one partition). */
   async list(hookGroupId: string): Promise<HookRecord[]> {
-    return this.all(`PartitionKey eq ${odata(encodeKey(hookGroupId))}`);
+    return this.all({ partitionKey: encodeKey(hookGroupId) });
   }
 
   /** The distinct hook groups. Reads only the keys of every hook: deployments hold hundreds, not millions. */
@@ -134,7 +134,7 @@ export class HookStore {
     const out = new Set<string>();
     let continuation: string | undefined;
     do {
-      const page = await this.hooks.page("PartitionKey ge ''", 1000, continuation, ['PartitionKey']);
+      const page = await this.hooks.page({ partitionKey: { ge: '' }, select: ['PartitionKey'] }, MAX_TABLE_PAGE, continuation);
       for (const e of page.items) out.add(decodeKey(e.partitionKey));
       continuation = page.continuation;
     } while (continuation);
@@ -143,15 +143,23 @@ export class HookStore {
 
   /** Hooks whose next scheduled fire is due (a filtered query over the hooks, as Taskcluster's scheduler does). */
   async due(now: Date, limit: number): Promise<HookRecord[]> {
-    const page = await this.hooks.page(`nextScheduledDate gt '' and nextScheduledDate le ${odata(now.toJSON())}`, limit);
+    const page = await this.hooks.page(
+      {
+        where: [
+          { prop: 'nextScheduledDate', op: 'gt', value: '' },
+          { prop: 'nextScheduledDate', op: 'le', value: now.toJSON() },
+        ],
+      },
+      limit,
+    );
     return page.items.map(recordFrom);
   }
 
-  private async all(filter: string): Promise<HookRecord[]> {
+  private async all(query: Query): Promise<HookRecord[]> {
     const out: HookRecord[] = [];
     let continuation: string | undefined;
     do {
-      const page = await this.hooks.page(filter, 1000, continuation);
+      const page = await this.hooks.page(query, MAX_TABLE_PAGE, continuation);
       out.push(...page.items.map(recordFrom));
       continuation = page.continuation;
     } while (continuation);
@@ -167,7 +175,7 @@ export class HookStore {
 
   async listFires(hookGroupId: string, hookId: string, limit: number, continuation?: string): Promise<{ items: FireRecord[]; continuation?: string }> {
     const pk = fireKeys({ hookGroupId, hookId, taskCreateTime: new Date(0).toJSON(), taskId: '' }).partitionKey;
-    const page = await this.fires.page(`PartitionKey eq ${odata(pk)}`, limit, continuation);
+    const page = await this.fires.page({ partitionKey: pk }, limit, continuation);
     return {
       items: page.items.map((e) => ({
         hookGroupId: e.hookGroupId as string,

@@ -6,7 +6,7 @@
  * Every query of the index lives in this file.
  */
 import { StorageConflict, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
-import { decodeKey, encodeKey, odata } from '../storage/keys';
+import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface IndexedTask {
   /** The full index path, `<parent>.<name>`. */
@@ -129,12 +129,12 @@ export class IndexStore {
   }
 
   async listNamespaces(parent: string, limit: number, continuation?: string): Promise<{ items: StoredNamespace[]; continuation?: string }> {
-    const page = await this.namespaces.page(`PartitionKey eq ${odata(partitionOf(parent))}`, limit, continuation);
+    const page = await this.namespaces.page({ partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(namespaceFrom), continuation: page.continuation };
   }
 
   async listTasks(parent: string, limit: number, continuation?: string): Promise<{ items: StoredTask[]; continuation?: string }> {
-    const page = await this.tasks.page(`PartitionKey eq ${odata(partitionOf(parent))}`, limit, continuation);
+    const page = await this.tasks.page({ partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(taskFrom), continuation: page.continuation };
   }
 }

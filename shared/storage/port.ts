@@ -216,7 +216,23 @@ export interface QueuePollSas {
 // ---- the port ----
 
 /** Logical table names; each is prefixed per deployment. */
-export const TABLES = ['Tasks', 'TaskGroups', 'TaskDeps', 'TaskQueues', 'Workers', 'Artifacts', 'Clients', 'Roles', 'Indexes', 'Expiry', 'Objects', 'IndexTasks', 'IndexNamespaces', 'Hooks', 'HookFires'] as const;
+export const TABLES = [
+  'Tasks',
+  'TaskGroups',
+  'TaskDeps',
+  'TaskQueues',
+  'Workers',
+  'Artifacts',
+  'Clients',
+  'Roles',
+  'Indexes',
+  'Expiry',
+  'Objects',
+  'IndexTasks',
+  'IndexNamespaces',
+  'Hooks',
+  'HookFires',
+] as const;
 export type TableName = (typeof TABLES)[number];
 
 /** Fixed trigger queues (pending queues are per task queue and priority). */

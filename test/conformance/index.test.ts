@@ -3,7 +3,7 @@
  * delete, rank rules, scopes, expiry by the reaper, completed tasks indexed from their routes and
  * findArtifactFromTask's redirect.
  */
-import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { startTestService, TestService, slugid, expectError } from '../helpers/service';
 import { runningTask } from '../helpers/work';
 import { indexCompletedTask } from '../../shared/index/index';
 import { IndexStore } from '../../shared/index/store';

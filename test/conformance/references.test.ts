@@ -1,7 +1,7 @@
 /**
  * The API references the service serves, generated from its route table: taskcluster-client's
  * `createClient` builds a working client from each, the schemas they name are served under their
- * `$id`s, and the queue and auth entries agree with Taskcluster's own references.
+ * `$id`s, and the queue, auth, object, index and hooks entries agree with Taskcluster's own references.
  */
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -13,7 +13,7 @@ let svc: TestService;
 const refs: Record<string, any> = {};
 beforeAll(async () => {
   svc = await startTestService();
-  for (const name of ['queue', 'auth', 'object', 'queue-ops']) {
+  for (const name of ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops']) {
     const res = await fetch(`${svc.rootUrl}/api/references/${name}/v1/api.json`);
     expect(res.status).toBe(200);
     refs[name] = await res.json();
@@ -82,7 +82,7 @@ test('every input and output schema a reference names is served under that $id, 
 
 test('each route is in exactly one reference (web pages aside) and says what it answers', () => {
   const names = (ref: any) => ref.entries.map((e: any) => `${ref.serviceName}_${e.name}`);
-  const listed = [...names(refs.queue), ...names(refs.auth), ...names(refs.object), ...names(refs['queue-ops'])];
+  const listed = ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops'].flatMap((n) => names(refs[n]));
   const api = routes.filter((r) => r.service !== 'web').map((r) => `${r.service}_${r.name}`);
   expect(listed.sort()).toEqual(api.sort());
   // finishArtifact never succeeds here (no object artifacts); the dashboard is HTML.
@@ -90,12 +90,14 @@ test('each route is in exactly one reference (web pages aside) and says what it 
   for (const r of routes) expect([r.name, r.title.length > 0, r.description.length > 0]).toEqual([r.name, true, true]);
 });
 
-test("queue, auth and object entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
+test("queue, auth, object, index and hooks entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
   const apis = (await import('taskcluster-client/src/apis.js' as string)).default;
   for (const [ours, theirs] of [
     [refs.queue, apis.Queue.reference],
     [refs.auth, apis.Auth.reference],
     [refs.object, apis.Object.reference],
+    [refs.index, apis.Index.reference],
+    [refs.hooks, apis.Hooks.reference],
   ]) {
     for (const e of ours.entries) {
       const tc = theirs.entries.find((t: any) => t.name === e.name);

@@ -2,10 +2,10 @@
  * The Hooks service (/api/hooks/v1): hooks create tasks from a JSON-e template on a schedule, on
  * a call (with credentials or a trigger token) or on queue events (bindings).
  */
-import '../../hooks/schemas';
+import '../hooks-schemas';
 import { ApiRequest, RouteDef, ok } from '../types';
 import { authFailed, badArgs, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
 import { checkHealth } from '../../ops/health';
 import { HookStore } from '../../hooks/store';
 import { createHook, definitionView, loadHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
@@ -26,6 +26,9 @@ const triggerResponse = (status: unknown) => ok(status ? { status } : {});
 export const hookRoutes: RouteDef[] = [
   {
     name: 'ping',
+    title: 'Ping Server',
+    stability: 'stable',
+    output: 'ping-response',
     service: 'hooks',
     method: 'GET',
     route: '/ping',
@@ -35,6 +38,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'lbheartbeat',
+    title: 'Load Balancer Heartbeat',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'hooks',
     method: 'GET',
     route: '/__lbheartbeat__',
@@ -44,6 +50,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'heartbeat',
+    title: 'Heartbeat',
+    stability: 'stable',
+    output: 'heartbeat-response',
     service: 'hooks',
     method: 'GET',
     route: '/__heartbeat__',
@@ -56,6 +65,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'listHookGroups',
+    title: 'List hook groups',
+    stability: 'stable',
+    output: 'list-hook-groups-response',
     service: 'hooks',
     method: 'GET',
     route: '/hooks',
@@ -65,6 +77,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'listHooks',
+    title: 'List hooks in a given group',
+    stability: 'stable',
+    output: 'list-hooks-response',
     service: 'hooks',
     method: 'GET',
     route: '/hooks/<hookGroupId>',
@@ -79,6 +94,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'hook',
+    title: 'Get hook definition',
+    stability: 'stable',
+    output: 'hook-definition',
     service: 'hooks',
     method: 'GET',
     route: '/hooks/<hookGroupId>/<hookId>',
@@ -91,6 +109,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'getHookStatus',
+    title: 'Get hook status',
+    stability: 'deprecated',
+    output: 'hook-status',
     service: 'hooks',
     method: 'GET',
     route: '/hooks/<hookGroupId>/<hookId>/status',
@@ -104,6 +125,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'createHook',
+    title: 'Create a hook',
+    stability: 'stable',
+    output: 'hook-definition',
     service: 'hooks',
     method: 'PUT',
     route: '/hooks/<hookGroupId>/<hookId>',
@@ -117,6 +141,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'updateHook',
+    title: 'Update a hook',
+    stability: 'stable',
+    output: 'hook-definition',
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>',
@@ -130,6 +157,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'removeHook',
+    title: 'Delete a hook',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'hooks',
     method: 'DELETE',
     route: '/hooks/<hookGroupId>/<hookId>',
@@ -143,6 +173,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'triggerHook',
+    title: 'Trigger a hook',
+    stability: 'stable',
+    output: 'trigger-hook-response',
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger',
@@ -157,6 +190,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'getTriggerToken',
+    title: 'Get a trigger token',
+    stability: 'stable',
+    output: 'trigger-token-response',
     service: 'hooks',
     method: 'GET',
     route: '/hooks/<hookGroupId>/<hookId>/token',
@@ -169,6 +205,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'resetTriggerToken',
+    title: 'Reset a trigger token',
+    stability: 'stable',
+    output: 'trigger-token-response',
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/token',
@@ -181,6 +220,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'triggerHookWithToken',
+    title: 'Trigger a hook with a token',
+    stability: 'stable',
+    output: 'trigger-hook-response',
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger/<token>',
@@ -196,6 +238,9 @@ export const hookRoutes: RouteDef[] = [
   },
   {
     name: 'listLastFires',
+    title: 'Get information about recent hook fires',
+    stability: 'stable',
+    output: 'list-lastFires-response',
     service: 'hooks',
     method: 'GET',
     route: '/hooks/<hookGroupId>/<hookId>/last-fires',
@@ -206,7 +251,7 @@ export const hookRoutes: RouteDef[] = [
       checkIds(req);
       await loadHook(req.services, ...ids(req));
       const limit = pageLimit(req.query.limit);
-      const token = decodeToken<{ c: string }>(req.query.continuationToken);
+      const token = decodeToken(req.query.continuationToken, isPageToken);
       const page = await new HookStore(req.services.storage).listFires(req.params.hookGroupId, req.params.hookId, limit, token?.c);
       const body: Record<string, unknown> = { lastFires: page.items };
       if (page.continuation) body.continuationToken = encodeToken({ c: page.continuation });

@@ -1,17 +1,15 @@
 /**
  * The Index service (/api/index/v1): tasks found by name, namespaces browsed level by level.
  */
-import '../../index/schemas';
+import '../index-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { ApiError, notFound } from '../../errors';
-import { decodeToken, encodeToken, pageLimit } from '../continuation';
+import { decodeToken, encodeToken, isOffset, isPageToken, pageLimit } from '../continuation';
 import { checkHealth } from '../../ops/health';
 import { checkNamespace, deleteIndexedTask, findIndexedTask, insertIndexedTask } from '../../index/index';
 import { IndexStore, IndexedTask } from '../../index/store';
-import { contentOf, resolveArtifact } from '../../artifacts/read';
+import { redirectToArtifact } from './artifacts';
 import { registerSchema } from '../schemas';
-
-const STORAGE_TYPE_HEADER = 'x-taskcluster-artifact-storage-type';
 
 /** What clients see of an entry (the tie-break order stays internal). */
 const view = (t: IndexedTask) => ({ namespace: t.namespace, taskId: t.taskId, rank: t.rank, data: t.data, expires: t.expires });
@@ -19,7 +17,7 @@ const view = (t: IndexedTask) => ({ namespace: t.namespace, taskId: t.taskId, ra
 /** Paging arguments from the query (GET) or the body (the older POST forms). */
 function paging(req: ApiRequest): { limit: number; continuation?: string } {
   const src = req.route.method === 'POST' ? { limit: req.body?.limit?.toString(), continuationToken: req.body?.continuationToken } : req.query;
-  return { limit: pageLimit(src.limit), continuation: decodeToken<{ c: string }>(src.continuationToken)?.c };
+  return { limit: pageLimit(src.limit), continuation: decodeToken(src.continuationToken, isPageToken)?.c };
 }
 
 /** The root namespace has its own (parameterless) routes. */
@@ -61,6 +59,9 @@ registerSchema(pagingBody, {
 export const indexRoutes: RouteDef[] = [
   {
     name: 'ping',
+    title: 'Ping Server',
+    stability: 'stable',
+    output: 'ping-response',
     service: 'index',
     method: 'GET',
     route: '/ping',
@@ -70,6 +71,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'lbheartbeat',
+    title: 'Load Balancer Heartbeat',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'index',
     method: 'GET',
     route: '/__lbheartbeat__',
@@ -79,6 +83,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'heartbeat',
+    title: 'Heartbeat',
+    stability: 'stable',
+    output: 'heartbeat-response',
     service: 'index',
     method: 'GET',
     route: '/__heartbeat__',
@@ -91,6 +98,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'findTasksAtIndex',
+    title: 'Find tasks at indexes',
+    stability: 'experimental',
+    output: 'list-tasks-response',
     service: 'index',
     method: 'POST',
     route: '/tasks/indexes',
@@ -101,7 +111,7 @@ export const indexRoutes: RouteDef[] = [
     handler: async (req) => {
       const paths: string[] = req.body.indexes;
       await req.authorize({ indexPaths: paths });
-      const start = decodeToken<number>(req.query.continuationToken) ?? 0;
+      const start = decodeToken(req.query.continuationToken, isOffset) ?? 0;
       const limit = pageLimit(req.query.limit);
       const slice = paths.slice(start, start + limit);
       const found = await Promise.all(
@@ -119,6 +129,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listRootNamespaces',
+    title: 'List Root Namespaces',
+    stability: 'stable',
+    output: 'list-namespaces-response',
     service: 'index',
     method: 'GET',
     route: '/namespaces',
@@ -129,6 +142,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listRootTasks',
+    title: 'List Root Tasks',
+    stability: 'stable',
+    output: 'list-tasks-response',
     service: 'index',
     method: 'GET',
     route: '/tasks',
@@ -139,6 +155,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listNamespaces',
+    title: 'List Namespaces',
+    stability: 'stable',
+    output: 'list-namespaces-response',
     service: 'index',
     method: 'GET',
     route: '/namespaces/<namespace>',
@@ -149,6 +168,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listNamespacesPost',
+    title: 'List Namespaces (POST)',
+    stability: 'deprecated',
+    output: 'list-namespaces-response',
     service: 'index',
     method: 'POST',
     route: '/namespaces/<namespace>',
@@ -159,6 +181,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listTasks',
+    title: 'List Tasks',
+    stability: 'stable',
+    output: 'list-tasks-response',
     service: 'index',
     method: 'GET',
     route: '/tasks/<namespace>',
@@ -169,6 +194,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'listTasksPost',
+    title: 'List Tasks (POST)',
+    stability: 'deprecated',
+    output: 'list-tasks-response',
     service: 'index',
     method: 'POST',
     route: '/tasks/<namespace>',
@@ -179,6 +207,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'findArtifactFromTask',
+    title: 'Get Artifact From Indexed Task',
+    stability: 'stable',
+    output: 'get-artifact-response',
     service: 'index',
     method: 'GET',
     route: '/task/<indexPath>/artifacts/<name*>',
@@ -188,20 +219,18 @@ export const indexRoutes: RouteDef[] = [
       const entry = await findIndexedTask(req.services, req.params.indexPath);
       const t = await req.services.tasks.load(entry.taskId);
       if (!t || t.runs.length === 0) throw notFound(`Task ${entry.taskId} indexed at ${req.params.indexPath} has no runs`);
-      const runId = t.runs.length - 1;
       // Links are followed with the same per-name scope the route asks for.
       const authorizeNames = async (names: string[]) => {
         for (const name of names) await req.authorize({ name });
       };
-      const a = await resolveArtifact(req.services, entry.taskId, runId, req.params.name, authorizeNames);
-      const c = await contentOf(req.services, a);
-      const headers: Record<string, string> = { [STORAGE_TYPE_HEADER]: c.storageType };
-      if (c.storageType === 'error') return { status: 424, headers, body: { reason: c.reason, message: c.message } };
-      return { status: 303, headers: { ...headers, location: c.url }, body: { storageType: c.storageType, url: c.url } };
+      return redirectToArtifact(req, entry.taskId, t.runs.length - 1, req.params.name, authorizeNames);
     },
   },
   {
     name: 'findTask',
+    title: 'Find Indexed Task',
+    stability: 'stable',
+    output: 'indexed-task-response',
     service: 'index',
     method: 'GET',
     route: '/task/<indexPath>',
@@ -211,6 +240,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'insertTask',
+    title: 'Insert Task into Index',
+    stability: 'stable',
+    output: 'indexed-task-response',
     service: 'index',
     method: 'PUT',
     route: '/task/<namespace>',
@@ -221,6 +253,9 @@ export const indexRoutes: RouteDef[] = [
   },
   {
     name: 'deleteTask',
+    title: 'Remove Task from Index',
+    stability: 'stable',
+    output: 'empty-response',
     service: 'index',
     method: 'DELETE',
     route: '/task/<namespace>',

@@ -1,7 +1,7 @@
 /**
  * Request schemas of the Hooks endpoints (Taskcluster v1 shapes, plus the optional `overlap` rule).
  */
-import { registerSchema } from '../api/schemas';
+import { registerSchema } from './schemas';
 
 /** Taskcluster's hookGroupId / hookId format. */
 export const HOOK_ID = '^([a-zA-Z0-9-_]*)$';

@@ -1,7 +1,7 @@
 /**
  * Request schemas of the Index endpoints (Taskcluster v1 shapes).
  */
-import { registerSchema } from '../api/schemas';
+import { registerSchema } from './schemas';
 
 registerSchema('insert-task-request', {
   type: 'object',
