@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import jsone from 'json-e';
-import { CronExpressionParser } from 'cron-parser';
+import { Cron, CronOptions } from 'croner';
 import * as slugid from 'slugid';
 import type { Services } from '../services';
 import { ApiError, conflict, inputError, notFound } from '../errors';
@@ -54,11 +54,21 @@ function compileTriggerSchema(schema: Record<string, unknown>): ValidateFunction
 export const hookRole = (h: { hookGroupId: string; hookId: string }) => `hook-id:${h.hookGroupId}/${h.hookId}`;
 
 /** The next fire after `after` over all patterns, or undefined with no patterns. */
+/**
+ * Taskcluster's hook schedules (cron-parser syntax: 5 fields, or 6 with seconds first) in croner's
+ * terms, in UTC: a day matches the day or the day-of-week field (as Vixie cron ORs them), and `5/15`
+ * means "from 5, every 15".
+ */
+const HOOK_CRON: CronOptions = { timezone: 'UTC', mode: '5-or-6-parts', sloppyRanges: true, paused: true };
+
+/** A parsed hook schedule pattern; throws on a bad one. */
+const parsePattern = (pattern: string): Cron => new Cron(pattern, HOOK_CRON);
+
 export function nextDate(schedule: string[], after: Date): Date | undefined {
   let best: Date | undefined;
   for (const pattern of schedule) {
-    const d = CronExpressionParser.parse(pattern, { currentDate: after, tz: 'UTC' }).next().toDate();
-    if (!best || d < best) best = d;
+    const d = parsePattern(pattern).nextRun(after) ?? undefined;
+    if (d && (!best || d < best)) best = d;
   }
   return best;
 }
@@ -68,9 +78,9 @@ export function checkDefinition(def: HookDefinition): void {
   if (def.schedule.length > MAX_SCHEDULE_PATTERNS) throw inputError(`schedule may hold at most ${MAX_SCHEDULE_PATTERNS} patterns`);
   def.schedule.forEach((p, i) => {
     try {
-      CronExpressionParser.parse(p, { tz: 'UTC' });
+      parsePattern(p);
     } catch (e) {
-      throw inputError(`schedule[${i}] '${p}' is not a valid cron pattern: ${(e as Error).message}`);
+      throw inputError(`schedule[${i}] '${p}' is not a valid cron pattern: ${(e as Error).message.replace(/^CronPattern: /, '')}`);
     }
   });
   try {

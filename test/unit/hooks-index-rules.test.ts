@@ -26,6 +26,15 @@ test('the next fire is the earliest of every pattern, in UTC, strictly after the
   expect(nextDate([], at)).toBeUndefined();
 });
 
+test("schedules read as Taskcluster's cron-parser reads them: day OR day-of-week, `5/15` from 5, names", () => {
+  // 2026-03-01 is a Sunday: '1,15 of the month or Mondays' fires on the 1st, then Monday the 2nd.
+  const sunday = new Date('2026-02-28T12:00:00.000Z');
+  expect(nextDate(['0 0 0 1,15 * 1'], sunday)?.toJSON()).toBe('2026-03-01T00:00:00.000Z');
+  expect(nextDate(['0 0 0 1,15 * 1'], new Date('2026-03-01T00:00:00.000Z'))?.toJSON()).toBe('2026-03-02T00:00:00.000Z');
+  expect(nextDate(['5/15 * * * * *'], new Date('2026-03-01T10:30:21.000Z'))?.toJSON()).toBe('2026-03-01T10:30:35.000Z');
+  expect(nextDate(['0 0 12 * Mar MON-FRI'], sunday)?.toJSON()).toBe('2026-03-02T12:00:00.000Z');
+});
+
 test('a higher rank wins; an equal rank wins unless it is older', () => {
   expect(prefers({ rank: 2, order: '2026-01-01' }, { rank: 1, order: '2027-01-01' })).toBe(true);
   expect(prefers({ rank: 1, order: '2027-01-01' }, { rank: 2, order: '2026-01-01' })).toBe(false);
