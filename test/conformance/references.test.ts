@@ -63,6 +63,25 @@ test('a client built from the served operator reference queries history and coun
   expect(await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json()).toEqual(refs['queue-ops']);
 });
 
+test('Index and Hooks clients built from the served references index a task and manage a hook', async () => {
+  const index = client('index');
+  const taskId = slugid();
+  const ns = `ref.${slugid().replace(/[^a-zA-Z0-9]/g, '')}`;
+  const expires = new Date(Date.now() + 3600_000).toJSON();
+  await index.insertTask(`${ns}.latest`, { taskId, rank: 0, data: {}, expires });
+  expect((await index.findTask(`${ns}.latest`)).taskId).toBe(taskId);
+  expect((await index.listTasks(ns)).tasks.map((t: any) => t.taskId)).toEqual([taskId]);
+
+  const hooks = client('hooks');
+  const hookId = `ref${slugid().replace(/[^a-zA-Z0-9]/g, '')}`;
+  const metadata = { name: 'ref', description: 'by reference', owner: 'tester@example.com' };
+  const made = await hooks.createHook('refs', hookId, { metadata, task: { $if: 'false', then: {} } });
+  expect(await hooks.hook('refs', hookId)).toEqual(made);
+  expect((await hooks.listHooks('refs')).hooks.map((h: any) => h.hookId)).toContain(hookId);
+  await hooks.removeHook('refs', hookId);
+  await expect(hooks.hook('refs', hookId)).rejects.toMatchObject({ statusCode: 404 });
+});
+
 test('every input and output schema a reference names is served under that $id, and is a valid JSON schema', async () => {
   const ajv = new Ajv({ strict: false });
   addFormats(ajv);
