@@ -115,7 +115,10 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'resolved', handleResolved, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
-    await fireDueHooks(svc).catch((err) => svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) }));
+    await fireDueHooks(svc).catch((err) => {
+      stats.failed++;
+      svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) });
+    });
     stats.rehinted = await repairHiddenHints(svc).catch((err) => {
       stats.failed++;
       svc.log.error('hint-repair-failed', { error: String((err as Error)?.message ?? err) });
