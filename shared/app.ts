@@ -7,6 +7,7 @@ import type { Config } from './config';
 import { buildServices, Services, ServiceOptions } from './services';
 import { routes as routeTable } from './api/route-table';
 import type { RouteDef } from './api/types';
+import { validate } from './api/schemas';
 import { timerFunctions, TimerFunction } from './reaper/timers';
 import { startPollers, stopPollers } from './work/runtime-hooks';
 
@@ -31,7 +32,7 @@ export interface App {
 export function createApp(config: Config | (() => Config), options: AppOptions = {}): App {
   let built: Promise<Services> | undefined;
   const services = (): Promise<Services> => {
-    built ??= buildServices(typeof config === 'function' ? config() : config, options)
+    built ??= buildServices(typeof config === 'function' ? config() : config, { ...options, checkTask: (task) => validate('create-task-request', task) })
       .then((svc) => {
         startPollers(svc);
         return svc;

@@ -68,7 +68,11 @@ export interface Services extends TaskDeps {
   wakeListeners: Set<(taskQueueId: string) => void>;
   /** Event recording and delivery (shared/events). */
   events: EventRecorder;
+  /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
+  checkTask: TaskCheck;
 }
+
+export type TaskCheck = (task: unknown) => string[];
 
 export interface ServiceOptions {
   log?: Logger;
@@ -78,7 +82,7 @@ export interface ServiceOptions {
   eventSinks?: EventSink[];
 }
 
-export async function buildServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
+export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
   const storage = createStorage(config.storageConnection, config.storagePrefix);
@@ -125,6 +129,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     workers: new WorkerRegistry(storage, now),
     wakeListeners,
     events,
+    checkTask: opts.checkTask,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };
 }

@@ -30,6 +30,8 @@ export function decodeToken<T>(token: string | undefined, valid: (v: unknown) =>
 /** Token shapes. */
 export const isOffset = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 export const isString = (v: unknown): v is string => typeof v === 'string' && v !== '';
+/** `{c}`: a storage continuation passed through. */
+export const isPageToken = (v: unknown): v is { c: string } => typeof v === 'object' && v !== null && isString((v as { c?: unknown }).c);
 
 export function pageLimit(raw: string | undefined, dflt = MAX_LIMIT): number {
   if (raw === undefined) return dflt;

@@ -243,6 +243,38 @@ const client = {
 };
 const role = obj({ roleId: str, description: str, scopes: strings, expandedScopes: strings, created: dateTime, lastModified: dateTime });
 
+// ---- the Index and Hooks services ----
+const indexedTask = obj({ namespace: str, taskId: slugid, rank: { type: 'number' }, data: { type: 'object' }, expires: dateTime });
+const hookDefinition = obj(
+  {
+    hookGroupId: str,
+    hookId: str,
+    metadata: obj({ name: str, description: str, owner: str, emailOnError: bool }),
+    schedule: strings,
+    task: { type: 'object' },
+    triggerSchema: { type: 'object' },
+    bindings: { type: 'array', items: obj({ exchange: str, routingKeyPattern: str }) },
+    overlap: { type: 'string', enum: ['allow', 'skip'] },
+  },
+  ['hookGroupId', 'hookId', 'metadata', 'schedule', 'task', 'triggerSchema', 'bindings'],
+);
+const lastFire = {
+  oneOf: [
+    obj({ result: { type: 'string', enum: ['success'] }, taskId: slugid, time: dateTime }),
+    obj({ result: { type: 'string', enum: ['error'] }, error: { type: 'object' }, time: dateTime }),
+    obj({ result: { type: 'string', enum: ['no-fire'] } }),
+  ],
+};
+const fire = obj({
+  hookGroupId: str,
+  hookId: str,
+  firedBy: { type: 'string', enum: ['schedule', 'triggerHook', 'triggerHookWithToken', 'pulseMessage'] },
+  taskId: slugid,
+  taskCreateTime: dateTime,
+  result: { type: 'string', enum: ['success', 'error'] },
+  error: str,
+});
+
 export const OUTPUT_SCHEMAS: Record<string, object> = {
   'ping-response': obj({ alive: bool, uptime: { type: 'number' } }),
   'empty-response': { type: 'object', additionalProperties: false },
@@ -390,6 +422,22 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'latest-tasks-response': pageOf('tasks', obj({ taskId: slugid, name: str, taskQueueId, taskGroupId: slugid, created: dateTime, status: taskStatus })),
   'task-queue-state-counts-response': obj({ taskQueueId, since: dateTime, counts }),
   'worker-state-counts-response': obj({ taskQueueId, workerGroup: str, workerId: str, since: dateTime, counts }),
+
+  // ---- index ----
+  'indexed-task-response': indexedTask,
+  'list-tasks-response': pageOf('tasks', indexedTask),
+  'list-namespaces-response': pageOf('namespaces', obj({ namespace: str, name: str, expires: dateTime })),
+
+  // ---- hooks ----
+  'hook-definition': hookDefinition,
+  'list-hooks-response': obj({ hooks: { type: 'array', items: hookDefinition } }),
+  'list-hook-groups-response': obj({ groups: strings }),
+  'hook-status': obj({ lastFire, nextScheduledDate: dateTime }, ['lastFire']),
+  'trigger-hook-response': {
+    oneOf: [obj({ status: taskStatus }), { type: 'object', additionalProperties: false, description: 'The template rendered null: no task.' }],
+  },
+  'trigger-token-response': obj({ token: str }),
+  'list-lastFires-response': pageOf('lastFires', fire),
 
   // ---- auth ----
   'get-client-response': obj(client),

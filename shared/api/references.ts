@@ -18,7 +18,7 @@ export interface ReferenceSpec {
   /** Served as `/api/references/<name>/v1/api.json`. */
   name: string;
   /** The service whose URLs the client builds (`/api/<serviceName>/v1/...`). */
-  serviceName: 'queue' | 'auth' | 'object';
+  serviceName: 'queue' | 'auth' | 'object' | 'index' | 'hooks';
   title: string;
   description: string;
   includes(r: RouteDef): boolean;
@@ -46,6 +46,21 @@ export const REFERENCES: ReferenceSpec[] = [
     title: 'Object Service',
     description: 'Object artifacts on Blob storage: uploads (dataInline, putUrl) and downloads (getUrl, simple) with hashes.',
     includes: (r) => r.service === 'object',
+  },
+  {
+    name: 'index',
+    serviceName: 'index',
+    title: 'Index Service',
+    description:
+      "Tasks found by name: a hierarchy of namespaces, each entry pointing at a task (inserted by call or by a completed task's `index.<namespace>` route).",
+    includes: (r) => r.service === 'index',
+  },
+  {
+    name: 'hooks',
+    serviceName: 'hooks',
+    title: 'Hooks Service',
+    description: 'Hooks create tasks from a JSON-e template on a schedule, on a call (with credentials or a trigger token) or on queue events.',
+    includes: (r) => r.service === 'hooks',
   },
   {
     name: 'queue-ops',

@@ -14,6 +14,8 @@ import { eventRoutes } from './routes/events';
 import { objectRoutes } from './routes/object';
 import { schedulingRoutes } from './routes/scheduling';
 import { referenceRoutes } from './references';
+import { indexRoutes } from './routes/index';
+import { hookRoutes } from './routes/hooks';
 
 export const routes: RouteDef[] = [
   ...taskRoutes,
@@ -27,6 +29,8 @@ export const routes: RouteDef[] = [
   ...opsRoutes,
   ...objectRoutes,
   ...referenceRoutes(() => routes),
+  ...indexRoutes,
+  ...hookRoutes,
 ];
 
 export function functionName(r: RouteDef): string {

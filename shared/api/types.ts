@@ -9,7 +9,7 @@ import type { Services } from '../services';
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
 
 /** `/api/<service>/v1` prefixes each route; `web` routes sit directly under `/api`. */
-export type ServiceName = 'queue' | 'auth' | 'object' | 'web';
+export type ServiceName = 'queue' | 'auth' | 'object' | 'web' | 'index' | 'hooks';
 
 /** Taskcluster's stability levels, shown in the API reference. */
 export type Stability = 'stable' | 'experimental' | 'deprecated';

@@ -11,6 +11,9 @@ import { expireSubscription } from '../events/sweep';
 import type { SweepTrigger } from '../events/outbox';
 import { ArtifactStore } from '../artifacts/store';
 import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
+import { EXPIRY_KIND_NAMESPACE, EXPIRY_KIND_TASK, expireIndexedTask, expireNamespaces } from '../index/index';
+import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
+import { HookStore } from '../hooks/store';
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
   return resolveDeadline(svc, t.taskId, t.deadline);
@@ -37,4 +40,7 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
   [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
+  [EXPIRY_KIND_TASK]: expireIndexedTask,
+  [EXPIRY_KIND_NAMESPACE]: expireNamespaces,
+  [EXPIRY_KIND_FIRE]: (svc, row) => new HookStore(svc.storage).removeFire(row.data.partitionKey as string, row.data.rowKey as string),
 };

@@ -15,6 +15,7 @@ import { mapLimit } from '../limit';
 import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
+import { fireDueHooks } from '../hooks/schedule';
 import { repairHiddenHints } from './hints';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
@@ -117,6 +118,10 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'events', handleEventSweep, stats);
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
+    await fireDueHooks(svc).catch((err) => {
+      stats.failed++;
+      svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) });
+    });
     stats.rehinted = await repairHiddenHints(svc).catch((err) => {
       stats.failed++;
       svc.log.error('hint-repair-failed', { error: String((err as Error)?.message ?? err) });

@@ -231,6 +231,10 @@ export const TABLES = [
   'Expiry',
   'Objects',
   'ConcurrencyKeys',
+  'IndexTasks',
+  'IndexNamespaces',
+  'Hooks',
+  'HookFires',
 ] as const;
 /** Event subscriptions (shared/events/subscriptions.ts). */
 export const EVENT_TABLES = ['Subscriptions'] as const;

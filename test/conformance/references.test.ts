@@ -1,7 +1,7 @@
 /**
  * The API references the service serves, generated from its route table: taskcluster-client's
  * `createClient` builds a working client from each, the schemas they name are served under their
- * `$id`s, and the queue and auth entries agree with Taskcluster's own references.
+ * `$id`s, and the queue, auth, object, index and hooks entries agree with Taskcluster's own references.
  */
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
@@ -13,7 +13,7 @@ let svc: TestService;
 const refs: Record<string, any> = {};
 beforeAll(async () => {
   svc = await startTestService();
-  for (const name of ['queue', 'auth', 'object', 'queue-ops', 'queue-events']) {
+  for (const name of ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops', 'queue-events']) {
     const res = await fetch(`${svc.rootUrl}/api/references/${name}/v1/api.json`);
     expect(res.status).toBe(200);
     refs[name] = await res.json();
@@ -63,6 +63,25 @@ test('a client built from the served operator reference queries history and coun
   expect(await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json()).toEqual(refs['queue-ops']);
 });
 
+test('Index and Hooks clients built from the served references index a task and manage a hook', async () => {
+  const index = client('index');
+  const taskId = slugid();
+  const ns = `ref.${slugid().replace(/[^a-zA-Z0-9]/g, '')}`;
+  const expires = new Date(Date.now() + 3600_000).toJSON();
+  await index.insertTask(`${ns}.latest`, { taskId, rank: 0, data: {}, expires });
+  expect((await index.findTask(`${ns}.latest`)).taskId).toBe(taskId);
+  expect((await index.listTasks(ns)).tasks.map((t: any) => t.taskId)).toEqual([taskId]);
+
+  const hooks = client('hooks');
+  const hookId = `ref${slugid().replace(/[^a-zA-Z0-9]/g, '')}`;
+  const metadata = { name: 'ref', description: 'by reference', owner: 'tester@example.com' };
+  const made = await hooks.createHook('refs', hookId, { metadata, task: { $if: 'false', then: {} } });
+  expect(await hooks.hook('refs', hookId)).toEqual(made);
+  expect((await hooks.listHooks('refs')).hooks.map((h: any) => h.hookId)).toContain(hookId);
+  await hooks.removeHook('refs', hookId);
+  await expect(hooks.hook('refs', hookId)).rejects.toMatchObject({ statusCode: 404 });
+});
+
 test('every input and output schema a reference names is served under that $id, and is a valid JSON schema', async () => {
   const ajv = new Ajv({ strict: false });
   addFormats(ajv);
@@ -82,7 +101,7 @@ test('every input and output schema a reference names is served under that $id, 
 
 test('each route is in exactly one reference (web pages aside) and says what it answers', () => {
   const names = (ref: any) => ref.entries.map((e: any) => `${ref.serviceName}_${e.name}`);
-  const listed = [...names(refs.queue), ...names(refs.auth), ...names(refs.object), ...names(refs['queue-ops']), ...names(refs['queue-events'])];
+  const listed = ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops', 'queue-events'].flatMap((n) => names(refs[n]));
   const api = routes.filter((r) => r.service !== 'web').map((r) => `${r.service}_${r.name}`);
   expect(listed.sort()).toEqual(api.sort());
   // finishArtifact never succeeds here (no object artifacts); the dashboard is HTML.
@@ -90,12 +109,14 @@ test('each route is in exactly one reference (web pages aside) and says what it 
   for (const r of routes) expect([r.name, r.title.length > 0, r.description.length > 0]).toEqual([r.name, true, true]);
 });
 
-test("queue, auth and object entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
+test("queue, auth, object, index and hooks entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
   const apis = (await import('taskcluster-client/src/apis.js' as string)).default;
   for (const [ours, theirs] of [
     [refs.queue, apis.Queue.reference],
     [refs.auth, apis.Auth.reference],
     [refs.object, apis.Object.reference],
+    [refs.index, apis.Index.reference],
+    [refs.hooks, apis.Hooks.reference],
   ]) {
     for (const e of ours.entries) {
       const tc = theirs.entries.find((t: any) => t.name === e.name);

@@ -20,8 +20,8 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** Four trigger polls (the fourth: event sweeps), the task and artifact expiry indexes, the health stamp. */
-const IDLE_PASS_CALLS = 7;
+/** Four trigger polls (the fourth: event sweeps), the task and artifact expiry indexes, the due hooks, the health stamp. */
+const IDLE_PASS_CALLS = 8;
 
 type Counts = Record<string, number>;
 function diff(after: Counts, before: Counts): Counts {
@@ -83,11 +83,11 @@ function core(c: Counts): Counts {
   );
 }
 /**
- * Core calls of an idle reaper pass: four trigger polls and the task expiry index query. The
- * fourth poll (`events.get`, sweeps of interrupted event deliveries) is the only per-pass cost of
- * events; it does not grow with lifecycles.
+ * Core calls of an idle reaper pass: four trigger polls, the task expiry index query and the
+ * due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event deliveries) is the
+ * only per-pass cost of events; neither it nor the hooks query grows with lifecycles.
  */
-const IDLE_PASS_CORE_CALLS = 5;
+const IDLE_PASS_CORE_CALLS = 6;
 
 test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();

@@ -5,9 +5,7 @@
 import '../artifact-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { conflict, inputError, notFound } from '../../errors';
-import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
-
-const isPageToken = (v: unknown): v is { c: string } => typeof v === 'object' && v !== null && isString((v as { c?: unknown }).c);
+import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
 import { createArtifact } from '../../artifacts/create';
 import { contentOf, resolveArtifact } from '../../artifacts/read';
 import { ArtifactStore } from '../../artifacts/store';
@@ -30,8 +28,19 @@ async function latestRunId(req: ApiRequest): Promise<number> {
 }
 
 /** 303 to the bytes (s3, object, reference) with a JSON `{storageType, url}` body, or 424 for errors. */
-async function download(req: ApiRequest, runId: number): Promise<ApiResponse> {
-  const a = await resolveArtifact(req.services, req.params.taskId, runId, req.params.name, authorizeNames(req));
+function download(req: ApiRequest, runId: number): Promise<ApiResponse> {
+  return redirectToArtifact(req, req.params.taskId, runId, req.params.name, authorizeNames(req));
+}
+
+/** `download` for any task and run (the Index's findArtifactFromTask names the task by index path). */
+export async function redirectToArtifact(
+  req: ApiRequest,
+  taskId: string,
+  runId: number,
+  name: string,
+  authorize: (names: string[]) => Promise<void>,
+): Promise<ApiResponse> {
+  const a = await resolveArtifact(req.services, taskId, runId, name, authorize);
   const headers: Record<string, string> = { [STORAGE_TYPE_HEADER]: a.storageType };
   if (a.storageType === 'object') {
     // The object's simple download URL, as Taskcluster redirects to.

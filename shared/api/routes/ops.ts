@@ -6,7 +6,7 @@
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { badArgs, notFound } from '../../errors';
 import { pageLimit } from '../continuation';
-import { registerSchema } from '../schemas';
+import { registerSchema, TASK_QUEUE_ID } from '../schemas';
 import { taskStatus } from '../../tasks/model';
 import { checkHealth } from '../../ops/health';
 import { readHistory } from '../../ops/history';
@@ -64,6 +64,12 @@ const RESOLVED: ResolvedState[] = ['completed', 'failed', 'exception'];
 
 const page = (continuation: string | undefined) => (continuation ? { continuationToken: continuation } : {});
 const queueOf = (req: ApiRequest) => `${req.params.provisionerId}/${req.params.workerType}`;
+
+/** Counts echo the queue they count, so a malformed one is a 400 rather than zero counts of nothing. */
+function checkedQueue(taskQueueId: string): string {
+  if (!new RegExp(TASK_QUEUE_ID).test(taskQueueId)) throw badArgs(`taskQueueId '${taskQueueId}' does not match ${TASK_QUEUE_ID}`);
+  return taskQueueId;
+}
 
 function date(req: ApiRequest, name: string): string | undefined {
   const raw = req.query[name];
@@ -238,7 +244,7 @@ export const opsQueryRoutes: RouteDef[] = [
       "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours).",
     handler: async (req) => {
       const since = sinceOrDefault(req);
-      const counts = await queueStateCounts(req.services.storage, req.params.taskQueueId, since, req.services.now());
+      const counts = await queueStateCounts(req.services.storage, checkedQueue(req.params.taskQueueId), since, req.services.now());
       return ok({ taskQueueId: req.params.taskQueueId, since, counts });
     },
   },
@@ -312,7 +318,7 @@ export const opsQueryRoutes: RouteDef[] = [
     handler: async (req) => {
       const { workerGroup, workerId } = req.params;
       const since = sinceOrDefault(req);
-      const counts = await workerStateCounts(req.services.storage, queueOf(req), workerGroup, workerId, since, req.services.now());
+      const counts = await workerStateCounts(req.services.storage, checkedQueue(queueOf(req)), workerGroup, workerId, since, req.services.now());
       return ok({ taskQueueId: queueOf(req), workerGroup, workerId, since, counts });
     },
   },
