@@ -9,6 +9,7 @@ import { backlogDrain, closedLoop, idlePolling, lifecycleCost, pickupLatency } f
 import { rawCeiling, RAW_SEQUENCE } from './raw';
 import { addDeltas, perUnit, round } from './stats';
 import { mb, table, verdict, Row } from './report';
+import { accumulation } from './preload';
 
 /** Targets the figures are compared against (reported, never enforced). */
 const TARGETS = {
@@ -18,6 +19,8 @@ const TARGETS = {
   idleRatioMax: 1.5,
   throughputVsRawMin: 0.5,
   hostRssBytes: 300 * 1024 * 1024,
+  /** Throughput with 50,000 finished tasks stored, as a share of a fresh store's. */
+  loadedVsFreshMin: 0.9,
 };
 
 /** Phase sizes, chosen to keep the whole run near two minutes on a 2-core machine. */
@@ -40,6 +43,8 @@ const SIZES = {
   /** One poll window (4 s) plus a little, so every added worker is waiting before counting. */
   idleWarmupMs: 5_000,
   idleWindowMs: 8_000,
+  preloadTasks: 50_000,
+  accumulationMs: 10_000,
 };
 
 const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
@@ -96,6 +101,11 @@ async function main(): Promise<void> {
     instances.push(E);
     const idle = await idlePolling(E, 'bench/idle', SIZES.idleWorkers, { warmupMs: SIZES.idleWarmupMs, windowMs: SIZES.idleWindowMs });
 
+    phase(`(g) accumulation: ${SIZES.accumulationMs / 1000} s loop, preload ${SIZES.preloadTasks} finished tasks, the loop again`);
+    const G = await startInstance('G', newDeployment(conn, 'g'), { QUEUE_CLAIM_WORK_POLL_S: '5' });
+    instances.push(G);
+    const acc = await accumulation(G, 'bench/acc', { count: SIZES.preloadTasks, concurrency: SIZES.concurrency, durationMs: SIZES.accumulationMs });
+
     rss.stop();
     const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);
     const azuritePeak = peakRssOf(azurite.pid);
@@ -106,7 +116,15 @@ async function main(): Promise<void> {
     const loopFgPer = perUnit(loop.storage, Math.max(1, loop.completed));
     const warnings = instances.reduce((s, i) => s + i.log.warnings, 0);
     const serviceErrors = instances.reduce((s, i) => s + i.log.errors, 0);
-    const clientErrors = pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count;
+    const clientErrors =
+      pickup.errors.count +
+      crossPickup.errors.count +
+      loop.errors.count +
+      backlog.errors.count +
+      cost.errors.count +
+      idle.errors.count +
+      acc.fresh.errors.count +
+      acc.loaded.errors.count;
 
     const rows: Row[] = [
       {
@@ -150,6 +168,20 @@ async function main(): Promise<void> {
         target: `<= ${TARGETS.idleRatioMax}`,
         verdict: verdict(idleRatio <= TARGETS.idleRatioMax),
       },
+      { metric: `(g) lifecycles/s, fresh store`, value: String(acc.fresh.perSecond) },
+      { metric: `(g) preload ${acc.preload.tasks} finished tasks`, value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s)` },
+      { metric: `(g) lifecycles/s, ${acc.preload.tasks} tasks stored`, value: String(acc.loaded.perSecond) },
+      {
+        metric: '(g) stored / fresh throughput',
+        value: `${round(acc.ratio * 100, 1)}%`,
+        target: `>= ${TARGETS.loadedVsFreshMin * 100}%`,
+        verdict: verdict(acc.ratio >= TARGETS.loadedVsFreshMin),
+      },
+      { metric: '(g) idle reaper pass, fresh: ms / storage calls', value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}` },
+      { metric: '(g) idle reaper pass, stored: ms / storage calls', value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}` },
+      { metric: '(g) hint-repair query ms, fresh / stored', value: `${acc.staleQueryMs.fresh} / ${acc.staleQueryMs.loaded}` },
+      { metric: '(g) bench heap used, fresh / stored', value: `${mb(acc.heapUsedBytes.fresh)} / ${mb(acc.heapUsedBytes.loaded)}` },
+      { metric: '(g) bench RSS, fresh / stored', value: `${mb(acc.rssBytes.fresh)} / ${mb(acc.rssBytes.loaded)}` },
       {
         metric: 'host RSS peak (bench process: hosts + clients)',
         value: mb(hostPeak),
@@ -178,7 +210,7 @@ async function main(): Promise<void> {
       ),
     );
     console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
-    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle].flatMap((p) => p.errors.first);
+    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle, acc.fresh, acc.loaded].flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
 
     const summary = {
@@ -195,6 +227,7 @@ async function main(): Promise<void> {
       backlog: { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
       perLifecycle: { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
       idle: { results: idle.results, ratio: round(idleRatio, 3) },
+      accumulation: { ...acc, fresh: { ...acc.fresh, storage: undefined }, loaded: { ...acc.loaded, storage: undefined } },
       rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },
       errors: { client: clientErrors, serviceWarnings: warnings, serviceErrors },
       targets: {

@@ -48,6 +48,6 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
 
     // The task row counts its history rows, so their keys need no query.
     extraKeys: async (taskId: string, known?: TaskRecord) =>
-      known?.historySeq ? Array.from({ length: known.historySeq }, (_, i) => historyRowKey(i + 1)) : historyKeys(storage, taskId),
+      known?.historySeq ? Array.from({ length: known.historySeq }, (_, i) => historyRowKey(taskId, i + 1)) : historyKeys(storage, taskId),
   };
 }
