@@ -148,6 +148,16 @@ class AzureTable implements Table {
     });
   }
 
+  async drop(): Promise<void> {
+    await this.call('drop', async (abortSignal) => {
+      try {
+        await this.client.deleteTable({ abortSignal });
+      } catch (err) {
+        if (statusOf(err) !== 404) throw err;
+      }
+    });
+  }
+
   async get<T extends Entity = Entity>(pk: string, rk: string, opts: { abortSignal?: AbortSignal } = {}): Promise<(T & { etag: string }) | undefined> {
     return this.call(
       'get',
@@ -485,12 +495,12 @@ export class AzureStorage implements Storage {
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.meter);
   }
 
-  table(name: TableName): Table {
-    let t = this.tables.get(name);
+  table(name: TableName, suffix = ''): Table {
+    let t = this.tables.get(name + suffix);
     if (!t) {
-      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
+      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}${suffix}`, { allowInsecureConnection: true });
       t = new AzureTable(name, client, this.meter);
-      this.tables.set(name, t);
+      this.tables.set(name + suffix, t);
     }
     return t;
   }

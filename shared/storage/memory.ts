@@ -153,6 +153,13 @@ class MemoryTable implements Table {
     });
   }
 
+  drop(): Promise<void> {
+    return this.call('drop', () => {
+      this.exists = false;
+      this.rows.clear();
+    });
+  }
+
   get<T extends Entity = Entity>(pk: string, rk: string): Promise<(T & { etag: string }) | undefined> {
     return this.call('get', () => {
       const r = this.exists ? this.rows.get(rowKeyOf(pk, rk)) : undefined;
@@ -578,11 +585,11 @@ export class MemoryStorage implements Storage {
     return `W/"datetime'${new Date(this.now()).toISOString()}'-${++this.etags}"`;
   }
 
-  table(name: TableName): Table {
-    let t = this.tables.get(name);
+  table(name: TableName, suffix = ''): Table {
+    let t = this.tables.get(name + suffix);
     if (!t) {
       t = new MemoryTable(name, this.meter, this);
-      this.tables.set(name, t);
+      this.tables.set(name + suffix, t);
     }
     return t;
   }
