@@ -119,15 +119,8 @@ export async function preloadFinished(svc: Services, taskQueueId: string, count:
       return { table: 'Tasks' as TableName, actions: [encodeTask(t), ...rows].map((entity): TableAction => ({ op: 'upsert', entity })) };
     });
     const uniqueGroups = [...new Map(groupRows.map((r) => [`${r.partitionKey}/${r.rowKey}`, r])).values()];
-    // Expiry rows go to the table of their day (shared/tasks/expiry.ts), created here as record() would.
-    const expiryTables = [...new Set(expiryRows.map((r) => svc.expiry.tableDay(r.expires as string).replace(/-/g, '')))];
-    await Promise.all(expiryTables.map((day) => svc.storage.table('Expiry', day).create()));
-    const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('TaskGroups', uniqueGroups)].map((w) => ({ ...w, suffix: '' }));
-    for (const day of expiryTables) {
-      const rows = expiryRows.filter((r) => svc.expiry.tableDay(r.expires as string).replace(/-/g, '') === day);
-      writes.push(...batches('Expiry', rows).map((w) => ({ ...w, suffix: day })));
-    }
-    await mapLimit(writes, CONCURRENCY, (w) => svc.storage.table(w.table, w.suffix).transact(w.actions));
+    const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('Expiry', expiryRows), ...batches('TaskGroups', uniqueGroups)];
+    await mapLimit(writes, CONCURRENCY, (w) => svc.storage.table(w.table).transact(w.actions));
     if (process.env.BENCH_VERBOSE) console.error(`[preload] ${done + n} tasks, ${round((performance.now() - t0) / 1000, 1)} s`);
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -156,12 +149,6 @@ async function staleQueryMs(svc: Services, taskQueueId: string): Promise<number>
   return round(performance.now() - t0, 1);
 }
 
-/** Memory after a full collection where `--expose-gc` allows it (npm run bench passes it). */
-function settledMemory(): NodeJS.MemoryUsage {
-  (globalThis as { gc?: () => void }).gc?.();
-  return process.memoryUsage();
-}
-
 export interface AccumulationResult {
   fresh: ThroughputResult;
   loaded: ThroughputResult;
@@ -188,12 +175,12 @@ export async function accumulation(
   const fresh = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
   const reaperFresh = await idlePass(svc);
   const staleFresh = await staleQueryMs(svc, taskQueueId);
-  const mem0 = settledMemory();
+  const mem0 = process.memoryUsage();
   const preload = await preloadFinished(svc, taskQueueId, opts.count);
   const loaded = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
   const reaperLoaded = await idlePass(svc);
   const staleLoaded = await staleQueryMs(svc, taskQueueId);
-  const mem1 = settledMemory();
+  const mem1 = process.memoryUsage();
   return {
     fresh,
     loaded,

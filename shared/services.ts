@@ -90,7 +90,7 @@ export async function buildServices(config: Config, opts: ServiceOptions = {}): 
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups: new TaskGroups(storage),
-    expiry: new ExpiryIndex(storage, now),
+    expiry: new ExpiryIndex(storage),
     uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
     log,

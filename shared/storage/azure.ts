@@ -148,16 +148,6 @@ class AzureTable implements Table {
     });
   }
 
-  async drop(): Promise<void> {
-    await this.call('drop', async (abortSignal) => {
-      try {
-        await this.client.deleteTable({ abortSignal });
-      } catch (err) {
-        if (statusOf(err) !== 404) throw err;
-      }
-    });
-  }
-
   async get<T extends Entity = Entity>(pk: string, rk: string, opts: { abortSignal?: AbortSignal } = {}): Promise<(T & { etag: string }) | undefined> {
     return this.call(
       'get',
@@ -495,12 +485,12 @@ export class AzureStorage implements Storage {
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.meter);
   }
 
-  table(name: TableName, suffix = ''): Table {
-    let t = this.tables.get(name + suffix);
+  table(name: TableName): Table {
+    let t = this.tables.get(name);
     if (!t) {
-      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}${suffix}`, { allowInsecureConnection: true });
+      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
       t = new AzureTable(name, client, this.meter);
-      this.tables.set(name + suffix, t);
+      this.tables.set(name, t);
     }
     return t;
   }

@@ -153,13 +153,6 @@ class MemoryTable implements Table {
     });
   }
 
-  drop(): Promise<void> {
-    return this.call('drop', () => {
-      this.exists = false;
-      this.rows.clear();
-    });
-  }
-
   get<T extends Entity = Entity>(pk: string, rk: string): Promise<(T & { etag: string }) | undefined> {
     return this.call('get', () => {
       const r = this.exists ? this.rows.get(rowKeyOf(pk, rk)) : undefined;
@@ -585,11 +578,11 @@ export class MemoryStorage implements Storage {
     return `W/"datetime'${new Date(this.now()).toISOString()}'-${++this.etags}"`;
   }
 
-  table(name: TableName, suffix = ''): Table {
-    let t = this.tables.get(name + suffix);
+  table(name: TableName): Table {
+    let t = this.tables.get(name);
     if (!t) {
       t = new MemoryTable(name, this.meter, this);
-      this.tables.set(name + suffix, t);
+      this.tables.set(name, t);
     }
     return t;
   }

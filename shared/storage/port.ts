@@ -113,8 +113,6 @@ export interface Table {
   readonly name: string;
   /** Creates the table if missing (`<name>.create`). */
   create(): Promise<void>;
-  /** Deletes the table; a missing one is fine (`<name>.drop`). */
-  drop(): Promise<void>;
   /** `<name>.get`; undefined when missing. */
   get<T extends Entity = Entity>(pk: string, rk: string, opts?: { abortSignal?: AbortSignal }): Promise<(T & { etag: string }) | undefined>;
   /** `<name>.insert`; StorageConflict('exists') if the key is taken. Returns the new ETag. */
@@ -229,11 +227,7 @@ export interface Storage extends QueuePollSas {
   readonly kind: 'azure' | 'memory';
   readonly meter: StorageMeter;
   readonly prefix: string;
-  /**
-   * A table; `suffix` picks one of a family of tables (e.g. one per day, so a query reads only that
-   * day's rows), counted under `name`. Suffixed tables are created by their users, not ensureAll.
-   */
-  table(name: TableName, suffix?: string): Table;
+  table(name: TableName): Table;
   /** A queue by its full name; `label` names it in the transaction counts. */
   queueNamed(fullName: string, label: string): Queue;
   trigger(name: TriggerQueue): Queue;
