@@ -36,11 +36,14 @@ async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promis
   }
 }
 
-/** createTask → claimWork (tasks: 1, until it gets one) → reportCompleted with the claim's credentials. */
-async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number): Promise<void> {
+/**
+ * createTask → claimWork (tasks: 1, until it gets one) → reportCompleted with the claim's
+ * credentials. Each closed loop is its own worker, as real workers claim one after another.
+ */
+async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number, workerId = WORKER.workerId): Promise<void> {
   await root.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
   for (;;) {
-    const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: 1 });
+    const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, workerId, tasks: 1 });
     if (!tasks.length) continue;
     const c = tasks[0];
     await inst.queue(c.credentials).reportCompleted(c.status.taskId, c.runId);
@@ -120,11 +123,11 @@ export async function closedLoop(
   const stopAt = opts.durationMs === undefined ? Infinity : Date.now() + opts.durationMs;
   const meter = meterWindow(inst.services.storage.meter);
   const t0 = performance.now();
-  await runLoops(opts.concurrency, async () => {
+  await runLoops(opts.concurrency, async (loop) => {
     if (Date.now() >= stopAt || (opts.count !== undefined && started >= opts.count)) return false;
     started++;
     try {
-      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs);
+      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs, `w${loop}`);
       completed++;
     } catch (err) {
       noteError(errors, err);

@@ -5,7 +5,8 @@
  */
 import crypto from 'node:crypto';
 import { createStorage } from '../shared/storage/storage';
-import { encodeTask, TaskRecord } from '../shared/tasks/model';
+import { encodeTask, taskRowKey, TaskRecord } from '../shared/tasks/model';
+import { groupRowKey } from '../shared/tasks/groups';
 import { newTaskId, sleep, taskDef } from './harness';
 import { round, runLoops } from './stats';
 
@@ -85,7 +86,7 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
     const taskId = newTaskId();
     const rec = record(taskId, 'bench/raw');
     await groups.transact([
-      { op: 'create', entity: { partitionKey: taskId, rowKey: '~group', schedulerId: '-', expires: rec.definition.expires, sealed: '' } },
+      { op: 'create', entity: { partitionKey: taskId, rowKey: groupRowKey(taskId), schedulerId: '-', expires: rec.definition.expires, sealed: '' } },
       { op: 'upsert', entity: { partitionKey: taskId, rowKey: taskId, expires: rec.definition.expires } },
     ]);
     await deadline.put({ taskId, deadline: rec.definition.deadline }, { visibilityS: 3600 });
@@ -100,7 +101,7 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
       await sleep(1);
     }
     const claimedId = JSON.parse(Buffer.from(msg.messageText, 'base64').toString()).taskId as string;
-    const row = (await tasks.get(claimedId, 'task'))!;
+    const row = (await tasks.get(claimedId, taskRowKey(claimedId)))!;
     const takenUntil = new Date(Date.now() + 1200_000).toJSON();
     await claim.put({ taskId: claimedId, runId: 0, takenUntil }, { visibilityS: 1200 });
     // Like the service: decode the row, change the runs, write the whole row back under its ETag.
@@ -108,7 +109,7 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
     const running: TaskRecord = { ...base, takenUntil, runs: [{ ...rec.runs[0], state: 'running', takenUntil }] };
     await tasks.update(encodeTask(running), row.etag);
     await pending.delete(msg.messageId, msg.popReceipt);
-    const again = (await tasks.get(claimedId, 'task'))!;
+    const again = (await tasks.get(claimedId, taskRowKey(claimedId)))!;
     const completed: TaskRecord = { ...base, runs: [{ ...rec.runs[0], state: 'completed' }] };
     await tasks.update(encodeTask(completed), again.etag);
     lifecycles++;

@@ -9,6 +9,7 @@ import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pic
 import { rawCeiling, RAW_SEQUENCE } from './raw';
 import { addDeltas, perUnit, round } from './stats';
 import { mb, table, verdict, Row } from './report';
+import { accumulation } from './preload';
 
 /** Targets the figures are compared against (reported, never enforced). */
 const TARGETS = {
@@ -22,6 +23,8 @@ const TARGETS = {
   eventP50Ms: 200,
   /** Issue 12, one subscription matching everything: one put per event (4 per lifecycle) plus at most one more per lifecycle. */
   eventExtraTxPerLifecycle: 5,
+  /** Throughput with 50,000 finished tasks stored, as a share of a fresh store's. */
+  loadedVsFreshMin: 0.9,
 };
 
 /** Phase sizes, chosen to keep the whole run near two minutes on a 2-core machine. */
@@ -45,6 +48,8 @@ const SIZES = {
   /** One poll window (4 s) plus a little, so every added worker is waiting before counting. */
   idleWarmupMs: 5_000,
   idleWindowMs: 8_000,
+  preloadTasks: 50_000,
+  accumulationMs: 10_000,
 };
 
 const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
@@ -109,6 +114,10 @@ async function main(): Promise<void> {
     const evExtra = Object.entries(evPer.byOp)
       .filter(([op]) => /^(events|subscription)\./.test(op))
       .reduce((n, [, v]) => n + v, 0);
+    phase(`(h) accumulation: ${SIZES.accumulationMs / 1000} s loop, preload ${SIZES.preloadTasks} finished tasks, the loop again`);
+    const H = await startInstance('H', newDeployment(conn, 'h'), { QUEUE_CLAIM_WORK_POLL_S: '5' });
+    instances.push(H);
+    const acc = await accumulation(H, 'bench/acc', { count: SIZES.preloadTasks, concurrency: SIZES.concurrency, durationMs: SIZES.accumulationMs });
 
     rss.stop();
     const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);
@@ -121,7 +130,15 @@ async function main(): Promise<void> {
     const warnings = instances.reduce((s, i) => s + i.log.warnings, 0);
     const serviceErrors = instances.reduce((s, i) => s + i.log.errors, 0);
     const clientErrors =
-      pickup.errors.count + crossPickup.errors.count + loop.errors.count + backlog.errors.count + cost.errors.count + idle.errors.count + events.errors.count;
+      pickup.errors.count +
+      crossPickup.errors.count +
+      loop.errors.count +
+      backlog.errors.count +
+      cost.errors.count +
+      idle.errors.count +
+      events.errors.count +
+      acc.fresh.errors.count +
+      acc.loaded.errors.count;
 
     const rows: Row[] = [
       {
@@ -180,6 +197,20 @@ async function main(): Promise<void> {
         target: `<= ${TARGETS.idleRatioMax}`,
         verdict: verdict(idleRatio <= TARGETS.idleRatioMax),
       },
+      { metric: `(h) lifecycles/s, fresh store`, value: String(acc.fresh.perSecond) },
+      { metric: `(h) preload ${acc.preload.tasks} finished tasks`, value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s)` },
+      { metric: `(h) lifecycles/s, ${acc.preload.tasks} tasks stored`, value: String(acc.loaded.perSecond) },
+      {
+        metric: '(h) stored / fresh throughput',
+        value: `${round(acc.ratio * 100, 1)}%`,
+        target: `>= ${TARGETS.loadedVsFreshMin * 100}%`,
+        verdict: verdict(acc.ratio >= TARGETS.loadedVsFreshMin),
+      },
+      { metric: '(h) idle reaper pass, fresh: ms / storage calls', value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}` },
+      { metric: '(h) idle reaper pass, stored: ms / storage calls', value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}` },
+      { metric: '(h) hint-repair query ms, fresh / stored', value: `${acc.staleQueryMs.fresh} / ${acc.staleQueryMs.loaded}` },
+      { metric: '(h) bench heap used, fresh / stored', value: `${mb(acc.heapUsedBytes.fresh)} / ${mb(acc.heapUsedBytes.loaded)}` },
+      { metric: '(h) bench RSS, fresh / stored', value: `${mb(acc.rssBytes.fresh)} / ${mb(acc.rssBytes.loaded)}` },
       {
         metric: 'host RSS peak (bench process: hosts + clients)',
         value: mb(hostPeak),
@@ -209,7 +240,7 @@ async function main(): Promise<void> {
       ),
     );
     console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
-    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle, events].flatMap((p) => p.errors.first);
+    const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle, events, acc.fresh, acc.loaded].flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
 
     const summary = {
@@ -227,6 +258,7 @@ async function main(): Promise<void> {
       perLifecycle: { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
       idle: { results: idle.results, ratio: round(idleRatio, 3) },
       events: { ...events, perLifecycle: evPer, deliveryTxPerLifecycle: round(evExtra) },
+      accumulation: { ...acc, fresh: { ...acc.fresh, storage: undefined }, loaded: { ...acc.loaded, storage: undefined } },
       rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },
       errors: { client: clientErrors, serviceWarnings: warnings, serviceErrors },
       targets: {

@@ -46,7 +46,7 @@ export function outboxEvent(row: Record<string, unknown>): QueueEvent | undefine
 /** Adds each event's properties to the history row of its seq (rows of one write, from the history observer). */
 export function attachToHistoryRows(rows: Entity[], events: QueueEvent[]): void {
   for (const e of events) {
-    const row = rows.find((r) => r.rowKey === historyRowKey(e.seq));
+    const row = rows.find((r) => r.rowKey === historyRowKey(r.partitionKey, e.seq));
     if (row) Object.assign(row, outboxProps(e));
   }
 }
@@ -54,8 +54,8 @@ export function attachToHistoryRows(rows: Entity[], events: QueueEvent[]): void 
 /** The committed events of a task with these seqs: one range query over its history rows. */
 export async function readTaskOutbox(storage: Storage, taskId: string, seqs: number[]): Promise<QueueEvent[]> {
   if (!seqs.length) return [];
-  const lo = historyRowKey(Math.max(...seqs));
-  const hi = historyRowKey(Math.min(...seqs));
+  const lo = historyRowKey(taskId, Math.max(...seqs));
+  const hi = historyRowKey(taskId, Math.min(...seqs));
   const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: { ge: lo, le: hi } }, seqs.length);
   const wanted = new Set(seqs);
   return page.items

@@ -31,14 +31,17 @@ export interface HistoryEntry {
 
 export type Transition = Omit<HistoryEntry, 'seq' | 'time' | 'actor'>;
 
-/** History row keys: `h-` and the inverted sequence number, so a range query reads newest first. */
+/**
+ * History row keys: `h-`, the inverted sequence number (a range query reads newest first) and the
+ * taskId (row keys unique across partitions keep Azurite's point writes O(1), see taskRowKey).
+ */
 const HISTORY_PREFIX = 'h-';
 const MAX_SEQ = 9_999_999_999;
 /** An entity-group transaction holds 100 operations; the task row takes one. */
 export const MAX_ENTRIES_PER_WRITE = 99;
 
-export function historyRowKey(seq: number): string {
-  return HISTORY_PREFIX + String(MAX_SEQ - seq).padStart(10, '0');
+export function historyRowKey(taskId: string, seq: number): string {
+  return `${HISTORY_PREFIX}${String(MAX_SEQ - seq).padStart(10, '0')}-${taskId}`;
 }
 
 function worker(r: Run): Pick<Transition, 'workerGroup' | 'workerId'> {
@@ -78,7 +81,7 @@ export function historyRows(
   let seq = before?.historySeq ?? 0;
   const entries = list.map((t) => ({ seq: ++seq, time, ...t, ...(actor ? { actor } : {}) }));
   if (entries.length) after.historySeq = seq;
-  const rows = entries.map((e) => ({ partitionKey: after.taskId, rowKey: historyRowKey(e.seq), entry: JSON.stringify(e) }));
+  const rows = entries.map((e) => ({ partitionKey: after.taskId, rowKey: historyRowKey(after.taskId, e.seq), entry: JSON.stringify(e) }));
   return { rows, entries };
 }
 

@@ -13,7 +13,8 @@
  * Every key is a function of the task record, so any writer computes the same keys. A transition
  * costs one entity-group transaction in its task queue's partition (delete the old state's row,
  * create the new one, record the worker's claim), plus one upsert in `resolved` when a run resolves
- * and one transaction in `latest` when a task is created.
+ * and one transaction in `latest` when a task is created. Concurrent task writes share these
+ * transactions per partition (IndexBatcher), so under load a partition costs one call per group.
  *
  * Consistency: the task row is the truth; index rows are written after it. Two writers of the same
  * task can land out of order (e.g. a retry's pending row written after another instance already
@@ -237,11 +238,7 @@ export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp
   const table = storage.table('Indexes');
   if (ops.length <= MAX_BATCH) {
     try {
-      await table.transact(
-        ops.map((o): TableAction =>
-          o.op === 'create' || o.op === 'upsert' ? { op: o.op, entity: o.row } : { op: 'delete', partitionKey: o.row.partitionKey, rowKey: o.row.rowKey },
-        ),
-      );
+      await table.transact(ops.map(toAction));
       return;
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
@@ -268,6 +265,83 @@ export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp
       }
     }
   }
+}
+
+/** A writer's changes to one partition, waiting to go out with others'. */
+interface Waiting {
+  ops: IndexOp[];
+  repair: IndexOp[];
+  done: (err?: unknown) => void;
+}
+
+/**
+ * Group commit of index writes: while one transaction to a partition is in flight, the changes of
+ * other task writes to that partition wait and then go out together, up to 100 actions and each
+ * row key once. A lone writer goes out at once (no added latency); under load, the shared
+ * partitions (`resolved`, `latest`, a busy task queue) cost one transaction per group of tasks
+ * instead of one per task. If a group's transaction conflicts (an out-of-order writer), each of
+ * its writers is applied alone, with its repair, exactly as without grouping.
+ */
+export class IndexBatcher {
+  private readonly waiting = new Map<string, Waiting[]>();
+  private readonly busy = new Set<string>();
+
+  constructor(private readonly storage: Storage) {}
+
+  apply(pk: string, ops: IndexOp[], repair: IndexOp[] = []): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const list = this.waiting.get(pk) ?? [];
+      list.push({ ops, repair, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.waiting.set(pk, list);
+      if (!this.busy.has(pk)) void this.drain(pk);
+    });
+  }
+
+  private async drain(pk: string): Promise<void> {
+    this.busy.add(pk);
+    try {
+      for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
+        const group = takeGroup(list);
+        if (!list.length) this.waiting.delete(pk);
+        await this.send(group);
+      }
+    } finally {
+      this.busy.delete(pk);
+    }
+  }
+
+  private async send(group: Waiting[]): Promise<void> {
+    const alone = (w: Waiting) => applyOps(this.storage, w.ops, w.repair).then(() => w.done(), w.done);
+    if (group.length === 1) return alone(group[0]);
+    try {
+      await this.storage.table('Indexes').transact(group.flatMap((w) => w.ops.map(toAction)));
+      for (const w of group) w.done();
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) {
+        for (const w of group) w.done(err);
+        return;
+      }
+      await Promise.all(group.map(alone));
+    }
+  }
+}
+
+/** Takes from the front of `list` the writers that fit one transaction (≤ 100 actions, each key once). */
+function takeGroup(list: Waiting[]): Waiting[] {
+  const group: Waiting[] = [];
+  const keys = new Set<string>();
+  while (list.length) {
+    const w = list[0];
+    const size = keys.size + w.ops.length;
+    if (group.length && (size > MAX_BATCH || w.ops.some((o) => keys.has(o.row.rowKey)))) break;
+    for (const o of w.ops) keys.add(o.row.rowKey);
+    group.push(list.shift()!);
+  }
+  return group;
+}
+
+function toAction(o: IndexOp): TableAction {
+  return o.op === 'create' || o.op === 'upsert' ? { op: o.op, entity: o.row } : { op: 'delete', partitionKey: o.row.partitionKey, rowKey: o.row.rowKey };
 }
 
 // ---- queries ----

@@ -9,11 +9,12 @@ import type { TaskObserver } from '../tasks/store';
 import type { Logger } from '../log';
 import { currentActor } from './actor';
 import { HistoryEntry, historyKeys, historyRowKey, historyRows } from './history';
-import { applyOps, indexOps, repairOps } from './indexes';
+import { IndexBatcher, indexOps, repairOps } from './indexes';
 
 export function opsObserver(storage: Storage, log: Logger, now: () => Date): TaskObserver {
   // Entries computed for a write, logged once the write has taken effect.
   const pending = new WeakMap<TaskRecord, HistoryEntry[]>();
+  const batcher = new IndexBatcher(storage);
   return {
     rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
       const { rows, entries } = historyRows(before, after, now().toJSON(), currentActor()?.actor);
@@ -33,8 +34,8 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
         const repair = repairOps(before, after);
         await Promise.all(
           [...indexOps(before, after)].map(([pk, ops]) =>
-            applyOps(
-              storage,
+            batcher.apply(
+              pk,
               ops,
               repair.filter((r) => r.row.partitionKey === pk),
             ),
@@ -48,6 +49,6 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
 
     // The task row counts its history rows, so their keys need no query.
     extraKeys: async (taskId: string, known?: TaskRecord) =>
-      known?.historySeq ? Array.from({ length: known.historySeq }, (_, i) => historyRowKey(i + 1)) : historyKeys(storage, taskId),
+      known?.historySeq ? Array.from({ length: known.historySeq }, (_, i) => historyRowKey(taskId, i + 1)) : historyKeys(storage, taskId),
   };
 }

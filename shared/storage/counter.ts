@@ -25,11 +25,29 @@ export class StorageMeter {
   /** ops (e.g. `Tasks.update`) seen since the fault was armed, for test diagnostics. */
   readonly armedOps: string[] = [];
 
+  /** While a fault is armed, calls run one at a time in the order they were issued (see run). */
+  private turn: Promise<void> = Promise.resolve();
+
   async run<T>(op: string, fn: () => Promise<T>): Promise<T> {
     this.total++;
     const tally = invocationTally.getStore();
     if (tally) tally.calls++;
     this.byOp.set(op, (this.byOp.get(op) ?? 0) + 1);
+    if (this.failAt === undefined) return fn();
+    // Armed (crash tests): calls made side by side complete in a fixed order, so a sweep that
+    // fails the n-th call reaches each call of the operation in turn, whatever the timing.
+    const before = this.turn;
+    let done!: () => void;
+    this.turn = new Promise((r) => (done = r));
+    try {
+      await before;
+      return await this.armed(op, fn);
+    } finally {
+      done();
+    }
+  }
+
+  private async armed<T>(op: string, fn: () => Promise<T>): Promise<T> {
     const result = await fn();
     if (this.failAt !== undefined) {
       this.armedCalls++;

@@ -1,13 +1,14 @@
 /**
  * The one executor of task transitions: load (or use a known row) -> transition -> `before`
- * effects -> ETag-guarded write with the `with` rows -> `after` effects. On an ETag race it
+ * effects (side by side) -> ETag-guarded write with the `with` rows -> `after` effects (side by
+ * side with the operator index writes). On an ETag race it
  * reloads and recomputes the transition and its effects; a `before` effect already performed in
  * an earlier attempt (same content: ids and `now` are fixed per call) is not performed again.
  * Crash ordering lives here: whatever a state needs exists before the row says so.
  */
 import * as slugid from 'slugid';
 import { TaskDeps } from './deps';
-import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
+import { Effect, effectKey, safetyNetOf } from './effects';
 import { MAX_MODIFY_ATTEMPTS } from './store';
 import { TaskRecord } from './model';
 import type { TriggerRef } from './triggers';
@@ -55,11 +56,11 @@ export async function execute(
     }
     await performBefore(d, result, performed);
     const rows = result.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-    const written = await d.tasks.replace(current, result.next, rows);
+    const next = result.next;
+    const written = await d.tasks.replace(current, next, rows, () => performAfter(d, result.effects, next, performed));
     if (written === 'etag') continue;
     if (written === 'missing') return undefined;
-    await performAfter(d, result.effects, result.next, performed);
-    return { task: result.next, changed: true };
+    return { task: next, changed: true };
   }
   throw new Error(`task ${taskId}: too many concurrent modifications`);
 }
@@ -69,18 +70,23 @@ export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
   const performed: Performed = new Map();
   await performBefore(d, step, performed);
   const rows = step.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-  if (!(await d.tasks.insert(step.next, rows))) return false;
-  await performAfter(d, step.effects, step.next, performed);
-  return true;
+  return d.tasks.insert(step.next, rows, () => performAfter(d, step.effects, step.next, performed));
 }
 
-/** `before` effects in order, each once per call; trigger refs go into the row they guard. */
+/**
+ * `before` effects side by side (each only has to exist before the row, none depends on another),
+ * each once per call; trigger refs go into the row they guard. If one fails, the row is not
+ * written, and what the others put is at most a stale message or index row, as after a crash.
+ */
 async function performBefore(d: TaskDeps, step: Step, performed: Performed): Promise<void> {
+  const todo = new Map<string, Effect>();
+  for (const e of step.effects) if (e.phase === 'before' && !performed.has(effectKey(e))) todo.set(effectKey(e), e);
+  const settled = await Promise.allSettled([...todo].map(async ([key, e]) => performed.set(key, await before(d, e))));
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
   for (const e of step.effects) {
     if (e.phase !== 'before') continue;
-    const key = effectKey(e);
-    if (!performed.has(key)) performed.set(key, await before(d, e));
-    const ref = performed.get(key);
+    const ref = performed.get(effectKey(e));
     if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
     if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
   }
@@ -111,20 +117,20 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
   }
 }
 
-/** `after` effects in order; consecutive trigger drops go side by side (each ignores its own failure). */
+/**
+ * `after` effects side by side, except that propagation and the deletion of its safety net stay in
+ * order (the net guards the propagation until it is done).
+ */
 async function performAfter(d: TaskDeps, effects: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
   const after = effects.filter((e) => e.phase === 'after');
-  for (let i = 0; i < after.length; i++) {
-    const e = after[i];
-    if (e.kind === 'drop-trigger') {
-      const drops: EffectOf<'drop-trigger'>[] = [];
-      while (i < after.length && after[i].kind === 'drop-trigger') drops.push(after[i++] as EffectOf<'drop-trigger'>);
-      i--;
-      await Promise.all(drops.map((x) => d.triggers.drop(x.trigger, x.ref)));
-      continue;
-    }
-    await afterOne(d, e, task, performed);
-  }
+  const chained = (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net';
+  const one = (e: Effect) => (e.kind === 'drop-trigger' ? d.triggers.drop(e.trigger, e.ref) : afterOne(d, e, task, performed));
+  await Promise.all([
+    ...after.filter((e) => !chained(e)).map(one),
+    (async () => {
+      for (const e of after.filter(chained)) await one(e);
+    })(),
+  ]);
 }
 
 async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Performed): Promise<void> {

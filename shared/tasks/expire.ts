@@ -5,7 +5,7 @@
  * reapers sweeping the same row at once do no harm.
  */
 import { StorageConflict } from '../storage/storage';
-import { GROUP_RK } from './groups';
+import { groupRowKey } from './groups';
 import type { TaskDeps } from './deps';
 
 /** Entity-group transactions hold at most 100 operations. */
@@ -46,7 +46,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   await d.groups.removeMember(taskGroupId, taskId);
   const meta = await d.groups.meta(taskGroupId);
   // The meta row's expires is the latest of its members', so only the last member to expire removes it.
-  if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, GROUP_RK, meta.etag));
+  if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }

@@ -5,7 +5,8 @@
 import { Storage, StorageConflict } from '../storage/storage';
 import { conflict } from '../errors';
 
-export const GROUP_RK = '~group';
+/** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
+export const groupRowKey = (taskGroupId: string): string => `~group~${taskGroupId}`;
 
 export interface TaskGroupMeta {
   taskGroupId: string;
@@ -14,7 +15,7 @@ export interface TaskGroupMeta {
   sealed?: string;
 }
 
-/** Member row keys are taskIds (slugids), which all sort before the meta row's '~group'. */
+/** Member row keys are taskIds (slugids), which all sort before the meta row's '~group~…'. */
 const MEMBERS_END = '~';
 
 /** A group can gain members concurrently; re-read a few times on races. */
@@ -28,7 +29,7 @@ export class TaskGroups {
   }
 
   async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string }) | undefined> {
-    const r = await this.table.get(taskGroupId, GROUP_RK);
+    const r = await this.table.get(taskGroupId, groupRowKey(taskGroupId));
     if (!r) return undefined;
     return { taskGroupId, schedulerId: r.schedulerId as string, expires: r.expires as string, sealed: (r.sealed as string) || undefined, etag: r.etag };
   }
@@ -36,7 +37,7 @@ export class TaskGroups {
   /** Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group. */
   async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<void> {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
-    const metaRow = { partitionKey: taskGroupId, rowKey: GROUP_RK, schedulerId, expires, sealed: '' };
+    const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
     // A task that starts its own group (the common case) needs no read.
     let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
@@ -60,7 +61,7 @@ export class TaskGroups {
       if (new Date(expires) > new Date(known.expires)) {
         try {
           await this.table.transact([
-            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: GROUP_RK, expires }, mode: 'Merge', etag: known!.etag },
+            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires }, mode: 'Merge', etag: known!.etag },
             { op: 'upsert', entity: member },
           ]);
           return;
@@ -86,7 +87,7 @@ export class TaskGroups {
       const meta = await this.meta(taskGroupId);
       if (!meta || meta.sealed) return meta;
       try {
-        await this.table.merge({ partitionKey: taskGroupId, rowKey: GROUP_RK, sealed: now.toJSON() }, meta.etag);
+        await this.table.merge({ partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), sealed: now.toJSON() }, meta.etag);
         return { ...meta, sealed: now.toJSON() };
       } catch (err) {
         if (!(err instanceof StorageConflict)) throw err;

@@ -163,7 +163,12 @@ const CHUNK_BYTES = 64 * 1024;
  */
 export const MAX_DEFINITION_BYTES = 12 * CHUNK_BYTES;
 
-export const TASK_RK = 'task';
+/**
+ * The task row's key, unique per task rather than a constant: Azurite finds a row by its RowKey
+ * first and then filters by PartitionKey, so a RowKey shared by every task made each point read or
+ * write cost O(stored tasks) there (on Azure a point lookup costs the same either way).
+ */
+export const taskRowKey = (taskId: string): string => `task~${taskId}`;
 
 export function encodeTask(t: TaskRecord): Entity {
   const json = Buffer.from(JSON.stringify(t.definition), 'utf8');
@@ -172,7 +177,7 @@ export function encodeTask(t: TaskRecord): Entity {
   }
   const e: Entity = {
     partitionKey: t.taskId,
-    rowKey: TASK_RK,
+    rowKey: taskRowKey(t.taskId),
     defChunks: Math.ceil(json.length / CHUNK_BYTES),
     runs: JSON.stringify(t.runs),
     retriesLeft: t.retriesLeft,

@@ -3,7 +3,7 @@
  * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
  */
 import { Entity, Storage, StorageConflict } from '../storage/storage';
-import { TASK_RK, TaskRecord, decodeTask, encodeTask } from './model';
+import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
 export const MAX_MODIFY_ATTEMPTS = 10;
@@ -36,12 +36,15 @@ export class TaskStore {
   }
 
   async load(taskId: string): Promise<TaskRecord | undefined> {
-    const row = await this.table.get(taskId, TASK_RK);
+    const row = await this.table.get(taskId, taskRowKey(taskId));
     return row ? decodeTask(row) : undefined;
   }
 
-  /** Inserts a new task row with `rows` of its partition; returns false if the taskId is taken. */
-  async insert(t: TaskRecord, rows: Entity[] = []): Promise<boolean> {
+  /**
+   * Inserts a new task row with `rows` of its partition; returns false if the taskId is taken.
+   * `alongside` runs once the row is written, side by side with the observer's follow-up.
+   */
+  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>): Promise<boolean> {
     await this.observer?.prepare?.(undefined, t);
     try {
       const extra = [...(this.observer?.rowsFor(undefined, t) ?? []), ...rows];
@@ -50,16 +53,17 @@ export class TaskStore {
       if (err instanceof StorageConflict) return false;
       throw err;
     }
-    await this.observer?.written(undefined, t);
+    await Promise.all([this.observer?.written(undefined, t), alongside?.()]);
     return true;
   }
 
   /**
    * Replaces `current` by `next` if the row still has `current`'s ETag, with `rows` of its
    * partition in the same transaction. Sets `next.etag`; 'etag' when another write came first,
-   * 'missing' when the task is gone.
+   * 'missing' when the task is gone. `alongside` runs once the row is written, side by side with
+   * the observer's follow-up.
    */
-  async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = []): Promise<'written' | 'etag' | 'missing'> {
+  async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>): Promise<'written' | 'etag' | 'missing'> {
     await this.observer?.prepare?.(current, next);
     try {
       const extra = [...(this.observer?.rowsFor(current, next) ?? []), ...rows];
@@ -68,7 +72,7 @@ export class TaskStore {
       if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
       throw err;
     }
-    await this.observer?.written(current, next);
+    await Promise.all([this.observer?.written(current, next), alongside?.()]);
     return 'written';
   }
 
@@ -81,7 +85,7 @@ export class TaskStore {
     ]);
     const newEtag = etags[0];
     if (newEtag) return newEtag;
-    const reread = await this.table.get(taskId, TASK_RK);
+    const reread = await this.table.get(taskId, taskRowKey(taskId));
     if (!reread) throw new StorageConflict('missing', `Tasks: ${taskId} gone after write`);
     return reread.etag;
   }
@@ -116,7 +120,7 @@ export class TaskStore {
   async delete(taskId: string, known?: TaskRecord): Promise<void> {
     const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
     if (before) await this.observer!.written(before, undefined);
-    const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), TASK_RK];
+    const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), taskRowKey(taskId)];
     for (let i = 0; i < keys.length; i += MAX_BATCH) {
       const chunk = keys.slice(i, i + MAX_BATCH);
       try {

@@ -34,7 +34,7 @@ test('a row without an event (a reclaim) has none', () => {
 });
 
 test('events go on the history rows of their seqs only', () => {
-  const rows = [1, 2, 3].map((seq) => ({ partitionKey: 'T', rowKey: historyRowKey(seq), entry: '{}' }));
+  const rows = [1, 2, 3].map((seq) => ({ partitionKey: 'T', rowKey: historyRowKey('T', seq), entry: '{}' }));
   attachToHistoryRows(rows, [{ ...event(1), seq: 3 }]);
   expect(rows.map((r) => 'event' in r)).toEqual([false, false, true]);
 });

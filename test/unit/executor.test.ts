@@ -62,7 +62,7 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
     },
     tasks: {
       load: async () => (calls.push('load'), structuredClone(stored)),
-      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = []) => {
+      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = [], alongside?: () => Promise<void>) => {
         calls.push(['write', ...rows.map((r) => r.rowKey)].join(' '));
         const race = races.shift();
         if (race) {
@@ -72,6 +72,7 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
         if (current.etag !== stored.etag) return 'etag';
         stored = { ...structuredClone(next), etag: `${current.etag}'` };
         next.etag = stored.etag;
+        await alongside?.();
         return 'written';
       },
     },

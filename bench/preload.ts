@@ -1,0 +1,200 @@
+/**
+ * Preloads finished tasks straight through the storage port, laid out exactly as the service
+ * leaves a completed task (task row with its history, operator index rows, expiry index row, group
+ * membership), so a later phase measures the service on a store that already holds them. Rows that
+ * share a partition (indexes, expiry day, group) go 100 to a transaction; task rows are one call
+ * each, in parallel.
+ */
+import type { Services } from '../shared/services';
+import { Entity, MAX_TRANSACTION_ACTIONS, TableAction, TableName } from '../shared/storage/storage';
+import { encodeTask, TaskRecord } from '../shared/tasks/model';
+import { historyRows } from '../shared/ops/history';
+import { indexOps } from '../shared/ops/indexes';
+import { ExpiryIndex } from '../shared/tasks/expiry';
+import { groupRowKey } from '../shared/tasks/groups';
+import { mapLimit } from '../shared/limit';
+import { Instance, newTaskId } from './harness';
+import { meterWindow, round } from './stats';
+import { closedLoop, ThroughputResult } from './phases';
+import { runReaper } from '../shared/reaper/reaper';
+import { stalePending } from '../shared/ops/indexes';
+import { MAX_DEQUEUE } from '../shared/storage/storage';
+
+/** Tasks built and written per round (bounds the memory the preload itself holds). */
+const CHUNK = 1000;
+/** Parallel storage calls while preloading (more only queues up at Azurite and risks call deadlines). */
+const CONCURRENCY = 12;
+/** One task group per this many tasks, as a scheduler's decision task would make. */
+const GROUP_SIZE = 100;
+
+function finishedTask(taskQueueId: string, taskGroupId: string, at: number): TaskRecord {
+  const iso = (ms: number) => new Date(ms).toJSON();
+  const [provisionerId, workerType] = taskQueueId.split('/');
+  return {
+    taskId: newTaskId(),
+    definition: {
+      provisionerId,
+      workerType,
+      taskQueueId,
+      schedulerId: '-',
+      projectId: 'none',
+      taskGroupId,
+      dependencies: [],
+      requires: 'all-completed',
+      routes: [],
+      priority: 'lowest',
+      retries: 5,
+      created: iso(at),
+      deadline: iso(at + 3600_000),
+      expires: iso(at + 366 * 24 * 3600_000),
+      scopes: [],
+      payload: { command: ['echo', 'hello'] },
+      metadata: { name: 'preloaded task', description: 'a finished task', owner: 'bench@example.com', source: 'https://example.com/bench' },
+      tags: {},
+      extra: {},
+    },
+    runs: [
+      {
+        runId: 0,
+        state: 'completed',
+        reasonCreated: 'scheduled',
+        reasonResolved: 'completed',
+        workerGroup: 'bench',
+        workerId: 'w',
+        takenUntil: iso(at + 1_200_000),
+        scheduled: iso(at),
+        started: iso(at + 5),
+        resolved: iso(at + 10),
+      },
+    ],
+    retriesLeft: 5,
+    takenUntil: '',
+    hasDependents: false,
+    dependentsNotified: -1,
+  };
+}
+
+/** Groups `rows` by partition into transactions of at most 100 upserts. */
+function batches(table: TableName, rows: Entity[]): { table: TableName; actions: TableAction[] }[] {
+  const byPk = new Map<string, Entity[]>();
+  for (const r of rows) byPk.set(r.partitionKey, [...(byPk.get(r.partitionKey) ?? []), r]);
+  const out: { table: TableName; actions: TableAction[] }[] = [];
+  for (const list of byPk.values()) {
+    for (let i = 0; i < list.length; i += MAX_TRANSACTION_ACTIONS) {
+      out.push({ table, actions: list.slice(i, i + MAX_TRANSACTION_ACTIONS).map((entity) => ({ op: 'upsert' as const, entity })) });
+    }
+  }
+  return out;
+}
+
+export interface PreloadResult {
+  tasks: number;
+  seconds: number;
+  perSecond: number;
+}
+
+export async function preloadFinished(svc: Services, taskQueueId: string, count: number): Promise<PreloadResult> {
+  const t0 = performance.now();
+  const start = Date.now() - count * 20;
+  for (let done = 0; done < count; done += CHUNK) {
+    const n = Math.min(CHUNK, count - done);
+    const tasks: TaskRecord[] = [];
+    for (let i = 0; i < n; i++) tasks.push(finishedTask(taskQueueId, `group-${Math.floor((done + i) / GROUP_SIZE)}`, start + (done + i) * 20));
+    const indexRows: Entity[] = [];
+    const expiryRows: Entity[] = [];
+    const groupRows: Entity[] = [];
+    const taskWrites = tasks.map((t) => {
+      const { rows } = historyRows(undefined, t, t.runs[0].resolved!, 'bench');
+      for (const ops of indexOps(undefined, t).values()) for (const o of ops) indexRows.push(o.row);
+      const d = t.definition;
+      expiryRows.push({
+        ...ExpiryIndex.keys('task', t.taskId, d.expires),
+        kind: 'task',
+        id: t.taskId,
+        expires: d.expires,
+        data: JSON.stringify({ taskGroupId: d.taskGroupId, dependencies: [] }),
+      });
+      groupRows.push({ partitionKey: d.taskGroupId, rowKey: t.taskId, expires: d.expires });
+      groupRows.push({ partitionKey: d.taskGroupId, rowKey: groupRowKey(d.taskGroupId), schedulerId: '-', expires: d.expires, sealed: '' });
+      return { table: 'Tasks' as TableName, actions: [encodeTask(t), ...rows].map((entity): TableAction => ({ op: 'upsert', entity })) };
+    });
+    const uniqueGroups = [...new Map(groupRows.map((r) => [`${r.partitionKey}/${r.rowKey}`, r])).values()];
+    const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('Expiry', expiryRows), ...batches('TaskGroups', uniqueGroups)];
+    await mapLimit(writes, CONCURRENCY, (w) => svc.storage.table(w.table).transact(w.actions));
+    if (process.env.BENCH_VERBOSE) console.error(`[preload] ${done + n} tasks, ${round((performance.now() - t0) / 1000, 1)} s`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { tasks: count, seconds: round(seconds, 1), perSecond: round(count / seconds, 0) };
+}
+
+export interface ReaperPassCost {
+  ms: number;
+  calls: number;
+}
+
+/** One reaper pass with nothing due: its time and storage calls (the second of two; the first may find leftovers). */
+async function idlePass(svc: Services): Promise<ReaperPassCost> {
+  await runReaper(svc);
+  const meter = meterWindow(svc.storage.meter);
+  const t0 = performance.now();
+  await runReaper(svc);
+  return { ms: round(performance.now() - t0, 1), calls: meter.stop().total };
+}
+
+/** The hint-repair check's per-queue query (every few minutes per instance), timed. */
+async function staleQueryMs(svc: Services, taskQueueId: string): Promise<number> {
+  const now = svc.now();
+  const t0 = performance.now();
+  await stalePending(svc.storage, taskQueueId, new Date(now.getTime() - 60_000).toJSON(), now, MAX_DEQUEUE);
+  return round(performance.now() - t0, 1);
+}
+
+/** Memory after a full collection where `--expose-gc` allows it (npm run bench passes it). */
+function settledMemory(): NodeJS.MemoryUsage {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage();
+}
+
+export interface AccumulationResult {
+  fresh: ThroughputResult;
+  loaded: ThroughputResult;
+  preload: PreloadResult;
+  /** loaded / fresh lifecycles per second. */
+  ratio: number;
+  reaper: { fresh: ReaperPassCost; loaded: ReaperPassCost };
+  staleQueryMs: { fresh: number; loaded: number };
+  heapUsedBytes: { fresh: number; loaded: number };
+  rssBytes: { fresh: number; loaded: number };
+}
+
+/**
+ * (g) throughput as tasks accumulate: a closed loop on a fresh store, then `count` finished tasks
+ * preloaded into the same task queue, then the same loop again; idle reaper passes and memory
+ * after each loop.
+ */
+export async function accumulation(
+  inst: Instance,
+  taskQueueId: string,
+  opts: { count: number; concurrency: number; durationMs: number },
+): Promise<AccumulationResult> {
+  const svc = inst.services;
+  const fresh = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
+  const reaperFresh = await idlePass(svc);
+  const staleFresh = await staleQueryMs(svc, taskQueueId);
+  const mem0 = settledMemory();
+  const preload = await preloadFinished(svc, taskQueueId, opts.count);
+  const loaded = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
+  const reaperLoaded = await idlePass(svc);
+  const staleLoaded = await staleQueryMs(svc, taskQueueId);
+  const mem1 = settledMemory();
+  return {
+    fresh,
+    loaded,
+    preload,
+    ratio: fresh.perSecond > 0 ? round(loaded.perSecond / fresh.perSecond, 3) : NaN,
+    reaper: { fresh: reaperFresh, loaded: reaperLoaded },
+    staleQueryMs: { fresh: staleFresh, loaded: staleLoaded },
+    heapUsedBytes: { fresh: mem0.heapUsed, loaded: mem1.heapUsed },
+    rssBytes: { fresh: mem0.rss, loaded: mem1.rss },
+  };
+}
