@@ -8,6 +8,7 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid } f
 import { claim, status, uniqueQueue, W1, W2 } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { mapLimit } from '../../shared/limit';
+import { startAzurite, Azurite } from '../../shared/local/azurite';
 
 /**
  * Taskcluster's limit is 10,000 (the create-task schema's maxItems): MANY_DEPENDENCIES=10000 runs
@@ -20,13 +21,21 @@ const SETUP_CONCURRENCY = 8;
 
 let a: TestService;
 let b: TestService;
+let azurite: Azurite;
 beforeAll(async () => {
-  a = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } });
-  b = await startSecondInstance(a);
+  // An Azurite of its own: thousands of tasks in the suite's shared one would slow every other
+  // test's storage calls past their deadline.
+  azurite = await startAzurite({ quiet: true });
+  a = await startTestService(
+    { QUEUE_STORAGE_CONNECTION: azurite.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' },
+    { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } },
+  );
+  b = await startSecondInstance(a, { QUEUE_STORAGE_CONNECTION: azurite.connectionString });
 });
 afterAll(async () => {
   await b?.close();
   await a?.close();
+  await azurite?.stop();
 });
 
 /** claimWork until something is claimed (a short poll window can miss on a busy machine). */
