@@ -6,9 +6,9 @@ import '../hooks-schemas';
 import { ApiRequest, RouteDef, ok } from '../types';
 import { authFailed, badArgs, notFound } from '../../errors';
 import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
-import { checkHealth } from '../../ops/health';
 import { HookStore } from '../../hooks/store';
 import { createHook, definitionView, loadHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
+import { heartbeatRoute } from './ops';
 
 const ids = (req: ApiRequest) => [req.params.hookGroupId, req.params.hookId] as const;
 
@@ -48,21 +48,7 @@ export const hookRoutes: RouteDef[] = [
     description: 'Load-balancer heartbeat: always 200.',
     handler: async () => ok({}),
   },
-  {
-    name: 'heartbeat',
-    title: 'Heartbeat',
-    stability: 'stable',
-    output: 'heartbeat-response',
-    service: 'hooks',
-    method: 'GET',
-    route: '/__heartbeat__',
-    scopes: null,
-    description: 'Health of the app (storage reachable, reaper running).',
-    handler: async (req) => {
-      const h = await checkHealth(req.services);
-      return h.healthy ? ok(h) : { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
-    },
-  },
+  heartbeatRoute('hooks'),
   {
     name: 'listHookGroups',
     title: 'List hook groups',

@@ -5,11 +5,11 @@ import '../index-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { ApiError, notFound } from '../../errors';
 import { decodeToken, encodeToken, isOffset, isPageToken, pageLimit } from '../continuation';
-import { checkHealth } from '../../ops/health';
 import { checkNamespace, deleteIndexedTask, findIndexedTask, insertIndexedTask } from '../../index/index';
 import { IndexStore, IndexedTask } from '../../index/store';
 import { redirectToArtifact } from './artifacts';
 import { registerSchema } from '../schemas';
+import { heartbeatRoute } from './ops';
 
 /** What clients see of an entry (the tie-break order stays internal). */
 const view = (t: IndexedTask) => ({ namespace: t.namespace, taskId: t.taskId, rank: t.rank, data: t.data, expires: t.expires });
@@ -81,21 +81,7 @@ export const indexRoutes: RouteDef[] = [
     description: 'Load-balancer heartbeat: always 200.',
     handler: async () => ok({}),
   },
-  {
-    name: 'heartbeat',
-    title: 'Heartbeat',
-    stability: 'stable',
-    output: 'heartbeat-response',
-    service: 'index',
-    method: 'GET',
-    route: '/__heartbeat__',
-    scopes: null,
-    description: 'Health of the app (storage reachable, reaper running).',
-    handler: async (req) => {
-      const h = await checkHealth(req.services);
-      return h.healthy ? ok(h) : { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
-    },
-  },
+  heartbeatRoute('index'),
   {
     name: 'findTasksAtIndex',
     title: 'Find tasks at indexes',

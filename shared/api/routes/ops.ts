@@ -332,6 +332,26 @@ export function opsReference() {
   );
 }
 
+/** The heartbeat of one service of this app: storage answers and the reaper has finished a pass recently (500 otherwise). */
+export function heartbeatRoute(service: RouteDef['service']): RouteDef {
+  return {
+    name: 'heartbeat',
+    title: 'Heartbeat',
+    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
+    stability: 'stable',
+    output: 'heartbeat-response',
+    service,
+    method: 'GET',
+    route: '/__heartbeat__',
+    scopes: null,
+    handler: async (req) => {
+      const h = await checkHealth(req.services);
+      if (h.healthy) return ok(h);
+      return { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
+    },
+  };
+}
+
 export const opsRoutes: RouteDef[] = [
   // ---- task queues (specific routes before getTaskQueue, whose wildcard matches them too) ----
   {
@@ -626,22 +646,7 @@ export const opsRoutes: RouteDef[] = [
   },
 
   // ---- monitoring and the dashboard ----
-  {
-    name: 'heartbeat',
-    title: 'Heartbeat',
-    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
-    stability: 'stable',
-    output: 'heartbeat-response',
-    service: 'queue',
-    method: 'GET',
-    route: '/__heartbeat__',
-    scopes: null,
-    handler: async (req) => {
-      const h = await checkHealth(req.services);
-      if (h.healthy) return ok(h);
-      return { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
-    },
-  },
+  heartbeatRoute('queue'),
   {
     name: 'opsReference',
     title: 'Operator API Reference',
