@@ -8,9 +8,31 @@ import type { ObjectUpload } from './artifacts';
 import type { ClaimWorkQueue } from './protocols/claim-work';
 import type { LegacyQueue } from './protocols/poll-task-urls';
 
+/** Where this queue serves its own API reference (with its extension calls). */
+const referenceUrl = (rootUrl: string) => `${rootUrl.replace(/\/$/, '')}/api/references/queue/v1/api.json`;
+
 export async function modernQueues(rootUrl: string): Promise<(credentials: Credentials) => RunQueue & ClaimWorkQueue> {
   const tc = (await import('taskcluster-client')).default;
-  return (credentials: Credentials) => new tc.Queue({ rootUrl, credentials });
+  // suspendRun is an extension v87 does not know: a client for it is built with createClient from
+  // the served reference, fetched on first use (a failed fetch is tried again next time).
+  let ext: Promise<any> | undefined;
+  const extClient = () =>
+    (ext ??= (async () => {
+      const res = await fetch(referenceUrl(rootUrl));
+      if (!res.ok) throw Object.assign(new Error(`fetching the queue reference: ${res.status}`), { statusCode: res.status >= 500 ? res.status : undefined });
+      const ref = (await res.json()) as { entries: { name: string }[] };
+      const entries = ref.entries.filter((e) => e.name === 'suspendRun');
+      if (!entries.length) throw Object.assign(new Error('this queue does not serve suspendRun'), { statusCode: 404 });
+      return tc.createClient({ ...ref, entries }, 'queue');
+    })().catch((err) => {
+      ext = undefined;
+      throw err;
+    }));
+  return (credentials: Credentials) =>
+    Object.assign(new tc.Queue({ rootUrl, credentials }), {
+      suspendRun: async (taskId: string, runId: number, payload: { continuation: unknown; resumeAt: string }) =>
+        new (await extClient())({ rootUrl, credentials }).suspendRun(taskId, runId, payload),
+    });
 }
 
 /** Object uploads with taskcluster-client's own `upload` helper (dataInline or putUrl, hashes). */

@@ -12,6 +12,8 @@ const MAX_ARTIFACT_NAME = 1024;
 /** The log artifact the worker itself uploads. */
 export const LIVE_LOG_NAME = 'public/logs/live.log';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Longest default resume delay a payload may ask for (a week: a task that long is past its deadline anyway). */
+export const MAX_RESUME_AFTER_S = 7 * 86_400;
 
 export interface ArtifactSpec {
   type: 'file';
@@ -29,6 +31,8 @@ export interface Payload {
   env: Record<string, string>;
   maxRunTime: number;
   artifacts: ArtifactSpec[];
+  /** Present when the command may suspend the run (suspendRun); resumeAfter is the default delay in seconds. */
+  suspend?: { resumeAfter: number };
 }
 
 export type Validation = { ok: true; payload: Payload } | { ok: false; problems: string[] };
@@ -36,7 +40,9 @@ export type Validation = { ok: true; payload: Payload } | { ok: false; problems:
 export const PAYLOAD_SHAPE =
   "{command: [program, ...args], env?: {NAME: 'value'}, maxRunTime: seconds (1.." +
   MAX_RUN_TIME_S +
-  "), artifacts?: [{type: 'file', path: 'relative/path', name: 'public/...', expires?: date, required?: boolean, contentType?: string}]}";
+  "), artifacts?: [{type: 'file', path: 'relative/path', name: 'public/...', expires?: date, required?: boolean, contentType?: string}], suspend?: {resumeAfter?: seconds (0.." +
+  MAX_RESUME_AFTER_S +
+  ')}}';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const show = (v: unknown) => {
@@ -66,9 +72,9 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
   const now = opts.now ?? new Date();
   const problems: string[] = [];
   if (!isObject(payload)) return { ok: false, problems: [`payload must be an object, got ${show(payload)}`] };
-  unknownKeys(payload, ['command', 'env', 'maxRunTime', 'artifacts'], 'payload', problems);
+  unknownKeys(payload, ['command', 'env', 'maxRunTime', 'artifacts', 'suspend'], 'payload', problems);
 
-  const { command, env, maxRunTime, artifacts } = payload;
+  const { command, env, maxRunTime, artifacts, suspend } = payload;
   if (command === undefined) problems.push('payload.command is required: an array [program, ...args], e.g. ["sh", "-c", "make test"]');
   else if (!Array.isArray(command) || command.length === 0) {
     problems.push(`payload.command must be a non-empty array [program, ...args], e.g. ["sh", "-c", "make test"]; got ${show(command)}`);
@@ -144,6 +150,18 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
     }
   }
 
+  let resumeAfter = 0;
+  if (suspend !== undefined) {
+    if (!isObject(suspend)) problems.push(`payload.suspend must be an object like {resumeAfter: 60}, got ${show(suspend)}`);
+    else {
+      unknownKeys(suspend, ['resumeAfter'], 'payload.suspend', problems);
+      const r = suspend.resumeAfter;
+      if (r !== undefined && (typeof r !== 'number' || !Number.isInteger(r) || r < 0 || r > MAX_RESUME_AFTER_S)) {
+        problems.push(`payload.suspend.resumeAfter must be an integer number of seconds between 0 and ${MAX_RESUME_AFTER_S}, got ${show(r)}`);
+      } else if (typeof r === 'number') resumeAfter = r;
+    }
+  }
+
   if (problems.length) return { ok: false, problems };
   return {
     ok: true,
@@ -152,6 +170,7 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
       env: (env as Record<string, string>) ?? {},
       maxRunTime: maxRunTime as number,
       artifacts: specs,
+      ...(suspend !== undefined ? { suspend: { resumeAfter } } : {}),
     },
   };
 }

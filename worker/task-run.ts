@@ -6,6 +6,10 @@
  *    resolved: the command is stopped and the run forgotten, with no upload and no report;
  *  - exit 0 is `completed`, a non-zero exit or maxRunTime is `failed`; artifacts and the log are
  *    uploaded *before* reporting completed/failed (afterwards the queue refuses them);
+ *  - a command allowed to suspend (`payload.suspend`) that leaves a request in TASK_SUSPEND_FILE and
+ *    exits 0 ends the run with suspendRun (this queue's extension) instead of a report; the log
+ *    follows, as after an exception. A resumed run's command finds the continuation in
+ *    TASK_CONTINUATION_FILE;
  *  - when the worker itself is at fault (internal-error, resource-unavailable) or shutting down
  *    (worker-shutdown), the run is resolved `exception` *first*, so an unstable worker cannot
  *    resolve it completed by accident; the log follows best-effort.
@@ -19,11 +23,14 @@ import { TaskLog } from './task-log';
 import { runCommand as defaultRunCommand, RunResult } from './runner';
 import { Reclaimer, LostReason } from './reclaimer';
 import { ArtifactUploader, ObjectUpload, UploadError, contentTypeFor } from './artifacts';
+import { CONTINUATION_FILE_ENV, SUSPEND_FILE_ENV, SuspendRequest, readSuspendRequest } from './suspend';
 
 export type Outcome =
   | { kind: 'completed' }
   | { kind: 'failed' }
   | { kind: 'exception'; reason: ExceptionReason }
+  /** The command asked to suspend and the queue took it: a resumed run is pending at resumeAt. */
+  | { kind: 'suspended'; resumeAt: string }
   /** The claim was lost (409 at reclaim, or expired): nothing was reported. */
   | { kind: 'lost'; reason: LostReason };
 
@@ -103,7 +110,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   };
 
   /** Reports the result; a 409 means someone else resolved the run meanwhile (e.g. canceled). */
-  const report = async (o: Exclude<Outcome, { kind: 'lost' }>): Promise<Outcome> => {
+  const report = async (o: Exclude<Outcome, { kind: 'lost' | 'suspended' }>): Promise<Outcome> => {
     if (lost.signal.aborted) return forget(lost.signal.reason);
     reclaimer.stop();
     try {
@@ -137,7 +144,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   };
 
   /** Uploads the log, then reports. An upload failure turns the outcome into an exception. */
-  const uploadThenReport = async (o: Exclude<Outcome, { kind: 'lost' }>): Promise<Outcome> => {
+  const uploadThenReport = async (o: Exclude<Outcome, { kind: 'lost' | 'suspended' }>): Promise<Outcome> => {
     try {
       await uploadLog();
     } catch (err) {
@@ -172,6 +179,13 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
         ? forget(lost.signal.reason)
         : await exceptionFirst('worker-shutdown', 'The worker is shutting down; the task was not started.');
 
+    // Outside the task directory, so neither file can be mistaken for a task output.
+    const suspendFile = path.join(runDir, 'suspend.json');
+    const continuationFile = path.join(runDir, 'continuation.json');
+    if (claim.continuation !== undefined) {
+      await fs.promises.writeFile(continuationFile, JSON.stringify(claim.continuation));
+      taskLog.note(`resumed run: the continuation its predecessor left is in $${CONTINUATION_FILE_ENV}`);
+    }
     if (deps.startProxy) proxy = await deps.startProxy({ credentials: () => reclaimer.current.credentials, scopes: claim.task.scopes ?? [] });
     const env: Record<string, string> = {
       ...deps.baseEnv,
@@ -184,6 +198,8 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
       TASKCLUSTER_WORKER_ID: deps.workerId,
       ...(proxy ? { TASKCLUSTER_PROXY_URL: proxy.url } : {}),
       ...payload.env,
+      ...(payload.suspend ? { [SUSPEND_FILE_ENV]: suspendFile } : {}),
+      ...(claim.continuation !== undefined ? { [CONTINUATION_FILE_ENV]: continuationFile } : {}),
     };
     taskLog.note(`running ${JSON.stringify(payload.command)} in ${taskDir} (maxRunTime ${payload.maxRunTime}s)`);
     log.info('task-running', { ...ids, command: payload.command[0] });
@@ -195,6 +211,10 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
       output: taskLog.stream,
       signal: stop,
     });
+    if (result.kind === 'exited' && result.exitCode === 0 && payload.suspend) {
+      const request = await readSuspendRequest(suspendFile, { now: new Date(), resumeAfterDefault: payload.suspend.resumeAfter });
+      if (request) return await suspendThenLog(request, payload);
+    }
     return await afterCommand(result, payload);
   } catch (err) {
     const reason = workerFault(err);
@@ -239,6 +259,44 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
         return uploadArtifactsThenReport(payload, ok ? { kind: 'completed' } : { kind: 'failed' });
       }
     }
+  }
+
+  /**
+   * The command asked to suspend: suspendRun first (the run ends exception/suspended), then the log
+   * within the queue's grace for exception runs. Artifacts are left to the run that completes.
+   * A request the queue refuses (past the deadline, too large, too many runs) makes the run failed.
+   */
+  async function suspendThenLog(request: SuspendRequest, payload: Payload): Promise<Outcome> {
+    const note = (s: string) => taskLog!.note(s);
+    if (!request.ok) {
+      note(`The command asked to suspend, but its request in $${SUSPEND_FILE_ENV} is invalid: ${request.problem}. Resolving failed.`);
+      return uploadArtifactsThenReport(payload, { kind: 'failed' });
+    }
+    const q = queue();
+    if (!q.suspendRun) {
+      note('The command asked to suspend, but this queue has no suspendRun. Resolving exception/malformed-payload.');
+      return uploadThenReport({ kind: 'exception', reason: 'malformed-payload' });
+    }
+    if (lost.signal.aborted) return forget(lost.signal.reason);
+    try {
+      await q.suspendRun(taskId, runId, { continuation: request.continuation, resumeAt: request.resumeAt });
+    } catch (err) {
+      if (lost.signal.aborted) return forget(lost.signal.reason);
+      const status = statusOf(err);
+      const message = messageOf(err).split('\n')[0];
+      log.warn('suspend-refused', { ...ids, status, message });
+      if (status !== undefined && status < 500) {
+        // A 409 from a cancel makes the failed report a 409 too, and the run is forgotten.
+        note(`The queue refused the suspension (${status}): ${message}. Resolving failed.`);
+        return uploadArtifactsThenReport(payload, { kind: 'failed' });
+      }
+      return exceptionFirst('resource-unavailable', `Suspending the run failed: ${message}`);
+    }
+    reclaimer.stop();
+    log.info('task-suspended', { ...ids, resumeAt: request.resumeAt });
+    note(`The command asked to suspend: run ${runId} is exception/suspended; the task resumes at ${request.resumeAt}.`);
+    await uploadLog().catch((err) => log.warn('log-upload-failed', { ...ids, message: messageOf(err) }));
+    return { kind: 'suspended', resumeAt: request.resumeAt };
   }
 
   async function uploadArtifactsThenReport(payload: Payload, o: { kind: 'completed' } | { kind: 'failed' }): Promise<Outcome> {

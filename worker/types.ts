@@ -32,6 +32,8 @@ export interface Claim {
   takenUntil: string;
   task: TaskDefinition;
   credentials: Credentials;
+  /** The state a suspended predecessor left (this queue's suspendRun extension), on a resumed run's claim. */
+  continuation?: unknown;
 }
 
 export interface ReclaimResponse {
@@ -48,6 +50,8 @@ export interface RunQueue {
   reportFailed(taskId: string, runId: number): Promise<unknown>;
   reportException(taskId: string, runId: number, payload: { reason: ExceptionReason }): Promise<unknown>;
   createArtifact(taskId: string, runId: number, name: string, payload: Record<string, unknown>): Promise<any>;
+  /** This queue's extension; absent on a queue that lacks it. */
+  suspendRun?(taskId: string, runId: number, payload: { continuation: unknown; resumeAt: string }): Promise<unknown>;
   /** Only object artifacts need it (--object-artifacts). */
   finishArtifact?(taskId: string, runId: number, name: string, payload: { uploadId: string }): Promise<unknown>;
 }

@@ -24,7 +24,7 @@ test('a minimal payload gets defaults; artifacts expire with the task', () => {
 test('every problem is reported at once, each saying what is expected', () => {
   const p = problems({ command: 'make', maxRunTime: 0, env: { 'BAD-NAME': 1 }, artifacts: [{ type: 'directory', name: '' }], extra: true });
   expect(p).toEqual([
-    "payload has an unknown property 'extra' (allowed: command, env, maxRunTime, artifacts)",
+    "payload has an unknown property 'extra' (allowed: command, env, maxRunTime, artifacts, suspend)",
     'payload.command must be a non-empty array [program, ...args], e.g. ["sh", "-c", "make test"]; got "make"',
     "payload.env name 'BAD-NAME' is not a valid variable name (letters, digits and _, not starting with a digit)",
     'payload.env.BAD-NAME must be a string, got 1',
@@ -91,5 +91,18 @@ test('artifact names: the log name is reserved, duplicates are refused; expires 
     expires: '2030-01-15T00:00:00.000Z',
     required: true,
     contentType: 'application/json',
+  });
+});
+
+test('suspend: presence allows the command to suspend; resumeAfter defaults to 0 and is bounded', () => {
+  const base = { command: ['true'], maxRunTime: 5 };
+  const ok = (suspend: unknown) => validatePayload({ ...base, suspend }, { taskExpires, now });
+  expect(ok({})).toMatchObject({ ok: true, payload: { suspend: { resumeAfter: 0 } } });
+  expect(ok({ resumeAfter: 60 })).toMatchObject({ ok: true, payload: { suspend: { resumeAfter: 60 } } });
+  expect((validatePayload(base, { taskExpires, now }) as { payload: object }).payload).not.toHaveProperty('suspend');
+  expect(ok(true)).toMatchObject({ ok: false, problems: [expect.stringContaining('payload.suspend must be an object')] });
+  expect(ok({ resumeAfter: -1, after: 2 })).toMatchObject({
+    ok: false,
+    problems: [expect.stringContaining("unknown property 'after'"), expect.stringContaining('payload.suspend.resumeAfter must be an integer')],
   });
 });

@@ -24,7 +24,7 @@ afterAll(async () => {
 
 type Call = { call: string; clientId: string; name?: string; body?: any };
 
-function fakeQueue(opts: { reclaim?: (n: number) => unknown; createArtifact?: (name: string) => unknown } = {}) {
+function fakeQueue(opts: { reclaim?: (n: number) => unknown; createArtifact?: (name: string) => unknown; suspendRun?: () => unknown } = {}) {
   const calls: Call[] = [];
   let reclaims = 0;
   const queueFor = (c: Credentials): RunQueue => ({
@@ -44,6 +44,12 @@ function fakeQueue(opts: { reclaim?: (n: number) => unknown; createArtifact?: (n
     },
     async reportException(_t, _r, body) {
       calls.push({ call: 'reportException', clientId: c.clientId, body });
+      return {};
+    },
+    async suspendRun(_t, _r, body) {
+      calls.push({ call: 'suspendRun', clientId: c.clientId, body });
+      const e = opts.suspendRun?.();
+      if (e) throw e;
       return {};
     },
     async createArtifact(_t, _r, name, body) {
@@ -186,4 +192,107 @@ test('the command gets the payload env and task variables, never the worker envi
   expect(env).toMatchObject({ MINE: '1', RUN_ID: '0', TASKCLUSTER_ROOT_URL: 'http://root', TASKCLUSTER_WORKER_ID: 'w' });
   expect(env.TASK_ID).toMatch(/^T/);
   expect(env.WORKER_SECRET_FOR_TEST).toBeUndefined();
+});
+
+describe("suspension on the command's request", () => {
+  /** A command that records its continuation and asks to suspend with `request` (JSON text). */
+  const suspending = (request: string) => [
+    NODE,
+    '-e',
+    `const fs = require('fs');
+     const f = process.env.TASK_CONTINUATION_FILE;
+     console.log('continuation:', f ? fs.readFileSync(f, 'utf8') : 'none');
+     if (process.env.TASK_SUSPEND_FILE) fs.writeFileSync(process.env.TASK_SUSPEND_FILE, ${JSON.stringify(request)});`,
+  ];
+
+  test('suspendRun instead of a report, with the default delay; the log follows; no artifacts', async () => {
+    const q = fakeQueue();
+    const before = Date.now();
+    const claim = claimFor({
+      command: suspending('{"continuation": {"step": 1}}'),
+      maxRunTime: 30,
+      suspend: { resumeAfter: 120 },
+      artifacts: [{ type: 'file', path: 'out.txt', name: 'public/out.txt', required: true }],
+    });
+    const outcome = await runTask(claim, new AbortController().signal, deps(q.queueFor));
+    expect(outcome).toMatchObject({ kind: 'suspended' });
+    const resumeAt = Date.parse((outcome as { resumeAt: string }).resumeAt);
+    expect(resumeAt).toBeGreaterThanOrEqual(before + 120_000);
+    expect(resumeAt).toBeLessThan(Date.now() + 121_000);
+    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + (live(c) ? ' log' : ''))).toEqual(['suspendRun', 'createArtifact log']);
+    expect(q.calls.find((c) => c.call === 'suspendRun')!.body).toEqual({ continuation: { step: 1 }, resumeAt: new Date(resumeAt).toJSON() });
+    const log = putBody('public/logs/live.log').at(-1)!;
+    expect(log).toContain('continuation: none');
+    expect(log).toContain('exception/suspended; the task resumes at');
+  });
+
+  test('a resumed claim hands the continuation to the command; resumeAt and resumeAfter in the request win', async () => {
+    const q = fakeQueue();
+    const at = new Date(Date.now() + 600_000).toJSON();
+    const claim = {
+      ...claimFor({ command: suspending(JSON.stringify({ continuation: 'next', resumeAt: at })), maxRunTime: 30, suspend: {} }),
+      continuation: { n: [1, 2] },
+    };
+    expect(await runTask(claim, new AbortController().signal, deps(q.queueFor))).toEqual({ kind: 'suspended', resumeAt: at });
+    expect(putBody('public/logs/live.log').at(-1)).toContain('continuation: {"n":[1,2]}');
+
+    const q2 = fakeQueue();
+    const o = await runTask(
+      claimFor({ command: suspending('{"continuation": null, "resumeAfter": 0}'), maxRunTime: 30, suspend: { resumeAfter: 999 } }),
+      new AbortController().signal,
+      deps(q2.queueFor),
+    );
+    expect(Date.parse((o as { resumeAt: string }).resumeAt)).toBeLessThanOrEqual(Date.now());
+    expect(q2.calls.find((c) => c.call === 'suspendRun')!.body.continuation).toBeNull();
+  });
+
+  test('without payload.suspend the command gets no request file and the run completes', async () => {
+    const q = fakeQueue();
+    expect(await runTask(claimFor({ command: suspending('{"continuation": 1}'), maxRunTime: 30 }), new AbortController().signal, deps(q.queueFor))).toEqual({
+      kind: 'completed',
+    });
+    expect(q.calls.map((c) => c.call)).not.toContain('suspendRun');
+  });
+
+  test('a request with a non-zero exit is ignored: failed', async () => {
+    const q = fakeQueue();
+    const command = [...suspending('{"continuation": 1}')];
+    command[2] += '; process.exit(3)';
+    expect(await runTask(claimFor({ command, maxRunTime: 30, suspend: {} }), new AbortController().signal, deps(q.queueFor))).toEqual({ kind: 'failed' });
+    expect(q.calls.map((c) => c.call)).not.toContain('suspendRun');
+  });
+
+  test('an invalid request is failed, with the problem in the log', async () => {
+    const q = fakeQueue();
+    expect(
+      await runTask(claimFor({ command: suspending('{"state": 1}'), maxRunTime: 30, suspend: {} }), new AbortController().signal, deps(q.queueFor)),
+    ).toEqual({
+      kind: 'failed',
+    });
+    expect(q.calls.map((c) => c.call)).not.toContain('suspendRun');
+    expect(putBody('public/logs/live.log').at(-1)).toContain('must be a JSON object with a `continuation` property');
+  });
+
+  test('a suspension the queue refuses (4xx) is failed with its message; a 5xx is exception/resource-unavailable', async () => {
+    const q = fakeQueue({ suspendRun: () => Object.assign(new Error('resumeAt must not be after the task deadline'), { statusCode: 400 }) });
+    expect(
+      await runTask(claimFor({ command: suspending('{"continuation": 1}'), maxRunTime: 30, suspend: {} }), new AbortController().signal, deps(q.queueFor)),
+    ).toEqual({
+      kind: 'failed',
+    });
+    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + (live(c) ? ' log' : ''))).toEqual([
+      'suspendRun',
+      'createArtifact log',
+      'reportFailed',
+    ]);
+    expect(putBody('public/logs/live.log').at(-1)).toContain('The queue refused the suspension (400): resumeAt must not be after the task deadline');
+
+    const q2 = fakeQueue({ suspendRun: () => Object.assign(new Error('busy'), { statusCode: 503 }) });
+    expect(
+      await runTask(claimFor({ command: suspending('{"continuation": 1}'), maxRunTime: 30, suspend: {} }), new AbortController().signal, deps(q2.queueFor)),
+    ).toEqual({
+      kind: 'exception',
+      reason: 'resource-unavailable',
+    });
+  });
 });
