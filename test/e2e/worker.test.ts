@@ -224,6 +224,38 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(log).not.toContain('woke up');
   });
 
+  test('a task that suspends itself twice resumes with its state and completes with all of it', async () => {
+    // Each run adds its RUN_ID to the state; the first two ask to suspend, the third writes the result.
+    const script = [
+      "const fs = require('fs');",
+      'const f = process.env.TASK_CONTINUATION_FILE;',
+      "const state = f ? JSON.parse(fs.readFileSync(f, 'utf8')) : { runs: [] };",
+      'state.runs.push(Number(process.env.RUN_ID));',
+      "console.log('state ' + JSON.stringify(state));",
+      'if (state.runs.length < 3) fs.writeFileSync(process.env.TASK_SUSPEND_FILE, JSON.stringify({ continuation: state }));',
+      "else fs.writeFileSync('state.json', JSON.stringify(state));",
+    ].join('\n');
+    const taskId = await createTask(tq, {
+      command: [NODE, '-e', script],
+      maxRunTime: 60,
+      suspend: { resumeAfter: 1 },
+      artifacts: [{ type: 'file', path: 'state.json', name: 'public/state.json', required: true }],
+    });
+    const status = await resolved(taskId, 2, 60_000);
+    expect(status.state).toBe('completed');
+    expect(status.runs.map((r: any) => [r.reasonCreated, r.state, r.reasonResolved])).toEqual([
+      ['scheduled', 'exception', 'suspended'],
+      ['resumed', 'exception', 'suspended'],
+      ['resumed', 'completed', 'completed'],
+    ]);
+    // The default delay (resumeAfter) put each resumption a second after its suspension.
+    for (const i of [1, 2]) expect(Date.parse(status.runs[i].scheduled) - Date.parse(status.runs[i - 1].resolved)).toBeGreaterThanOrEqual(900);
+    expect(await readArtifact(taskId, 2, 'public/state.json')).toMatchObject({ text: JSON.stringify({ runs: [0, 1, 2] }) });
+    expect(await logOf(taskId, 0)).toContain('run 0 is exception/suspended; the task resumes at');
+    expect(await logOf(taskId, 1)).toContain('state {"runs":[0,1]}');
+    expect(worker.matching('task-suspended', taskId)).toHaveLength(2);
+  });
+
   test('SIGTERM mid-task reports worker-shutdown; the retry is completed by a second worker', async () => {
     const own = newQueue();
     const first = startWorker(own, protocol, { workerId: 'first' });
