@@ -200,7 +200,8 @@ const worker = obj(
   },
   ['provisionerId', 'workerType', 'taskQueueId', 'workerGroup', 'workerId', 'recentTasks', 'expires', 'firstClaim', 'actions'],
 );
-const counts = obj({ unscheduled: int, pending: int, running: int, completed: int, failed: int, exception: int }, [
+/** `delayed` (not due yet: a delayed start or a resumption) and `suspended` (resumed runs) are parts of `pending`. */
+const counts = obj({ unscheduled: int, pending: int, delayed: int, suspended: int, running: int, completed: int, failed: int, exception: int }, [
   'running',
   'completed',
   'failed',
@@ -327,11 +328,22 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'concurrency-key-response': obj(
     {
       concurrencyKey: str,
-      holder: obj({ taskId: slugid, runId: int, since: dateTime }),
+      holder: obj(
+        {
+          taskId: slugid,
+          runId: int,
+          since: dateTime,
+          state: { type: 'string', enum: ['pending', 'running', 'completed', 'failed', 'exception'] },
+          workerGroup: str,
+          workerId: str,
+        },
+        ['taskId', 'runId', 'since'],
+      ),
       waiting: { type: 'array', items: obj({ taskId: slugid, runId: int, priority: str, created: dateTime }) },
     },
     ['concurrencyKey', 'waiting'],
   ),
+  'list-concurrency-keys-response': pageOf('concurrencyKeys', obj({ concurrencyKey: str, holder: obj({ taskId: slugid, runId: int, since: dateTime }) })),
   'worker-gone-response': obj({
     taskQueueId,
     workerGroup: str,

@@ -20,7 +20,7 @@
  * Tasks without a key never touch this table.
  */
 import { StorageConflict } from '../storage/storage';
-import { encodeKey } from '../storage/keys';
+import { decodeKey, encodeKey } from '../storage/keys';
 import type { TaskDeps } from './deps';
 import { TaskRecord, priorityOf, taskState } from './model';
 import { PRIORITIES } from './vocabulary';
@@ -187,12 +187,36 @@ export async function releaseKey(d: TaskDeps, key: string, taskId: string, runId
 /** Who holds a key and who waits, for operators and the dashboard. */
 export async function describeKey(d: TaskDeps, key: string, limit: number) {
   const [holder, waiting] = await Promise.all([holderOf(d, key), waitersOf(d, key, limit)]);
+  // The holder's run as it is now: who runs it, or that the key is only held until someone asks.
+  const run = holder && (await d.tasks.load(holder.taskId))?.runs[holder.runId];
   return {
     concurrencyKey: key,
-    ...(holder ? { holder: { taskId: holder.taskId, runId: holder.runId, since: holder.since } } : {}),
+    ...(holder
+      ? {
+          holder: {
+            taskId: holder.taskId,
+            runId: holder.runId,
+            since: holder.since,
+            ...(run ? { state: run.state } : {}),
+            ...(run?.workerGroup ? { workerGroup: run.workerGroup, workerId: run.workerId } : {}),
+          },
+        }
+      : {}),
     // A task listed twice (a row from before a priority change) shows once, at its first place.
     waiting: waiting
       .filter((w, i) => waiting.findIndex((x) => x.taskId === w.taskId) === i)
       .map(({ taskId, runId, priority, created }) => ({ taskId, runId, priority, created })),
+  };
+}
+
+/** Held keys in key order, a page across the table's partitions (an operator query). */
+export async function heldKeys(d: TaskDeps, limit: number, continuation?: string) {
+  const page = await table(d).page({ rowKey: HOLDER_RK }, limit, continuation);
+  return {
+    concurrencyKeys: page.items.map((r) => ({
+      concurrencyKey: decodeKey(r.partitionKey),
+      holder: { taskId: r.taskId as string, runId: Number(r.runId), since: r.since as string },
+    })),
+    continuation: page.continuation,
   };
 }

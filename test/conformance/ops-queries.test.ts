@@ -173,7 +173,7 @@ test('the latest task of a name or of a task group', async () => {
 test('counts by state per task queue and per worker', async () => {
   const c = await ops().taskQueueStateCounts(F.tq);
   expect(c).toMatchObject({ taskQueueId: F.tq, since: expect.any(String) });
-  expect(c.counts).toEqual({ unscheduled: 1, pending: 2, running: 1, completed: 2, failed: 1, exception: 1 });
+  expect(c.counts).toEqual({ unscheduled: 1, pending: 2, delayed: 0, suspended: 0, running: 1, completed: 2, failed: 1, exception: 1 });
   // Resolved counts follow the window.
   expect((await ops().taskQueueStateCounts(F.tq, { since: F.between[0] })).counts).toMatchObject({ completed: 2, failed: 1, exception: 0 });
   const [p, wt] = F.tq.split('/');

@@ -455,3 +455,78 @@ describe('suspend and resume', () => {
     await claimOne(svc, tq, b, W2);
   });
 });
+
+describe('operator views of keys and suspended runs', () => {
+  test('who holds a key (its run state and worker) and who waits, in order; held keys are listed, paged', async () => {
+    const tq = uniqueQueue();
+    const key = `key-view-${Date.now()}`;
+    const [a, b, c] = [slugid(), slugid(), slugid()];
+    await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
+    const ca = await claimOne(svc, tq, a, W1);
+    await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
+    await svc.queue().createTask(c, taskDef(tq, { concurrencyKey: key }));
+    expect(await claim(svc, tq, W2, 2)).toEqual([]);
+    expect(await queue().concurrencyKey(key)).toEqual({
+      concurrencyKey: key,
+      holder: { taskId: a, runId: 0, since: expect.any(String), state: 'running', ...W1 },
+      waiting: [
+        { taskId: b, runId: 0, priority: 'lowest', created: expect.any(String) },
+        { taskId: c, runId: 0, priority: 'lowest', created: expect.any(String) },
+      ],
+    });
+
+    /** Every held key, two per page. */
+    const held = async () => {
+      const out: any[] = [];
+      let token: string | undefined;
+      do {
+        const r = await queue().listConcurrencyKeys({ limit: 2, ...(token ? { continuationToken: token } : {}) });
+        expect(r.concurrencyKeys.length).toBeLessThanOrEqual(2);
+        out.push(...r.concurrencyKeys);
+        token = r.continuationToken;
+      } while (token);
+      return out.filter((k) => k.concurrencyKey === key);
+    };
+    expect(await held()).toEqual([{ concurrencyKey: key, holder: { taskId: a, runId: 0, since: expect.any(String) } }]);
+    await svc.queue(ca.credentials).reportCompleted(a, 0);
+    expect(await held()).toEqual([]);
+    await claimOne(svc, tq, b, W2);
+    expect(await held()).toEqual([{ concurrencyKey: key, holder: { taskId: b, runId: 0, since: expect.any(String) } }]);
+    expect((await queue().concurrencyKey(key)).waiting.map((w: any) => w.taskId)).toEqual([c]);
+  });
+
+  test('listConcurrencyKeys needs queue:list-concurrency-keys; a bad limit or token is 400', async () => {
+    expect((await queue({ authorizedScopes: ['queue:list-concurrency-keys'] }).listConcurrencyKeys({ limit: 1 })).concurrencyKeys).toEqual(expect.any(Array));
+    await expectError(queue({ authorizedScopes: ['queue:get-concurrency-key:*'] }).listConcurrencyKeys(), 403, 'InsufficientScopes');
+    await expectError(queue().listConcurrencyKeys({ limit: 'many' }), 400);
+    await expectError(queue().listConcurrencyKeys({ continuationToken: 'not-a-token' }), 400);
+  });
+
+  test('state counts show delayed and suspended pending runs; the pending list shows resumed runs', async () => {
+    const opsRef = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
+    const ops = new (svc.tc.createClient(opsRef, 'QueueOps'))({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+    const tq = uniqueQueue();
+    const later = new Date(Date.now() + 600_000).toJSON();
+    const [plain, delayed, suspendedLater, suspendedNow] = [slugid(), slugid(), slugid(), slugid()];
+    await svc.queue().createTask(suspendedLater, taskDef(tq));
+    await svc.queue().createTask(suspendedNow, taskDef(tq));
+    const claims = await claim(svc, tq, W1, 2);
+    expect(claims).toHaveLength(2);
+    for (const c of claims) {
+      const resumeAt = c.status.taskId === suspendedLater ? later : undefined;
+      await queue({ credentials: c.credentials }).suspendRun(c.status.taskId, 0, { continuation: { n: 1 }, ...(resumeAt ? { resumeAt } : {}) });
+    }
+    await svc.queue().createTask(plain, taskDef(tq));
+    await svc.queue().createTask(delayed, taskDef(tq, { notBefore: later }));
+    const { counts } = await ops.taskQueueStateCounts(tq);
+    // Of 4 pending: 2 not due (the delayed start, the later resumption), 2 resumed after a suspension.
+    expect(counts).toEqual({ unscheduled: 0, pending: 4, delayed: 2, suspended: 2, running: 0, completed: 0, failed: 0, exception: 2 });
+    const pending = (await ops.listTaskQueueTasks(tq, { state: 'pending' })).tasks;
+    expect(Object.fromEntries(pending.map((t: any) => [t.taskId, [t.runId, t.reasonCreated]]))).toEqual({
+      [plain]: [0, 'scheduled'],
+      [delayed]: [0, 'scheduled'],
+      [suspendedLater]: [1, 'resumed'],
+      [suspendedNow]: [1, 'resumed'],
+    });
+  });
+});

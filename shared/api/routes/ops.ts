@@ -241,11 +241,19 @@ export const opsQueryRoutes: RouteDef[] = [
     query: ['since'],
     scopes: 'queue:list-tasks:<taskQueueId>',
     description:
-      "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours).",
+      "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours). " +
+      'Of the pending, `delayed` are not due yet (a delayed start or a resumption waiting for its time) and `suspended` are resumed runs of suspended tasks.',
     handler: async (req) => {
       const since = sinceOrDefault(req);
-      const counts = await queueStateCounts(req.services.storage, checkedQueue(req.params.taskQueueId), since, req.services.now());
-      return ok({ taskQueueId: req.params.taskQueueId, since, counts });
+      const svc = req.services;
+      const tq = checkedQueue(req.params.taskQueueId);
+      const now = svc.now();
+      const [c, delayed, suspended] = await Promise.all([
+        queueStateCounts(svc.storage, tq, since, now),
+        countActive(svc.storage, tq, 'pending', now, [{ prop: 'at', op: 'gt', value: now.toJSON() }]),
+        countActive(svc.storage, tq, 'pending', now, [{ prop: 'reasonCreated', op: 'eq', value: 'resumed' }]),
+      ]);
+      return ok({ taskQueueId: tq, since, counts: { unscheduled: c.unscheduled, pending: c.pending, delayed, suspended, ...c } });
     },
   },
   {

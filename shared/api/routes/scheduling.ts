@@ -9,7 +9,8 @@ import { changeTaskPriority, suspendRun } from '../../tasks/resolve';
 import { mapLimit } from '../../limit';
 import type { Priority } from '../../tasks/vocabulary';
 import { declareWorkerGone } from '../../work/worker-gone';
-import { describeKey } from '../../tasks/keys';
+import { describeKey, heldKeys } from '../../tasks/keys';
+import { pageLimit } from '../continuation';
 import { CONCURRENCY_KEY } from '../../tasks/vocabulary';
 import { badArgs, inputError } from '../../errors';
 
@@ -122,6 +123,7 @@ export const schedulingRoutes: RouteDef[] = [
       'field of its definition (an extension of this queue); at most one task per key runs at a time,',
       'and the others wait, in priority then creation order. `holder` is absent while the key is free;',
       '`waiting` lists up to 100 waiting tasks, next first (a task resolved meanwhile may still be listed).',
+      "`holder` carries its run's current state and worker.",
     ].join(' '),
     stability: 'experimental',
     output: 'concurrency-key-response',
@@ -133,6 +135,26 @@ export const schedulingRoutes: RouteDef[] = [
       const key = req.params.concurrencyKey;
       if (!new RegExp(CONCURRENCY_KEY).test(key)) throw badArgs(`concurrencyKey must match ${CONCURRENCY_KEY}`);
       return ok(await describeKey(req.services, key, KEY_WAITERS_SHOWN));
+    },
+  },
+  {
+    name: 'listConcurrencyKeys',
+    title: 'List Concurrency Keys',
+    description: [
+      'The concurrency keys held right now, in key order, each with the task run holding it (see',
+      '`concurrencyKey` for who waits). A key whose holder resolved is listed until its release or',
+      'the next task asking for it clears it.',
+    ].join(' '),
+    stability: 'experimental',
+    output: 'list-concurrency-keys-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/concurrency-keys',
+    query: ['continuationToken', 'limit'],
+    scopes: 'queue:list-concurrency-keys',
+    handler: async (req) => {
+      const r = await heldKeys(req.services, pageLimit(req.query.limit), req.query.continuationToken);
+      return ok({ concurrencyKeys: r.concurrencyKeys, ...(r.continuation ? { continuationToken: r.continuation } : {}) });
     },
   },
   {
