@@ -116,6 +116,9 @@ function taskLink(taskId) {
 function queueLink(q) {
   return el('a', { href: '#queue=' + enc(q), text: q });
 }
+function keyLink(k) {
+  return el('a', { href: '#key=' + enc(k), text: k });
+}
 function ago(iso) {
   if (!iso) return '';
   var s = Math.round((Date.now() - Date.parse(iso)) / 1000);
@@ -166,6 +169,8 @@ async function overview() {
             tr.appendChild(el('td', { class: 'num pending', text: counts.pendingTasks === undefined ? '?' : counts.pendingTasks }));
             tr.appendChild(el('td', { class: 'num claimed', text: counts.claimedTasks === undefined ? '?' : counts.claimedTasks }));
             tr.appendChild(el('td', { class: 'num', text: states.counts.unscheduled === undefined ? '?' : states.counts.unscheduled }));
+            tr.appendChild(el('td', { class: 'num delayed', text: states.counts.delayed === undefined ? '?' : states.counts.delayed }));
+            tr.appendChild(el('td', { class: 'num suspended', text: states.counts.suspended === undefined ? '?' : states.counts.suspended }));
             tr.appendChild(el('td', { class: 'num', text: states.counts.completed === undefined ? '?' : states.counts.completed }));
             tr.appendChild(el('td', { class: 'num', text: states.counts.failed === undefined ? '?' : states.counts.failed }));
             tr.appendChild(el('td', { class: 'num', text: states.counts.exception === undefined ? '?' : states.counts.exception }));
@@ -174,9 +179,31 @@ async function overview() {
           }),
         );
         return grid(
-          ['task queue', 'pending', 'claimed', 'unscheduled', 'completed 24h', 'failed 24h', 'exception 24h', 'last active'],
+          ['task queue', 'pending', 'claimed', 'unscheduled', 'delayed', 'suspended', 'completed 24h', 'failed 24h', 'exception 24h', 'last active'],
           rows,
           'no task queues yet',
+        );
+      }),
+    ),
+  );
+  out.push(
+    section(
+      'Concurrency keys held',
+      await attempt(async function () {
+        var r = await api('GET', '/concurrency-keys' + qs({ limit: 50 }));
+        return grid(
+          ['key', 'holder', 'run', 'since'],
+          r.concurrencyKeys.map(function (k) {
+            return el(
+              'tr',
+              { 'data-key': k.concurrencyKey },
+              el('td', null, keyLink(k.concurrencyKey)),
+              el('td', null, taskLink(k.holder.taskId)),
+              el('td', { text: k.holder.runId }),
+              timeCell(k.holder.since),
+            );
+          }),
+          'no key is held',
         );
       }),
     ),
@@ -231,9 +258,47 @@ function activeRows(tasks) {
       stateCell(t.state),
       timeCell(t.at),
       el('td', { text: t.workerGroup ? t.workerGroup + '/' + t.workerId : '' }),
-      el('td', { text: t.reasonResolved || '' }),
+      el('td', { text: t.reasonResolved || (t.reasonCreated && t.reasonCreated !== 'scheduled' ? t.reasonCreated : '') }),
     );
   });
+}
+
+/** Who holds a concurrency key, and who waits for it, next first. */
+async function keyView(key) {
+  return [
+    section(
+      'Concurrency key ' + key,
+      await attempt(async function () {
+        var k = await api('GET', '/concurrency-keys/' + enc(key));
+        var h = k.holder;
+        var holder = h
+          ? el(
+              'p',
+              { id: 'key-holder' },
+              'held by ',
+              taskLink(h.taskId),
+              ' run ' + h.runId + ' (' + (h.state || 'gone') + (h.workerGroup ? ' on ' + h.workerGroup + '/' + h.workerId : '') + ') since ' + h.since,
+            )
+          : el('p', { id: 'key-holder', class: 'muted', text: 'free' });
+        var waiting = grid(
+          ['#', 'task', 'run', 'priority', 'created'],
+          k.waiting.map(function (w, i) {
+            return el(
+              'tr',
+              { 'data-waiter': w.taskId },
+              el('td', { text: i + 1 }),
+              el('td', null, taskLink(w.taskId)),
+              el('td', { text: w.runId }),
+              el('td', { text: w.priority }),
+              timeCell(w.created),
+            );
+          }),
+          'nobody waits',
+        );
+        return el('div', null, holder, el('h3', { text: 'Waiting (next first)' }), waiting);
+      }),
+    ),
+  ];
 }
 
 async function queueView(id) {
@@ -332,6 +397,11 @@ async function taskView(taskId) {
     queueLink(status.taskQueueId),
     '  retries left ' + status.retriesLeft + '  deadline ' + status.deadline,
   );
+  var definition = await api('GET', '/task/' + enc(taskId)).catch(function () {
+    return {};
+  });
+  var scheduling = schedulingSummary(status, definition);
+  if (scheduling) summary.appendChild(scheduling);
   var runs = grid(
     ['run', 'state', 'created', 'resolved as', 'worker', 'scheduled', 'started', 'resolved', 'taken until'],
     status.runs.map(function (r) {
@@ -441,6 +511,31 @@ async function taskView(taskId) {
   return out;
 }
 
+/** The scheduling controls a task uses: its concurrency key, suspensions, a later start or resumption. */
+function schedulingSummary(status, definition) {
+  var parts = [];
+  var suspensions = status.runs.filter(function (r) {
+    return r.reasonResolved === 'suspended';
+  }).length;
+  var last = status.runs[status.runs.length - 1];
+  if (suspensions)
+    parts.push(
+      el('span', { id: 'task-suspensions', class: 'state state-suspended', text: 'suspended ' + suspensions + (suspensions === 1 ? ' time' : ' times') }),
+    );
+  if (last && last.state === 'pending' && Date.parse(last.scheduled) > Date.now()) {
+    var what = last.reasonCreated === 'resumed' ? 'resumes at ' : 'starts no earlier than ';
+    parts.push(el('span', { id: 'task-resume-at', title: last.scheduled, text: what + last.scheduled + ' (' + ago(last.scheduled) + ')' }));
+  }
+  if (definition.concurrencyKey) parts.push(el('span', null, 'concurrency key ', keyLink(definition.concurrencyKey)));
+  if (!parts.length) return null;
+  var p = el('span', { class: 'scheduling' });
+  parts.forEach(function (x) {
+    p.appendChild(document.createTextNode('  '));
+    p.appendChild(x);
+  });
+  return p;
+}
+
 // ---- frame ----
 var rendering = false;
 async function render() {
@@ -466,6 +561,7 @@ async function render() {
     var nodes;
     if (hash.indexOf('task=') === 0) nodes = await taskView(hash.slice(5));
     else if (hash.indexOf('queue=') === 0) nodes = await queueView(hash.slice(6));
+    else if (hash.indexOf('key=') === 0) nodes = await keyView(hash.slice(4));
     else nodes = await overview();
     var main = document.getElementById('main');
     main.textContent = '';
