@@ -46,7 +46,11 @@ export const USAGE = `Usage: npm run worker -- [options]
 
 Runs tasks from a Taskcluster queue. Payload:
   {command: [program, ...args], env: {NAME: value}, maxRunTime: seconds,
-   artifacts: [{type: 'file', path, name, expires?, required?}]}
+   artifacts: [{type: 'file', path, name, expires?, required?}],
+   suspend?: {resumeAfter?: seconds}}
+With payload.suspend, a command that writes {continuation, resumeAt?|resumeAfter?} to
+$TASK_SUSPEND_FILE and exits 0 suspends the run; the resumed run's command reads the
+continuation from $TASK_CONTINUATION_FILE.
 
 Options:
   --root-url URL           queue root URL (default: $TASKCLUSTER_ROOT_URL)
