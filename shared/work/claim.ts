@@ -14,6 +14,20 @@ const YOUNG_HINT_RETRY_S = 5;
 /** After this long, a hint for a missing task is garbage. */
 const YOUNG_HINT_AGE_MS = 60_000;
 
+/**
+ * Whether a run carries the continuation of the last suspension (suspendRun): a resumed run does,
+ * and so do its retries (its worker died: the state is still where the suspension left it); a
+ * rerun, and the retries of one, start over.
+ */
+function continuesSuspension(task: TaskRecord, runId: number): boolean {
+  for (let i = runId; i >= 0; i--) {
+    const why = task.runs[i].reasonCreated;
+    if (why === 'resumed') return true;
+    if (why === 'scheduled' || why === 'rerun') return false;
+  }
+  return false;
+}
+
 export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
   return {
     status: taskStatus(task),
@@ -22,8 +36,7 @@ export function claimResponse(svc: Services, task: TaskRecord, run: Run) {
     workerId: run.workerId!,
     takenUntil: run.takenUntil!,
     task: definitionOf(task),
-    // A resumed run carries the continuation its suspended predecessor left (suspendRun).
-    ...(run.reasonCreated === 'resumed' && task.continuation ? { continuation: JSON.parse(task.continuation) } : {}),
+    ...(task.continuation && continuesSuspension(task, run.runId) ? { continuation: JSON.parse(task.continuation) } : {}),
     credentials: runCredentials(
       svc.clients,
       { taskId: task.taskId, runId: run.runId, workerGroup: run.workerGroup!, workerId: run.workerId!, takenUntil: run.takenUntil! },

@@ -443,6 +443,23 @@ describe('suspend and resume', () => {
     await expectError(q.suspendRun(taskId, 0, { continuation: 1 }), 409, 'RequestConflict');
   });
 
+  test('a retry of a resumed run (its worker died) gets the continuation too; a rerun, and its retries, start over', async () => {
+    const { tq, taskId, c } = await runningTask(svc);
+    await queue({ credentials: c.credentials }).suspendRun(taskId, 0, { continuation: { done: ['a'] } });
+    const resumed = await claimOne(svc, tq, taskId, W1);
+    await svc.queue(resumed.credentials).reportException(taskId, 1, { reason: 'worker-shutdown' });
+    const retry = await claimOne(svc, tq, taskId, W2);
+    expect(retry).toMatchObject({ runId: 2, continuation: { done: ['a'] } });
+    expect(retry.status.runs[2].reasonCreated).toBe('retry');
+    await svc.queue(retry.credentials).reportCompleted(taskId, 2);
+    await svc.queue().rerunTask(taskId);
+    const rerun = await claimOne(svc, tq, taskId, W1);
+    expect(rerun.runId).toBe(3);
+    expect(rerun).not.toHaveProperty('continuation');
+    await svc.queue(rerun.credentials).reportException(taskId, 3, { reason: 'worker-shutdown' });
+    expect(await claimOne(svc, tq, taskId, W2)).not.toHaveProperty('continuation');
+  });
+
   test('a suspended keyed task gives its key up while it waits', async () => {
     const tq = uniqueQueue();
     const key = `key-suspend-${Date.now()}`;
