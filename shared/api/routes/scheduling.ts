@@ -164,7 +164,7 @@ export const schedulingRoutes: RouteDef[] = [
       'End a running run as `exception/suspended`, leaving a `continuation` (any JSON value, at most',
       '16 KiB as UTF-8 JSON) and an optional `resumeAt` (default now; at most the task deadline). The',
       'queue adds a run with `reasonCreated: resumed` that becomes pending at `resumeAt`; the claim of',
-      'that run (by any worker) carries the `continuation`. Retries are not used up; a task has at',
+      'that run (by any worker), and of its retries, carries the `continuation`. Retries are not used up; a task has at',
       'most 50 runs. The worker that holds the run calls this with its run credentials.',
     ].join(' '),
     stability: 'experimental',
