@@ -37,6 +37,7 @@ test('a consumer step crashed after any storage call is retried without a duplic
   await hooks.createHook('crash-consumers', hookId, {
     metadata: { name: 'follow-up', description: 'after every completion', owner: 'tester@example.com' },
     bindings: [binding(qe.taskCompleted({ taskGroupId }))],
+    triggerSchema: { type: 'object' },
     task: {
       taskQueueId: uniqueQueue(),
       taskGroupId: { $eval: 'payload.status.taskId' },
