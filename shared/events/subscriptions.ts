@@ -88,7 +88,11 @@ const bindingKey = (b: Binding) => `${b.exchange} ${b.routingKeyPattern}`;
 export function unionBindings(a: Binding[], b: Binding[]): Binding[] {
   const seen = new Set(a.map(bindingKey));
   const out = [...a];
-  for (const x of b) if (!seen.has(bindingKey(x))) (out.push(x), seen.add(bindingKey(x)));
+  for (const x of b) {
+    if (seen.has(bindingKey(x))) continue;
+    out.push(x);
+    seen.add(bindingKey(x));
+  }
   return out;
 }
 
