@@ -90,3 +90,38 @@ test('a consumer step crashed after any storage call is retried without a duplic
     ]),
   );
 }, 180_000);
+
+test('a hook update crashed after any storage call leaves every binding of the stored hook delivered', async () => {
+  const hooks = new a.tc.Hooks({ rootUrl: a.rootUrl, credentials: a.root, retries: 0 });
+  const qe = new a.tc.QueueEvents({ rootUrl: a.rootUrl });
+  const subs = b.services.events.dispatcher.subscriptions;
+  const key = (x: { exchange: string; routingKeyPattern: string }) => `${x.exchange} ${x.routingKeyPattern}`;
+  /** What the dispatcher delivers to the consumers for this hook (read fresh on the other instance). */
+  const delivered = async (hookId: string) => {
+    await subs.refresh();
+    const system = (await subs.active()).find((s) => s.subscriptionId === SYSTEM_SUBSCRIPTION_ID)!;
+    return new Set(system.bindings.map(key));
+  };
+  const ops = await sweeperFor(a)(async (faulty) => {
+    const hookId = `u${Math.random().toString(36).slice(2, 10)}`;
+    const taskGroupId = slugid();
+    const def = {
+      metadata: { name: 'rebinding', description: 'x', owner: 'tester@example.com' },
+      bindings: [binding(qe.taskFailed({ taskGroupId }))],
+      triggerSchema: { type: 'object' },
+      task: { taskQueueId: uniqueQueue(), payload: {}, metadata: { name: 'x', description: 'x', owner: 'tester@example.com', source: 'https://example.com/hook' } },
+    };
+    await hooks.createHook('crash-consumers', hookId, def);
+    await faulty(() => hooks.updateHook('crash-consumers', hookId, { ...def, bindings: [binding(qe.taskCompleted({ taskGroupId }))] }));
+    // Whichever definition the crash left stored, its bindings reach the consumers.
+    const stored = (await hooks.hook('crash-consumers', hookId)).bindings as { exchange: string; routingKeyPattern: string }[];
+    const now = await delivered(hookId);
+    for (const x of stored) expect(now.has(key(x))).toBe(true);
+    // Removing the hook stops the delivery of what only it was bound to.
+    await hooks.removeHook('crash-consumers', hookId);
+    const after = await delivered(hookId);
+    expect(after.has(key(binding(qe.taskCompleted({ taskGroupId }))))).toBe(false);
+    expect(after.has(key(binding(qe.taskFailed({ taskGroupId }))))).toBe(false);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Subscriptions.get', 'Subscriptions.update', 'Hooks.update']));
+}, 120_000);
