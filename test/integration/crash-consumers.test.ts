@@ -109,7 +109,11 @@ test('a hook update crashed after any storage call leaves every binding of the s
       metadata: { name: 'rebinding', description: 'x', owner: 'tester@example.com' },
       bindings: [binding(qe.taskFailed({ taskGroupId }))],
       triggerSchema: { type: 'object' },
-      task: { taskQueueId: uniqueQueue(), payload: {}, metadata: { name: 'x', description: 'x', owner: 'tester@example.com', source: 'https://example.com/hook' } },
+      task: {
+        taskQueueId: uniqueQueue(),
+        payload: {},
+        metadata: { name: 'x', description: 'x', owner: 'tester@example.com', source: 'https://example.com/hook' },
+      },
     };
     await hooks.createHook('crash-consumers', hookId, def);
     await faulty(() => hooks.updateHook('crash-consumers', hookId, { ...def, bindings: [binding(qe.taskCompleted({ taskGroupId }))] }));
