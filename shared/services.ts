@@ -16,7 +16,8 @@ import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
 import { EventRecorder, eventsObserver } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
-import { Subscriptions } from './events/subscriptions';
+import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
+import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
 
@@ -86,7 +87,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
   const storage = createStorage(config.storageConnection, config.storagePrefix);
-  await storage.ensureAll();
+  // The system subscription's queue (index and hooks consumers) lives as long as the deployment.
+  await Promise.all([storage.ensureAll(), createSubscriptionQueue(storage, SYSTEM_SUBSCRIPTION_ID)]);
   const clients = new ClientStore(storage, {
     rootClientId: config.rootClientId,
     rootAccessToken: config.rootAccessToken,

@@ -38,9 +38,14 @@ export class EventDispatcher {
     private readonly now: () => Date,
   ) {}
 
-  /** Whether any event could be delivered now; with none, recording events costs no storage call. */
-  async hasTargets(): Promise<boolean> {
-    return this.sinks.length > 0 || (await this.subscriptions.active()).length > 0;
+  /**
+   * Whether any of `events` would be delivered now; when none would (no sink, no matching
+   * subscription, the system one of the index and hooks included), recording them costs no storage call.
+   */
+  async hasTargets(events: QueueEvent[]): Promise<boolean> {
+    if (this.sinks.length > 0) return true;
+    const subs = await this.subscriptions.active();
+    return events.some((e) => subs.some((s) => anyBindingMatches(s.bindings, e)));
   }
 
   /** Delivers `events` (in order within each subscription queue); throws if any delivery failed. */

@@ -41,7 +41,7 @@ export class EventRecorder {
 
   /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
   async prepare(events: QueueEvent[], trigger: (events: QueueEvent[]) => SweepTrigger): Promise<PreparedEvents> {
-    if (!events.length || !(await this.dispatcher.hasTargets())) return { events };
+    if (!events.length || !(await this.dispatcher.hasTargets(events))) return { events };
     return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
   }
 

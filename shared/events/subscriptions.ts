@@ -10,6 +10,7 @@ import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
 import { normalizeDate } from '../tasks/model';
 import { Binding, bindingProblem } from './topic';
+import { EXCHANGE_PREFIX } from './exchanges';
 import { createSubscriptionQueue, deleteSubscriptionQueue } from '../storage/subscription-queues';
 import type { ExpiryIndex } from '../tasks/expiry';
 
@@ -26,6 +27,32 @@ const MAX_SUBSCRIPTION_MS = 366 * 24 * 3600 * 1000;
 
 const PK = 'subscriptions';
 export const EXPIRY_KIND = 'subscription';
+
+/**
+ * The system subscription: the queue the reaper's consumer step reads (index and hook bindings,
+ * shared/reaper/consumers.ts). Its id is not a valid SUBSCRIPTION_ID, so the API can neither
+ * create, show, list nor delete it; its queue is created with the trigger queues at start-up.
+ */
+export const SYSTEM_SUBSCRIPTION_ID = '~system-consumers';
+/** The index consumer's binding: completions of tasks with an `index.` route. */
+export const INDEX_BINDING: Binding = { exchange: `${EXCHANGE_PREFIX}task-completed`, routingKeyPattern: 'route.index.#' };
+/** A system message nobody consumed within this long (the reaper stopped for a month) is dropped by Azure. */
+const SYSTEM_MESSAGE_TTL_MS = 30 * 24 * 3600 * 1000;
+/**
+ * Hook bindings, one row per hook with bindings, in their own partition of this table: the same
+ * query that reads the subscriptions reads them, so dispatching knows the system subscription's
+ * bindings without another call. One row per hook (not one union row) keeps concurrent changes
+ * of different hooks from undoing each other.
+ */
+const HOOK_BINDINGS_PK = 'hook-bindings';
+
+export interface HookBindings {
+  hookGroupId: string;
+  hookId: string;
+  bindings: Binding[];
+}
+
+const hookBindingsKey = (hookGroupId: string, hookId: string) => encodeKey(`${hookGroupId}/${hookId}`);
 
 export interface Subscription {
   subscriptionId: string;
@@ -55,8 +82,22 @@ export function parseDefinition(subscriptionId: string, body: unknown, now: Date
   return { subscriptionId, bindings, expires };
 }
 
+const bindingKey = (b: Binding) => `${b.exchange} ${b.routingKeyPattern}`;
+
+/** `a` followed by those of `b` it lacks (no duplicates). */
+export function unionBindings(a: Binding[], b: Binding[]): Binding[] {
+  const seen = new Set(a.map(bindingKey));
+  const out = [...a];
+  for (const x of b) {
+    if (seen.has(bindingKey(x))) continue;
+    out.push(x);
+    seen.add(bindingKey(x));
+  }
+  return out;
+}
+
 export class Subscriptions {
-  private cache?: { at: number; list: Subscription[] };
+  private cache?: { at: number; list: Subscription[]; hooks: HookBindings[] };
 
   constructor(
     private readonly storage: Storage,
@@ -149,17 +190,109 @@ export class Subscriptions {
     return out;
   }
 
-  /** Re-reads the list now (tests use it to start from the same state every time). */
+  /**
+   * Re-reads the subscriptions and the hook bindings now, in one query of the whole (small) table
+   * (tests use it to start from the same state every time).
+   */
   async refresh(): Promise<Subscription[]> {
     const at = Date.now();
-    this.cache = { at, list: await this.list() };
-    return this.cache.list;
+    const list: Subscription[] = [];
+    const hooks: HookBindings[] = [];
+    let continuation: string | undefined;
+    do {
+      const page = await this.table.page({ partitionKey: { ge: '' } }, 1000, continuation);
+      for (const r of page.items) {
+        if (r.partitionKey === PK) list.push(decode(r));
+        else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
+      }
+      continuation = page.continuation;
+    } while (continuation);
+    this.cache = { at, list, hooks };
+    return list;
   }
 
-  /** The active subscriptions as this instance last saw them (at most SUBSCRIPTION_CACHE_MS old). */
-  async active(): Promise<Subscription[]> {
-    const list = this.cache && Date.now() - this.cache.at <= SUBSCRIPTION_CACHE_MS ? this.cache.list : await this.refresh();
-    const now = this.now();
-    return list.filter((s) => new Date(s.expires) > now);
+  private async fresh(): Promise<{ list: Subscription[]; hooks: HookBindings[] }> {
+    if (!this.cache || Date.now() - this.cache.at > SUBSCRIPTION_CACHE_MS) await this.refresh();
+    return this.cache!;
   }
+
+  /**
+   * The active subscriptions as this instance last saw them (at most SUBSCRIPTION_CACHE_MS old),
+   * the system subscription included (last).
+   */
+  async active(): Promise<Subscription[]> {
+    const { list, hooks } = await this.fresh();
+    const now = this.now();
+    const bindings = hooks.reduce((acc, h) => unionBindings(acc, h.bindings), [INDEX_BINDING]);
+    const system = { subscriptionId: SYSTEM_SUBSCRIPTION_ID, bindings, expires: new Date(now.getTime() + SYSTEM_MESSAGE_TTL_MS).toJSON() };
+    return [...list.filter((s) => new Date(s.expires) > now), system];
+  }
+
+  /** The hooks whose bindings this instance last saw (at most SUBSCRIPTION_CACHE_MS old). */
+  async hookBindings(): Promise<HookBindings[]> {
+    return (await this.fresh()).hooks;
+  }
+
+  /** Forget the cached list (after a change this instance made). */
+  invalidate(): void {
+    this.cache = undefined;
+  }
+
+  /**
+   * Before a hook is written with `bindings`: the hook's row afterwards holds at least these (and
+   * what it held), so a crash right after the hook write never leaves a binding undelivered.
+   */
+  async widenHookBindings(hookGroupId: string, hookId: string, bindings: Binding[]): Promise<void> {
+    if (!bindings.length) return;
+    for (;;) {
+      const r = await this.table.get(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId));
+      const cur = r ? decodeHookBindings(r).bindings : [];
+      const next = unionBindings(cur, bindings);
+      if (r && next.length === cur.length) return;
+      if (await this.writeHookBindings(hookGroupId, hookId, next, r?.etag)) break;
+    }
+    this.invalidate();
+  }
+
+  /**
+   * After a hook was written or removed: the row becomes exactly the hook's current bindings.
+   * The row is read before the hook and written guarded by its ETag, so of concurrent syncs the
+   * one that wins has read the latest hook (a stale one conflicts and re-reads).
+   */
+  async syncHookBindings(hookGroupId: string, hookId: string, readHook: () => Promise<{ bindings: Binding[] } | undefined>): Promise<void> {
+    for (;;) {
+      const r = await this.table.get(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId));
+      const want = (await readHook())?.bindings ?? [];
+      const cur = r ? decodeHookBindings(r).bindings : [];
+      if (isDeepStrictEqual(unionBindings([], want), cur) && (r || !want.length)) return;
+      if (!want.length) {
+        try {
+          await this.table.delete(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag);
+          break;
+        } catch (err) {
+          if (err instanceof StorageConflict) continue;
+          throw err;
+        }
+      }
+      if (await this.writeHookBindings(hookGroupId, hookId, unionBindings([], want), r?.etag)) break;
+    }
+    this.invalidate();
+  }
+
+  /** False when another writer got there first (re-read and try again). */
+  private async writeHookBindings(hookGroupId: string, hookId: string, bindings: Binding[], etag: string | undefined): Promise<boolean> {
+    const row = { partitionKey: HOOK_BINDINGS_PK, rowKey: hookBindingsKey(hookGroupId, hookId), hookGroupId, hookId, bindings: JSON.stringify(bindings) };
+    try {
+      if (etag) await this.table.update(row, etag);
+      else await this.table.insert(row);
+      return true;
+    } catch (err) {
+      if (err instanceof StorageConflict) return false;
+      throw err;
+    }
+  }
+}
+
+function decodeHookBindings(r: Record<string, unknown>): HookBindings {
+  return { hookGroupId: r.hookGroupId as string, hookId: r.hookId as string, bindings: JSON.parse(r.bindings as string) };
 }

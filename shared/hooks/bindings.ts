@@ -1,43 +1,19 @@
 /**
- * Firing hooks on queue events (bindings). The events stream calls `fireForEvent` for each hook
- * whose bindings may match; delivery is at-least-once, so the taskId is derived from the event id:
- * a redelivered event re-creates the identical task, which createTask absorbs.
+ * Firing hooks on queue events (bindings). The reaper's consumer step (shared/reaper/consumers.ts)
+ * calls `fireForEvent` for each hook whose bindings match an event of the system subscription;
+ * delivery is at-least-once, so the taskId is derived from the event id and the task's `created`
+ * from the event: a redelivered event re-creates the identical task, which createTask absorbs.
  */
 import crypto from 'node:crypto';
 import { ApiError } from '../errors';
 import type { TaskStatus } from '../tasks/model';
+import type { QueueEvent } from '../events/exchanges';
+import { anyBindingMatches } from '../events/topic';
 import type { HookDefinition } from './store';
 import { HookDeps, checkPayload, fireHook, lastFireOf, modifyHook, recordFire } from './hooks';
 
-export interface QueueEvent {
-  /** Stable across redeliveries. */
-  id: string;
-  /** e.g. `exchange/taskcluster-queue/v1/task-completed`. */
-  exchange: string;
-  routingKey: string;
-  /** CC routing keys (`route.<route>` for each of the task's routes). */
-  cc?: string[];
-  payload: Record<string, unknown>;
-  /** When the event happened; the fired task's `created` (stable across redeliveries). */
-  time: string;
-}
-
-/** AMQP topic matching: `*` is one word, `#` zero or more. */
-export function topicMatches(pattern: string, key: string): boolean {
-  const p = pattern.split('.');
-  const k = key.split('.');
-  const match = (i: number, j: number): boolean => {
-    if (i === p.length) return j === k.length;
-    if (p[i] === '#') return match(i + 1, j) || (j < k.length && match(i, j + 1));
-    if (j === k.length) return false;
-    return (p[i] === '*' || p[i] === k[j]) && match(i + 1, j + 1);
-  };
-  return match(0, 0);
-}
-
-export function bindingMatches(def: HookDefinition, e: Pick<QueueEvent, 'exchange' | 'routingKey' | 'cc'>): boolean {
-  const keys = [e.routingKey, ...(e.cc ?? [])];
-  return def.bindings.some((b) => b.exchange === e.exchange && keys.some((k) => topicMatches(b.routingKeyPattern, k)));
+export function bindingMatches(def: HookDefinition, e: Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>): boolean {
+  return anyBindingMatches(def.bindings, e);
 }
 
 /** A v4-shaped, "nice" slugid derived from the hook and the event, so redeliveries pick the same taskId. */
@@ -50,11 +26,28 @@ export function eventTaskId(def: HookDefinition, eventId: string): string {
 }
 
 /**
- * Fires `hook` for `event` if one of its bindings matches and the payload passes its
- * triggerSchema (otherwise the event is dropped, as Taskcluster does). Returns the task's status,
- * or undefined when nothing was created.
+ * When the event happened, read from its payload (the same for every delivery of it): the run's
+ * resolution, start or scheduling, or the group's sealing. Undefined for task-defined, whose
+ * payload carries no time (the consumer uses the task's `created`).
  */
-export async function fireForEvent(d: HookDeps, def: HookDefinition, event: QueueEvent): Promise<TaskStatus | undefined> {
+export function eventTime(e: QueueEvent): string | undefined {
+  const p = e.payload as { runId?: number; status?: { runs?: { resolved?: string; started?: string; scheduled?: string }[] }; sealed?: string };
+  const run = p.runId !== undefined ? p.status?.runs?.[p.runId] : undefined;
+  const name = e.exchange.slice(e.exchange.lastIndexOf('/') + 1);
+  if (run) {
+    if (name === 'task-pending') return run.scheduled;
+    if (name === 'task-running' || name === 'artifact-created') return run.started ?? run.scheduled;
+    return run.resolved ?? run.started ?? run.scheduled;
+  }
+  return p.sealed;
+}
+
+/**
+ * Fires `hook` for `event` at `time` (JSON-e `now`, the task's `created`) if one of its bindings
+ * matches and the payload passes its triggerSchema (otherwise the event is dropped, as Taskcluster
+ * does). Returns the task's status, or undefined when nothing was created.
+ */
+export async function fireForEvent(d: HookDeps, def: HookDefinition, event: QueueEvent, time: Date): Promise<TaskStatus | undefined> {
   if (!bindingMatches(def, event)) return undefined;
   try {
     checkPayload(def, event.payload);
@@ -63,7 +56,6 @@ export async function fireForEvent(d: HookDeps, def: HookDefinition, event: Queu
     return undefined;
   }
   const taskId = eventTaskId(def, event.id);
-  const time = new Date(event.time);
   let status: TaskStatus | undefined;
   let error: ApiError | undefined;
   try {

@@ -142,13 +142,32 @@ export async function createHook(d: HookDeps, hookGroupId: string, hookId: strin
     nextScheduledDate: next?.toJSON() ?? '',
     lastFire: { result: 'no-fire' },
   };
+  await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
   if (!(await store.insert(rec))) {
     const cur = await store.get(hookGroupId, hookId);
     // A retried create of the same definition succeeds; anything else is a conflict.
     if (cur && JSON.stringify(cur.definition) === JSON.stringify(def)) return cur.definition;
     throw conflict(`hook ${hookGroupId}/${hookId} already exists`);
   }
+  if (def.bindings.length) await syncBindings(d, hookGroupId, hookId);
   return def;
+}
+
+/**
+ * The hook bindings the events dispatcher reads (shared/events/subscriptions.ts). Every hook write
+ * widens them before (so a crash leaves at most extra bindings, whose events the consumer drops)
+ * and makes them exact after.
+ */
+const bindingsOf = (d: HookDeps) => d.events.dispatcher.subscriptions;
+
+function syncBindings(d: HookDeps, hookGroupId: string, hookId: string): Promise<void> {
+  const store = new HookStore(d.storage);
+  return bindingsOf(d).syncHookBindings(hookGroupId, hookId, async () => (await store.get(hookGroupId, hookId))?.definition);
+}
+
+export async function removeHook(d: HookDeps, hookGroupId: string, hookId: string): Promise<void> {
+  await new HookStore(d.storage).remove(hookGroupId, hookId);
+  await syncBindings(d, hookGroupId, hookId);
 }
 
 /** Re-reads and retries on ETag conflicts; `fn` returns the record to write (or undefined to write nothing). */
@@ -171,7 +190,16 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
 export async function updateHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {
   const def = normalize(hookGroupId, hookId, body);
   const now = d.now();
-  const rec = await modifyHook(d, hookGroupId, hookId, (h) => ({ ...h, definition: def, nextScheduledDate: nextDate(def.schedule, now)?.toJSON() ?? '' }));
+  await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
+  const rec = await modifyHook(d, hookGroupId, hookId, (h) => ({
+    ...h,
+    definition: def,
+    nextScheduledDate: nextDate(def.schedule, now)?.toJSON() ?? '',
+  })).catch(async (err) => {
+    if ((err as ApiError).code === 'ResourceNotFound') await syncBindings(d, hookGroupId, hookId); // undo the widening
+    throw err;
+  });
+  await syncBindings(d, hookGroupId, hookId);
   return rec.definition;
 }
 

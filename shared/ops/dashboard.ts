@@ -14,6 +14,7 @@ const CONTENT_TYPES: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'dashboard.css': 'text/css; charset=utf-8',
   'dashboard.js': 'text/javascript; charset=utf-8',
+  'index-hooks.js': 'text/javascript; charset=utf-8',
 };
 
 /** The page's own origin only: no inline script or style, API calls to the same host. */

@@ -17,6 +17,7 @@ import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
 import { repairHiddenHints } from './hints';
+import { consumeEvents } from './consumers';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
@@ -33,6 +34,8 @@ export interface ReaperStats {
   resolved: number;
   /** Event sweeps: deliveries a crash interrupted (shared/events). */
   events: number;
+  /** Events applied by the index and hooks consumers (shared/reaper/consumers.ts). */
+  consumed?: number;
   expired: number;
   /** Pending runs given a fresh hint because theirs was lost or hidden (shared/reaper/hints.ts). */
   rehinted: number;
@@ -108,7 +111,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
  * `reaper`, see shared/ops/observer.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
-  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, consumed: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
   const started = Date.now();
   const actor = { actor: 'reaper', transitions: 0 };
   await runAs(actor, async () => {
@@ -116,6 +119,9 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'deadline', handleDeadline, stats);
     await drain(svc, 'resolved', handleResolved, stats);
     await drain(svc, 'events', handleEventSweep, stats);
+    const consumer = await consumeEvents(svc, retryDelayS);
+    stats.consumed = consumer.consumed;
+    stats.failed += consumer.failed;
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
     await fireDueHooks(svc).catch((err) => {

@@ -118,3 +118,77 @@ browserTest(
   },
   90_000,
 );
+
+let svc2: TestService | undefined;
+afterAll(async () => svc2?.close());
+
+browserTest(
+  `dashboard: browse the index to an indexed task; list a hook group and trigger a hook${missing ? ` (skipped: ${missing})` : ''}`,
+  async () => {
+    svc2 = await startTestService();
+    const s = svc2;
+    fs.mkdirSync(OUT, { recursive: true });
+    const ns = `dash${Math.random().toString(36).slice(2, 8)}`;
+    const taskId = slugid();
+    await s.queue().createTask(taskId, taskDef(`prov/dash-${Math.random().toString(36).slice(2, 8)}`));
+    const index = new s.tc.Index({ rootUrl: s.rootUrl, credentials: s.root, retries: 0 });
+    await index.insertTask(`${ns}.branch.main`, { taskId, rank: 2, data: { rev: 'abc' }, expires: new Date(Date.now() + 3600_000).toJSON() });
+    const hooks = new s.tc.Hooks({ rootUrl: s.rootUrl, credentials: s.root, retries: 0 });
+    await s.auth().createRole('hook-id:dash/*', { description: 'dashboard hooks', scopes: ['queue:create-task:*', 'queue:scheduler-id:*'] });
+    await hooks.createHook('dash', 'nightly', {
+      metadata: { name: 'nightly build', description: 'd', owner: 'o@example.com' },
+      schedule: ['0 0 3 * * *'],
+      triggerSchema: { type: 'object' },
+      task: {
+        taskQueueId: 'prov/dash-hook',
+        payload: { by: { $eval: 'firedBy' } },
+        metadata: { name: 'from the dashboard', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
+      },
+    });
+
+    const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const pageErrors: string[] = [];
+      page.on('pageerror', (e) => pageErrors.push(String(e)));
+      await page.goto(`${s.rootUrl}/api/dashboard`);
+      await page.fill('#clientId', s.root.clientId);
+      await page.fill('#accessToken', s.root.accessToken);
+      await page.click('#login button[type=submit]');
+
+      // Index: namespace by namespace down to the entry, then the task view.
+      await page.click('nav a[href="#index"]');
+      await page.click(`tr[data-namespace="${ns}"] a`, { timeout: 15_000 });
+      await page.click(`tr[data-namespace="${ns}.branch"] a`, { timeout: 15_000 });
+      const entry = page.locator(`tr[data-indexed="${ns}.branch.main"]`);
+      await entry.waitFor({ timeout: 15_000 });
+      expect(await entry.textContent()).toContain('{"rev":"abc"}');
+      await page.screenshot({ path: path.join(OUT, 'dashboard-index.png'), fullPage: true });
+      await entry.locator('a').click();
+      await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'pending', undefined, { timeout: 15_000 });
+      expect(page.url()).toContain(`#task=${taskId}`);
+
+      // Hooks: the group, the hook with its next fire, and a trigger with the user's credentials.
+      await page.click('nav a[href="#hooks"]');
+      await page.click('tr[data-group="dash"] a', { timeout: 15_000 });
+      const row = page.locator('tr[data-hook="dash/nightly"]');
+      await row.waitFor({ timeout: 15_000 });
+      expect(await row.textContent()).toContain('never fired');
+      expect(await row.locator('td').nth(4).getAttribute('title')).toBe((await hooks.getHookStatus('dash', 'nightly')).nextScheduledDate);
+      page.on('dialog', (d) => void d.accept('{"reason": "dashboard"}'));
+      await row.locator('button[data-trigger]').click();
+      await row.locator('span a').waitFor({ timeout: 15_000 });
+      const fired = await row.locator('span a').textContent();
+      const fires = (await hooks.listLastFires('dash', 'nightly')).lastFires;
+      expect(fires).toEqual([expect.objectContaining({ taskId: fired, firedBy: 'triggerHook', result: 'success' })]);
+      expect((await s.queue().task(fired!)).payload).toEqual({ by: 'triggerHook' });
+      // After the next refresh the row lists the fire.
+      await page.waitForFunction(() => document.querySelector('tr[data-hook="dash/nightly"] ul.fires li') !== null, undefined, { timeout: 15_000 });
+      await page.screenshot({ path: path.join(OUT, 'dashboard-hooks.png'), fullPage: true });
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+  },
+  90_000,
+);

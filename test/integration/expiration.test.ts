@@ -89,13 +89,14 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
     const meter = fresh.services.storage.meter;
     meter.startCounting();
     await runReaper(fresh.services);
-    expect(meter.disarm()).toBe(8);
-    // Four trigger polls (the last: event sweeps), the task expiry index, the artifact expiry index, the due hooks, the health stamp.
+    expect(meter.disarm()).toBe(9);
+    // Four trigger polls (the last: event sweeps), the index and hooks consumers' queue, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
     expect(meter.armedOps).toEqual([
       'claim.get',
       'deadline.get',
       'resolved.get',
       'events.get',
+      'subscription.get',
       'Expiry.query',
       'Artifacts.query',
       'Hooks.query',

@@ -20,8 +20,11 @@ afterAll(async () => {
   await svc?.close();
 });
 
-/** Four trigger polls (the fourth: event sweeps), the task and artifact expiry indexes, the due hooks, the health stamp. */
-const IDLE_PASS_CALLS = 8;
+/**
+ * Four trigger polls (the fourth: event sweeps), the index and hooks consumers' queue, the task and
+ * artifact expiry indexes, the due hooks, the health stamp.
+ */
+const IDLE_PASS_CALLS = 9;
 
 type Counts = Record<string, number>;
 function diff(after: Counts, before: Counts): Counts {
@@ -83,11 +86,12 @@ function core(c: Counts): Counts {
   );
 }
 /**
- * Core calls of an idle reaper pass: four trigger polls, the task expiry index query and the
- * due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event deliveries) is the
- * only per-pass cost of events; neither it nor the hooks query grows with lifecycles.
+ * Core calls of an idle reaper pass: four trigger polls, the consumers' queue poll, the task expiry
+ * index query and the due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event
+ * deliveries) and the consumers' poll (`subscription.get`, index and hook bindings) are the only
+ * per-pass costs of events; none of these grows with lifecycles.
  */
-const IDLE_PASS_CORE_CALLS = 6;
+const IDLE_PASS_CORE_CALLS = 7;
 
 test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();
@@ -119,6 +123,7 @@ test('a simple lifecycle costs few storage transactions', async () => {
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) for (const op of Object.keys(c)) expect(op).not.toMatch(/^(events|subscription)\./);
   expect(m.background['events.get']).toBe(m.passes); // the idle poll, nothing more
   expect(m.background['events.put'] ?? 0).toBe(0);
+  expect(m.background['subscription.get']).toBe(m.passes); // the consumers' idle poll: a task without index routes or bound hooks adds nothing
   // Everything, operator indexes included: a regression anywhere shows here.
   expect(totals.createTask + totals.claimWork + totals.reportCompleted + totals.backgroundHandlers).toBeLessThanOrEqual(36);
 }, 60_000);

@@ -3,11 +3,13 @@
  */
 import { dashboardFile } from '../../shared/ops/dashboard';
 
-test('the page, its script and its stylesheet are served with their content types', () => {
+test('the page, its scripts and its stylesheet are served with their content types', () => {
   expect(dashboardFile('index.html')?.contentType).toBe('text/html; charset=utf-8');
   expect(dashboardFile('index.html')?.body.toString()).toContain('<script src="/api/dashboard/dashboard.js" defer></script>');
   expect(dashboardFile('dashboard.js')?.contentType).toBe('text/javascript; charset=utf-8');
   expect(dashboardFile('dashboard.css')?.contentType).toBe('text/css; charset=utf-8');
+  expect(dashboardFile('index-hooks.js')?.contentType).toBe('text/javascript; charset=utf-8');
+  expect(dashboardFile('index.html')?.body.toString()).toContain('<script src="/api/dashboard/index-hooks.js" defer></script>');
 });
 
 test.each(['../dashboard.ts', '../../config.ts', 'missing.js', '__proto__', 'constructor', 'toString', ''])('%j is not a dashboard file', (name) => {

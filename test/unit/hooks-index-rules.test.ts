@@ -3,7 +3,8 @@
  * definition checks. No storage.
  */
 import { nextDate, checkDefinition } from '../../shared/hooks/hooks';
-import { eventTaskId } from '../../shared/hooks/bindings';
+import { eventTaskId, eventTime } from '../../shared/hooks/bindings';
+import { unionBindings } from '../../shared/events/subscriptions';
 import { prefers, namespaceExpiry } from '../../shared/index/index';
 import { SLUGID } from '../../shared/api/schemas';
 import type { HookDefinition } from '../../shared/hooks/store';
@@ -63,4 +64,41 @@ test('definition checks name the bad field', () => {
   // A template that only fails for some payloads is fine at creation.
   expect(() => checkDefinition(def({ task: { $eval: 'payload.a.b' } }))).not.toThrow();
   expect(() => checkDefinition(def({ task: { big: 'x'.repeat(40_000) } }))).toThrow(/at most/);
+});
+
+describe('event times and binding unions (the consumers)', () => {
+  const run = {
+    runId: 0,
+    state: 'completed',
+    scheduled: '2026-01-01T00:00:00.000Z',
+    started: '2026-01-01T00:01:00.000Z',
+    resolved: '2026-01-01T00:02:00.000Z',
+  };
+  const event = (exchange: string, payload: Record<string, unknown>) => ({
+    id: 't.1',
+    seq: 1,
+    exchange: `exchange/taskcluster-queue/v1/${exchange}`,
+    routingKey: 'primary.t',
+    routes: [],
+    payload,
+  });
+  test.each([
+    ['task-completed', run.resolved],
+    ['task-failed', run.resolved],
+    ['task-running', run.started],
+    ['artifact-created', run.started],
+    ['task-pending', run.scheduled],
+  ])('%s happened at its run time', (exchange, time) => {
+    expect(eventTime(event(exchange, { status: { runs: [run] }, runId: 0 }))).toBe(time);
+  });
+  test('a sealed group at its sealing; task-defined has no time in its message', () => {
+    expect(eventTime(event('task-group-sealed', { sealed: run.started }))).toBe(run.started);
+    expect(eventTime(event('task-defined', { status: { runs: [] } }))).toBeUndefined();
+  });
+  test('unionBindings keeps order and drops duplicates', () => {
+    const a = { exchange: 'x', routingKeyPattern: 'a.#' };
+    const b = { exchange: 'x', routingKeyPattern: 'b.#' };
+    expect(unionBindings([a], [b, { ...a }])).toEqual([a, b]);
+    expect(unionBindings([], [a, a])).toEqual([a]);
+  });
 });

@@ -7,7 +7,7 @@ import { ApiRequest, RouteDef, ok } from '../types';
 import { authFailed, badArgs, notFound } from '../../errors';
 import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
 import { HookStore } from '../../hooks/store';
-import { createHook, definitionView, loadHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
+import { createHook, definitionView, loadHook, removeHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
 import { heartbeatRoute } from './ops';
 
 const ids = (req: ApiRequest) => [req.params.hookGroupId, req.params.hookId] as const;
@@ -153,7 +153,7 @@ export const hookRoutes: RouteDef[] = [
     description: 'Removes a hook (its last fires expire on their own).',
     handler: async (req) => {
       checkIds(req);
-      await new HookStore(req.services.storage).remove(...ids(req));
+      await removeHook(req.services, ...ids(req));
       return ok({});
     },
   },

@@ -2,6 +2,7 @@
  * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
  * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
  */
+/* global indexView, hooksView */
 'use strict';
 /** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
 var ROOT_URL = null;
@@ -46,8 +47,8 @@ async function hawkHeader(method, resource, c) {
   return 'Hawk id="' + c.clientId + '", ts="' + ts + '", nonce="' + n + '"' + (ext ? ', ext="' + ext + '"' : '') + ', mac="' + mac + '"';
 }
 
-async function api(method, path, body) {
-  var resource = API + path;
+async function api(method, path, body, base) {
+  var resource = (base || API) + path;
   var headers = { accept: 'application/json' };
   var c = creds();
   if (c) headers.authorization = await hawkHeader(method, resource, c);
@@ -562,6 +563,9 @@ async function render() {
     if (hash.indexOf('task=') === 0) nodes = await taskView(hash.slice(5));
     else if (hash.indexOf('queue=') === 0) nodes = await queueView(hash.slice(6));
     else if (hash.indexOf('key=') === 0) nodes = await keyView(hash.slice(4));
+    else if (hash === 'index' || hash.indexOf('index=') === 0)
+      nodes = await indexView(hash.slice(6)); // index-hooks.js
+    else if (hash === 'hooks' || hash.indexOf('hooks=') === 0) nodes = await hooksView(hash.slice(6));
     else nodes = await overview();
     var main = document.getElementById('main');
     main.textContent = '';

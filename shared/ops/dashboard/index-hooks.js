@@ -1,0 +1,201 @@
+/*
+ * The dashboard's Index and Hooks views (loaded before dashboard.js, whose `api`, `el`, `grid`,
+ * `section`, `attempt`, `taskLink` and `timeCell` they use when called). Calls are signed with the
+ * user's credentials like every other dashboard call.
+ *   #index=<namespace>   namespaces and indexed tasks under it (paged), each task opens the task view
+ *   #hooks=<group>       hook groups, or one group's hooks with next fire, last fires and a trigger button
+ */
+/* global api, el, grid, section, attempt, taskLink, timeCell, ago, enc, qs */
+/* exported indexView, hooksView */
+'use strict';
+var INDEX_API = '/api/index/v1';
+var HOOKS_API = '/api/hooks/v1';
+/** Rows per listing page: a namespace may hold many entries; the rest is one "more" click away. */
+var INDEX_PAGE = 100;
+/** Last fires shown per hook. */
+var LAST_FIRES = 5;
+
+function indexLink(ns, label) {
+  return el('a', { href: '#index=' + enc(ns), text: label || ns || '(root)' });
+}
+
+/** A paged listing: `load(token)` answers { rows, token }; a button fetches the next page in place. */
+async function paged(columns, empty, load) {
+  var first = await load(undefined);
+  var table = grid(columns, first.rows, empty);
+  var wrap = el('div', null, table);
+  var token = first.token;
+  if (token && table.tagName === 'TABLE') {
+    var more = el('button', {
+      type: 'button',
+      class: 'more',
+      text: 'more…',
+      onclick: async function () {
+        var next = await load(token);
+        next.rows.forEach(function (r) {
+          table.querySelector('tbody').appendChild(r);
+        });
+        token = next.token;
+        if (!token) more.remove();
+      },
+    });
+    wrap.appendChild(more);
+  }
+  return wrap;
+}
+
+async function indexView(ns) {
+  var words = ns ? ns.split('.') : [];
+  var crumbs = el('p', { id: 'index-path' }, indexLink('', 'index'));
+  words.forEach(function (w, i) {
+    crumbs.appendChild(document.createTextNode(' . '));
+    crumbs.appendChild(indexLink(words.slice(0, i + 1).join('.'), w));
+  });
+  var suffix = ns ? '/' + enc(ns) : '';
+  var namespaces = section(
+    'Namespaces',
+    await attempt(function () {
+      return paged(['namespace', 'expires'], 'no namespaces here', async function (token) {
+        var r = await api('GET', '/namespaces' + suffix + qs({ limit: INDEX_PAGE, continuationToken: token }), undefined, INDEX_API);
+        return {
+          token: r.continuationToken,
+          rows: r.namespaces.map(function (n) {
+            return el('tr', { 'data-namespace': n.namespace }, el('td', null, indexLink(n.namespace, n.name)), el('td', { text: n.expires }));
+          }),
+        };
+      });
+    }),
+  );
+  var tasks = section(
+    'Indexed tasks',
+    await attempt(function () {
+      return paged(['name', 'task', 'rank', 'data', 'expires'], 'no tasks indexed here', async function (token) {
+        var r = await api('GET', '/tasks' + suffix + qs({ limit: INDEX_PAGE, continuationToken: token }), undefined, INDEX_API);
+        return {
+          token: r.continuationToken,
+          rows: r.tasks.map(function (t) {
+            return el(
+              'tr',
+              { 'data-indexed': t.namespace },
+              el('td', { text: t.namespace.split('.').pop() }),
+              el('td', null, taskLink(t.taskId)),
+              el('td', { class: 'num', text: t.rank }),
+              el('td', null, el('code', { text: JSON.stringify(t.data) })),
+              el('td', { text: t.expires }),
+            );
+          }),
+        };
+      });
+    }),
+  );
+  return [section('Index', crumbs), namespaces, tasks];
+}
+
+function hookLink(group) {
+  return el('a', { href: '#hooks=' + enc(group), text: group });
+}
+
+function lastFireText(f) {
+  if (!f || f.result === 'no-fire') return 'never fired';
+  if (f.result === 'success') return 'success';
+  return 'error: ' + ((f.error && f.error.message) || '').split('\n')[0];
+}
+
+async function hookRow(group, h) {
+  var base = '/hooks/' + enc(group) + '/' + enc(h.hookId);
+  var results = await Promise.all([
+    api('GET', base + '/status', undefined, HOOKS_API).catch(function () {
+      return {};
+    }),
+    api('GET', base + '/last-fires' + qs({ limit: LAST_FIRES }), undefined, HOOKS_API).catch(function () {
+      return { lastFires: [] };
+    }),
+  ]);
+  var status = results[0];
+  var fires = el('ul', { class: 'fires' });
+  results[1].lastFires.forEach(function (f) {
+    fires.appendChild(
+      el(
+        'li',
+        { title: f.error || '' },
+        el('span', { class: f.result === 'success' ? 'state state-completed' : 'state state-failed', text: f.result }),
+        ' ',
+        f.firedBy,
+        ' ',
+        ago(f.taskCreateTime),
+        ' ',
+        taskLink(f.taskId),
+      ),
+    );
+  });
+  var outcome = el('span', { class: 'muted' });
+  var trigger = el('button', {
+    type: 'button',
+    'data-trigger': group + '/' + h.hookId,
+    text: 'Trigger…',
+    onclick: async function () {
+      var text = prompt('Trigger ' + group + '/' + h.hookId + ' with this payload (JSON)', '{}');
+      if (text === null) return;
+      try {
+        var r = await api('POST', base + '/trigger', JSON.parse(text), HOOKS_API);
+        outcome.textContent = '';
+        outcome.appendChild(r.status ? taskLink(r.status.taskId) : document.createTextNode('the template rendered no task'));
+      } catch (e) {
+        outcome.textContent = (e.code ? e.code + ': ' : '') + e.message;
+      }
+    },
+  });
+  return el(
+    'tr',
+    { 'data-hook': group + '/' + h.hookId },
+    el('td', { text: h.hookId }),
+    el('td', { text: h.metadata.name }),
+    el('td', { text: (h.schedule || []).join(', ') }),
+    el('td', {
+      text: (h.bindings || [])
+        .map(function (b) {
+          return b.exchange.split('/').pop() + ' ' + b.routingKeyPattern;
+        })
+        .join('; '),
+    }),
+    timeCell(status.nextScheduledDate),
+    el('td', { text: lastFireText(status.lastFire) }),
+    el('td', null, fires),
+    el('td', null, trigger, ' ', outcome),
+  );
+}
+
+async function hooksView(group) {
+  if (!group) {
+    return [
+      section(
+        'Hook groups',
+        await attempt(async function () {
+          var r = await api('GET', '/hooks', undefined, HOOKS_API);
+          return grid(
+            ['group'],
+            r.groups.map(function (g) {
+              return el('tr', { 'data-group': g }, el('td', null, hookLink(g)));
+            }),
+            'no hooks yet',
+          );
+        }),
+      ),
+    ];
+  }
+  return [
+    section(
+      'Hooks of ' + group,
+      el('p', null, el('a', { href: '#hooks', text: 'all groups' })),
+      await attempt(async function () {
+        var r = await api('GET', '/hooks/' + enc(group), undefined, HOOKS_API);
+        var rows = await Promise.all(
+          r.hooks.map(function (h) {
+            return hookRow(group, h);
+          }),
+        );
+        return grid(['hook', 'name', 'schedule', 'bindings', 'next fire', 'last fire', 'recent fires', ''], rows, 'no hooks in this group');
+      }),
+    ),
+  ];
+}
