@@ -16,7 +16,7 @@ import {
   generateBlobSASQueryParameters,
 } from '@azure/storage-blob';
 import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob';
-import { StorageMeter } from './counter';
+import { Meter, StorageMeter } from './counter';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -131,7 +131,7 @@ class AzureTable implements Table {
   constructor(
     readonly name: string,
     private readonly client: TableClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
@@ -248,7 +248,7 @@ class AzureQueue implements Queue {
   constructor(
     readonly name: string,
     private readonly client: QueueClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
     private readonly label: string,
   ) {}
 
@@ -368,7 +368,7 @@ function sharedKeyOf<K>(client: { credential: unknown }, what: string): K {
 class AzureArtifacts implements ArtifactContainer {
   constructor(
     private readonly container: ContainerClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -479,7 +479,9 @@ class AzureArtifacts implements ArtifactContainer {
 
 export class AzureStorage implements Storage {
   readonly kind = 'azure' as const;
-  readonly meter = new StorageMeter();
+  readonly meter: StorageMeter;
+  /** The meter this account's calls go through (tallied under its account index). */
+  private readonly counted: Meter;
   readonly queueEndpoint: string;
   readonly artifacts: AzureArtifacts;
   private readonly tables = new Map<string, AzureTable>();
@@ -489,20 +491,23 @@ export class AzureStorage implements Storage {
   constructor(
     private readonly connectionString: string,
     readonly prefix: string,
+    opts: { meter?: StorageMeter; account?: number } = {},
   ) {
     checkPrefix(prefix);
+    this.meter = opts.meter ?? new StorageMeter();
+    this.counted = this.meter.forAccount(opts.account ?? 0);
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
     this.queueService = QueueServiceClient.fromConnectionString(connectionString);
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     const blobService = BlobServiceClient.fromConnectionString(connectionString);
-    this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.meter);
+    this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 
   table(name: TableName): Table {
     let t = this.tables.get(name);
     if (!t) {
       const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
-      t = new AzureTable(name, client, this.meter);
+      t = new AzureTable(name, client, this.counted);
       this.tables.set(name, t);
     }
     return t;
@@ -511,7 +516,7 @@ export class AzureStorage implements Storage {
   queueNamed(fullName: string, label: string): Queue {
     let q = this.queues.get(fullName);
     if (!q) {
-      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.meter, label);
+      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label);
       this.queues.set(fullName, q);
     }
     return q;
@@ -519,6 +524,10 @@ export class AzureStorage implements Storage {
 
   trigger(name: TriggerQueue): Queue {
     return this.queueNamed(`${this.prefix}-${name}`, name);
+  }
+
+  queueEndpointOf(): string {
+    return this.queueEndpoint;
   }
 
   pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string {

@@ -17,9 +17,16 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /** Per-invocation tally, so each function's log line reports its own storage calls. */
 export const invocationTally = new AsyncLocalStorage<{ calls: number }>();
 
-export class StorageMeter {
+/** What an adapter counts its calls through (an account's adapter also tallies its account). */
+export interface Meter {
+  run<T>(op: string, fn: () => Promise<T>): Promise<T>;
+}
+
+export class StorageMeter implements Meter {
   total = 0;
   readonly byOp = new Map<string, number>();
+  /** Calls per data account (index in the deployment's account list), for the scale model. */
+  readonly byAccount = new Map<number, number>();
   private failAt: number | undefined;
   private armedCalls = 0;
   /** ops (e.g. `Tasks.update`) seen since the fault was armed, for test diagnostics. */
@@ -28,8 +35,14 @@ export class StorageMeter {
   /** While a fault is armed, calls run one at a time in the order they were issued (see run). */
   private turn: Promise<void> = Promise.resolve();
 
-  async run<T>(op: string, fn: () => Promise<T>): Promise<T> {
+  /** The meter one account's adapter counts through: this one, with the account tallied. */
+  forAccount(account: number): Meter {
+    return { run: (op, fn) => this.run(op, fn, account) };
+  }
+
+  async run<T>(op: string, fn: () => Promise<T>, account = 0): Promise<T> {
     this.total++;
+    this.byAccount.set(account, (this.byAccount.get(account) ?? 0) + 1);
     const tally = invocationTally.getStore();
     if (tally) tally.calls++;
     this.byOp.set(op, (this.byOp.get(op) ?? 0) + 1);
