@@ -134,8 +134,10 @@ class AzureTable implements Table {
     private readonly meter: Meter,
   ) {}
 
-  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
+  /** `pk` and `entities` feed the meter's per-partition tally (when tracked: the bench's scale model). */
+  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal, pk?: string, entities = 1): Promise<T> {
     const name = `${this.name}.${op}`;
+    if (pk !== undefined) this.meter.touch?.(`table ${this.name} ${pk}`, entities);
     return this.meter.run(name, () => withDeadline(name, fn, outer));
   }
 
@@ -162,18 +164,24 @@ class AzureTable implements Table {
         }
       },
       opts.abortSignal,
+      pk,
     );
   }
 
   async insert(entity: Entity): Promise<string> {
-    return this.call('insert', async (abortSignal) => {
-      try {
-        return (await this.client.createEntity(entity, { abortSignal })).etag!;
-      } catch (err) {
-        if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);
-        throw err;
-      }
-    });
+    return this.call(
+      'insert',
+      async (abortSignal) => {
+        try {
+          return (await this.client.createEntity(entity, { abortSignal })).etag!;
+        } catch (err) {
+          if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);
+          throw err;
+        }
+      },
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   update(entity: Entity, etag: string): Promise<string> {
@@ -185,60 +193,86 @@ class AzureTable implements Table {
   }
 
   private async guardedUpdate(op: string, mode: 'Replace' | 'Merge', entity: Entity, etag: string): Promise<string> {
-    return this.call(op, async (abortSignal) => {
-      try {
-        return (await this.client.updateEntity(entity, mode, { etag, abortSignal })).etag!;
-      } catch (err) {
-        const s = statusOf(err);
-        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
-        if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
-        throw err;
-      }
-    });
+    return this.call(
+      op,
+      async (abortSignal) => {
+        try {
+          return (await this.client.updateEntity(entity, mode, { etag, abortSignal })).etag!;
+        } catch (err) {
+          const s = statusOf(err);
+          if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+          if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
+          throw err;
+        }
+      },
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   async upsert(entity: Entity): Promise<string> {
-    return this.call('upsert', async (abortSignal) => (await this.client.upsertEntity(entity, 'Replace', { abortSignal })).etag!);
+    return this.call(
+      'upsert',
+      async (abortSignal) => (await this.client.upsertEntity(entity, 'Replace', { abortSignal })).etag!,
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   async delete(pk: string, rk: string, etag = '*'): Promise<boolean> {
-    return this.call('delete', async (abortSignal) => {
-      try {
-        await this.client.deleteEntity(pk, rk, { etag, abortSignal });
-        return true;
-      } catch (err) {
-        const s = statusOf(err);
-        if (s === 404) return false;
-        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
-        throw err;
-      }
-    });
+    return this.call(
+      'delete',
+      async (abortSignal) => {
+        try {
+          await this.client.deleteEntity(pk, rk, { etag, abortSignal });
+          return true;
+        } catch (err) {
+          const s = statusOf(err);
+          if (s === 404) return false;
+          if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+          throw err;
+        }
+      },
+      undefined,
+      pk,
+    );
   }
 
   async transact(actions: TableAction[]): Promise<(string | undefined)[]> {
     const sdk = actions.map(sdkAction);
-    return this.call('transaction', async (abortSignal) => {
-      try {
-        const r = await this.client.submitTransaction(sdk, { abortSignal });
-        return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
-      } catch (err) {
-        throw conflictOf(err, this.name);
-      }
-    });
+    return this.call(
+      'transaction',
+      async (abortSignal) => {
+        try {
+          const r = await this.client.submitTransaction(sdk, { abortSignal });
+          return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
+        } catch (err) {
+          throw conflictOf(err, this.name);
+        }
+      },
+      undefined,
+      actions[0] ? (actions[0].op === 'delete' ? actions[0].partitionKey : actions[0].entity.partitionKey) : undefined,
+      actions.length,
+    );
   }
 
   async page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>> {
     const filter = odataFilter(query);
     checkContinuation(continuation);
-    return this.call('query', async (abortSignal) => {
-      const iter = this.client
-        .listEntities<T>({ queryOptions: { filter: filter || undefined, select: query.select }, abortSignal })
-        .byPage({ maxPageSize: Math.min(limit, MAX_TABLE_PAGE), continuationToken: continuation });
-      const next = await iter.next();
-      if (next.done || !next.value) return { items: [] };
-      const page = next.value as unknown as (T & { etag: string })[] & { continuationToken?: string };
-      return { items: Array.from(page), continuation: page.continuationToken };
-    });
+    return this.call(
+      'query',
+      async (abortSignal) => {
+        const iter = this.client
+          .listEntities<T>({ queryOptions: { filter: filter || undefined, select: query.select }, abortSignal })
+          .byPage({ maxPageSize: Math.min(limit, MAX_TABLE_PAGE), continuationToken: continuation });
+        const next = await iter.next();
+        if (next.done || !next.value) return { items: [] };
+        const page = next.value as unknown as (T & { etag: string })[] & { continuationToken?: string };
+        return { items: Array.from(page), continuation: page.continuationToken };
+      },
+      undefined,
+      typeof query.partitionKey === 'string' ? query.partitionKey : '(range)',
+    );
   }
 }
 
@@ -254,6 +288,7 @@ class AzureQueue implements Queue {
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const name = `${this.label}.${op}`;
+    this.meter.touch?.(`queue ${this.name}`, 1);
     return this.meter.run(name, () => withDeadline(name, fn));
   }
 
