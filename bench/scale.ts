@@ -52,11 +52,9 @@ export function scaleModel(input: {
 }): ScaleModel {
   const n = Math.max(1, input.lifecycles);
   const triggers = new Set<string>(TRIGGER_QUEUES.map((q) => `${input.prefix}-${q}`));
-  let trackedTx = 0;
   let spreadTx = 0;
   const hotspots: Hotspot[] = [];
   for (const [key, t] of input.partitions) {
-    trackedTx += t.calls;
     const [kind, name, ...rest] = key.split(' ');
     const pk = rest.join(' ');
     const isQueue = kind === 'queue';
