@@ -67,7 +67,7 @@ export function scaleModel(input: {
     const limit = isQueue ? AZURE_LIMITS.queueMessagesPerS : AZURE_LIMITS.partitionEntitiesPerS;
     const scope = spread ? 'spread' : input.taskQueueMarks.some((m) => key.includes(m)) ? 'task-queue' : 'deployment';
     hotspots.push({
-      where: isQueue ? `queue ${name}` : `${name} ${pk}`,
+      where: isQueue ? name : `${name} ${pk}`,
       perLifecycle: round(perLifecycle),
       kind: isQueue ? 'queue' : 'partition',
       scope,

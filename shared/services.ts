@@ -93,7 +93,13 @@ export interface ServiceOptions {
 export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
-  const storage = createStorage(config.storageConnection, config.storagePrefix, { more: config.moreStorageConnections, roots: ACCOUNT_ROOTS });
+  const storage = createStorage(config.storageConnection, config.storagePrefix, {
+    more: config.moreStorageConnections,
+    roots: ACCOUNT_ROOTS,
+    // A hint lives until its task's deadline, at most this long after it was put.
+    hintLifetimeMs: config.maxTaskDeadlineDays * 24 * 3600 * 1000,
+    now,
+  });
   await storage.ensureAll();
   const clients = new ClientStore(storage, {
     rootClientId: config.rootClientId,

@@ -93,6 +93,8 @@ export function placements(key: string, generations: number[]): number[] {
   return out;
 }
 
+/** Without a configured deadline limit: Azure's longest message visibility, 7 days. */
+const DEFAULT_HINT_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 /** Remembered placements of keys that have more than one candidate; bounded, oldest forgotten first. */
 const FOUND_CACHE_MAX = 50_000;
 /** Concurrent starts may race to record a new account list; re-read a few times. */
@@ -100,30 +102,46 @@ const RECORD_ATTEMPTS = 5;
 const ACCOUNTS_PK = 'accounts';
 const ACCOUNTS_RK = 'generations';
 
+/** The account lists a deployment has had: how many accounts each generation used, and when it began (ISO). */
+export interface Generations {
+  counts: number[];
+  added: string[];
+}
+
 /**
  * Reads (and extends) the account generations recorded on the first account. Accounts may only be
  * appended; a list that drops or reorders one would lose its data, so start-up stops instead.
  * A deployment that has data but no record began with one account (before this adapter existed).
  */
-export async function recordGenerations(first: Storage, ids: string[]): Promise<number[]> {
+export async function recordGenerations(first: Storage, ids: string[], now: Date = new Date()): Promise<Generations> {
   const table = first.table('Accounts');
+  const write = (g: Generations) => ({
+    partitionKey: ACCOUNTS_PK,
+    rowKey: ACCOUNTS_RK,
+    accounts: JSON.stringify(ids),
+    generations: JSON.stringify(g.counts),
+    added: JSON.stringify(g.added),
+  });
   for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
     const row = await table.get(ACCOUNTS_PK, ACCOUNTS_RK);
     try {
       if (!row) {
         const hasData = (await first.table('Tasks').page({ select: ['PartitionKey'] }, 1)).items.length > 0;
-        const generations = hasData && ids.length > 1 ? [1, ids.length] : [ids.length];
-        await table.insert({ partitionKey: ACCOUNTS_PK, rowKey: ACCOUNTS_RK, accounts: JSON.stringify(ids), generations: JSON.stringify(generations) });
-        return generations;
+        const g: Generations =
+          hasData && ids.length > 1
+            ? { counts: [1, ids.length], added: [new Date(0).toJSON(), now.toJSON()] }
+            : { counts: [ids.length], added: [now.toJSON()] };
+        await table.insert(write(g));
+        return g;
       }
       const stored = JSON.parse(row.accounts as string) as string[];
-      const generations = JSON.parse(row.generations as string) as number[];
+      const g: Generations = { counts: JSON.parse(row.generations as string) as number[], added: JSON.parse(row.added as string) as string[] };
       if (ids.length < stored.length || stored.some((id, i) => id !== ids[i])) {
         throw new Error(`data accounts can only be appended: storage records ${stored.join(' ')}, the settings list ${ids.join(' ')}`);
       }
-      if (ids.length === stored.length) return generations;
-      const next = [...generations, ids.length];
-      await table.update({ partitionKey: ACCOUNTS_PK, rowKey: ACCOUNTS_RK, accounts: JSON.stringify(ids), generations: JSON.stringify(next) }, row.etag);
+      if (ids.length === stored.length) return g;
+      const next = { counts: [...g.counts, ids.length], added: [...g.added, now.toJSON()] };
+      await table.update(write(next), row.etag);
       return next;
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
@@ -139,6 +157,8 @@ export class AccountsStorage implements Storage {
   readonly artifacts: ArtifactContainer;
   /** Account counts of each generation, oldest first; until ensureAll reads the record, all accounts from the start. */
   generations: number[];
+  /** When each generation began. */
+  private added: string[];
   private readonly found = new Map<string, number>();
   private readonly tables = new Map<string, Table>();
   private readonly triggers = new Map<string, Queue>();
@@ -147,14 +167,24 @@ export class AccountsStorage implements Storage {
     /** Single-account adapters, in the order the accounts were added; all count through one meter. */
     readonly accounts: Storage[],
     private readonly roots: AccountRoots,
-    /** Stable identities of the accounts (their queue endpoints), for the record of generations. */
-    private readonly ids: string[] = accounts.map((a, i) => `${a.queueEndpoint}#${i}`),
+    private readonly opts: {
+      /** Stable identities of the accounts (their queue endpoints), for the record of generations. */
+      ids?: string[];
+      /**
+       * How long after an account is added the pending queues of a task queue it took over are
+       * still read at their old account: hints live until their task's deadline, so the longest
+       * deadline allowed is enough.
+       */
+      hintLifetimeMs?: number;
+      now?: () => Date;
+    } = {},
   ) {
     if (accounts.length < 1) throw new Error('at least one storage account is needed');
     this.kind = accounts[0].kind;
     this.prefix = accounts[0].prefix;
     this.queueEndpoint = accounts[0].queueEndpoint;
     this.generations = [accounts.length];
+    this.added = [new Date(0).toJSON()];
     this.artifacts = new RoutedArtifacts(this);
   }
 
@@ -205,19 +235,48 @@ export class AccountsStorage implements Storage {
     return t;
   }
 
+  private now(): Date {
+    return this.opts.now?.() ?? new Date();
+  }
+
+  /**
+   * Accounts a task queue's pending queues live on, newest first: the newest placement, and older
+   * ones while hints put there before an account was added may still be live.
+   */
+  queuePlaces(key: string): number[] {
+    const out = [this.newest(key)];
+    const lifetime = this.opts.hintLifetimeMs ?? DEFAULT_HINT_LIFETIME_MS;
+    for (let g = this.generations.length - 2; g >= 0; g--) {
+      if (this.now().getTime() - new Date(this.added[g + 1]).getTime() > lifetime) break;
+      const p = jumpHash(key, this.generations[g]);
+      if (!out.includes(p)) out.push(p);
+    }
+    return out;
+  }
+
   queueNamed(fullName: string, label: string): Queue {
-    return this.accounts[this.placeNow(queueHome(fullName))].queueNamed(fullName, label);
+    const home = queueHome(fullName);
+    if (home.kind !== 'queue') return this.accounts[0].queueNamed(fullName, label);
+    const places = this.queuePlaces(home.key);
+    if (places.length === 1) return this.accounts[places[0]].queueNamed(fullName, label);
+    // Hints go to the newest placement; claimWork drains the older one too until its hints have expired.
+    return new SpreadQueue(
+      places.map((account) => ({ account, queue: this.accounts[account].queueNamed(fullName, label) })),
+      () => places[0],
+      places[0],
+    );
   }
 
   trigger(name: TriggerQueue): Queue {
     let q = this.triggers.get(name);
     if (!q) {
       q = new SpreadQueue(
-        this.accounts.map((a) => a.trigger(name)),
+        this.accounts.map((a, account) => ({ account, queue: a.trigger(name) })),
         (body) => {
           const taskId = (body as { taskId?: unknown })?.taskId;
           return typeof taskId === 'string' ? this.newest(taskId) : 0;
         },
+        0,
       );
       this.triggers.set(name, q);
     }
@@ -234,7 +293,9 @@ export class AccountsStorage implements Storage {
 
   async ensureAll(): Promise<void> {
     await Promise.all(this.accounts.map((a) => a.ensureAll()));
-    this.generations = await recordGenerations(this.accounts[0], this.ids);
+    const g = await recordGenerations(this.accounts[0], this.opts.ids ?? this.accounts.map((a, i) => `${a.queueEndpoint}#${i}`), this.now());
+    this.generations = g.counts;
+    this.added = g.added;
   }
 }
 
@@ -290,26 +351,36 @@ class RoutedTable implements Table {
   }
 }
 
-/** A message id tagged with its account (`<id>@<n>`; the first account's ids stay as they are, as before this adapter). */
-function tag(messageId: string, account: number): string {
-  return account === 0 ? messageId : `${messageId}@${account}`;
+/** A message id tagged with its account (`<id>@<n>`); ids of the `plain` account stay as Azure gave them. */
+function tag(messageId: string, account: number, plain: number): string {
+  return account === plain ? messageId : `${messageId}@${account}`;
 }
-function untag(messageId: string): [number, string] {
+function untag(messageId: string, plain: number): [number, string] {
   const m = /^(.*)@(\d+)$/.exec(messageId);
-  return m ? [Number(m[2]), m[1]] : [0, messageId];
+  return m ? [Number(m[2]), m[1]] : [plain, messageId];
 }
 
 /**
- * A trigger queue on every account: a message goes to its task's account, the reaper receives from
- * all of them, and the account rides in the message id so delete and release find it.
+ * One queue on several accounts (a trigger queue on every account; a pending queue on its old and
+ * new account): a message goes to the account `pick` names, receiving takes from all of them, and
+ * the account rides in the message id so delete and release find it.
  */
 class SpreadQueue implements Queue {
   readonly name: string;
+  private readonly queues: Queue[];
+  private readonly byAccount = new Map<number, Queue>();
   constructor(
-    private readonly queues: Queue[],
+    private readonly entries: { account: number; queue: Queue }[],
     private readonly pick: (body: unknown) => number,
+    /**
+     * The account whose message ids are not tagged: the first for trigger queues (refs stored before
+     * this adapter), the newest for pending queues (ids workers read from poll URLs, e.g. `xmlMessage`).
+     */
+    private readonly plain: number,
   ) {
-    this.name = queues[0].name;
+    this.name = entries[0].queue.name;
+    this.queues = entries.map((e) => e.queue);
+    for (const e of entries) this.byAccount.set(e.account, e.queue);
   }
   async create(): Promise<void> {
     await Promise.all(this.queues.map((q) => q.create()));
@@ -318,21 +389,21 @@ class SpreadQueue implements Queue {
     await Promise.all(this.queues.map((q) => q.deleteQueue()));
   }
   async put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }> {
-    const i = this.pick(body);
-    const r = await this.queues[i].put(body, opts);
-    return { messageId: tag(r.messageId, i), popReceipt: r.popReceipt };
+    const account = this.pick(body);
+    const r = await this.byAccount.get(account)!.put(body, opts);
+    return { messageId: tag(r.messageId, account, this.plain), popReceipt: r.popReceipt };
   }
   async receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
     const got = await Promise.all(this.queues.map((q) => q.receive(count, visibilityS)));
-    return got.flatMap((msgs, i) => msgs.map((m) => ({ ...m, messageId: tag(m.messageId, i) })));
+    return got.flatMap((msgs, i) => msgs.map((m) => ({ ...m, messageId: tag(m.messageId, this.entries[i].account, this.plain) })));
   }
   async delete(messageId: string, popReceipt: string): Promise<void> {
-    const [i, id] = untag(messageId);
-    await this.queues[i]?.delete(id, popReceipt);
+    const [account, id] = untag(messageId, this.plain);
+    await this.byAccount.get(account)?.delete(id, popReceipt);
   }
   async release(messageId: string, popReceipt: string, visibilityS?: number): Promise<void> {
-    const [i, id] = untag(messageId);
-    await this.queues[i]?.release(id, popReceipt, visibilityS);
+    const [account, id] = untag(messageId, this.plain);
+    await this.byAccount.get(account)?.release(id, popReceipt, visibilityS);
   }
   async approximateCount(): Promise<number> {
     return (await Promise.all(this.queues.map((q) => q.approximateCount()))).reduce((a, b) => a + b, 0);

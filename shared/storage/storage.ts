@@ -28,11 +28,15 @@ function single(connectionString: string, prefix: string, opts: { meter?: Storag
  * With `more` accounts (appended over the deployment's life), one adapter routes over all of them;
  * `roots` names the rows that locate a task or group stored before an account was added.
  */
-export function createStorage(connectionString: string, prefix: string, opts: { more?: string[]; roots?: AccountRoots } = {}): Storage {
+export function createStorage(
+  connectionString: string,
+  prefix: string,
+  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date } = {},
+): Storage {
   const more = opts.more ?? [];
   if (more.length === 0) return single(connectionString, prefix);
   if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
   const meter = new StorageMeter();
   const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account }));
-  return new AccountsStorage(accounts, opts.roots);
+  return new AccountsStorage(accounts, opts.roots, { hintLifetimeMs: opts.hintLifetimeMs, now: opts.now });
 }

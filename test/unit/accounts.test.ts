@@ -53,29 +53,27 @@ describe('recorded generations', () => {
   test('a fresh deployment starts with every account; appending adds a generation; dropping or reordering stops start-up', async () => {
     const [a] = mem();
     await a.ensureAll();
-    expect(await recordGenerations(a, ['A', 'B'])).toEqual([2]);
-    expect(await recordGenerations(a, ['A', 'B'])).toEqual([2]);
-    expect(await recordGenerations(a, ['A', 'B', 'C'])).toEqual([2, 3]);
+    const t0 = new Date('2026-01-01T00:00:00Z');
+    const t1 = new Date('2026-02-01T00:00:00Z');
+    expect(await recordGenerations(a, ['A', 'B'], t0)).toEqual({ counts: [2], added: [t0.toJSON()] });
+    expect(await recordGenerations(a, ['A', 'B'], t1)).toEqual({ counts: [2], added: [t0.toJSON()] });
+    expect(await recordGenerations(a, ['A', 'B', 'C'], t1)).toEqual({ counts: [2, 3], added: [t0.toJSON(), t1.toJSON()] });
     await expect(recordGenerations(a, ['A', 'C', 'B'])).rejects.toThrow(/only be appended/);
     await expect(recordGenerations(a, ['A', 'B'])).rejects.toThrow(/only be appended/);
-    expect(await recordGenerations(a, ['A', 'B', 'C'])).toEqual([2, 3]);
+    expect((await recordGenerations(a, ['A', 'B', 'C'])).counts).toEqual([2, 3]);
   });
 
   test('a deployment with data and no record began with one account', async () => {
     const [a] = mem();
     await a.ensureAll();
     await a.table('Tasks').insert({ partitionKey: 'x', rowKey: 'task~x' });
-    expect(await recordGenerations(a, ['A', 'B'])).toEqual([1, 2]);
+    expect((await recordGenerations(a, ['A', 'B'])).counts).toEqual([1, 2]);
   });
 });
 
 describe('routing', () => {
   async function deployment(accounts: MemoryStorage[]): Promise<AccountsStorage> {
-    const s = new AccountsStorage(
-      accounts,
-      roots,
-      accounts.map((_, i) => `acc${i}`),
-    );
+    const s = new AccountsStorage(accounts, roots, { ids: accounts.map((_, i) => `acc${i}`) });
     await s.ensureAll();
     return s;
   }
@@ -141,6 +139,37 @@ describe('routing', () => {
     expect(got.map((m) => decodeMessage<{ taskId: string }>(m)!.taskId).sort()).toEqual([t0, t1].sort());
     for (const m of got) await s.trigger('claim').delete(m.messageId, m.popReceipt);
     expect(await s.trigger('claim').approximateCount()).toBe(0);
+  });
+
+  test('after an account is added, a task queue it took over is still drained at its old account until old hints expire', async () => {
+    const [a, b] = [new MemoryStorage('acc'), new MemoryStorage('acc')];
+    await a.ensureAll();
+    await a.table('Tasks').insert({ partitionKey: 'x', rowKey: 'task~x' }); // an existing one-account deployment
+    const base = Array.from(
+      { length: 500 },
+      (_, i) =>
+        `acc-${String(i)
+          .padStart(26, 'a')
+          .replace(/\d/g, (d) => 'bcdefghijk'[Number(d)])}`,
+    ).find((k) => jumpHash(k, 2) === 1)!;
+    const name = `${base}-1`;
+    await a.queueNamed(name, 'pending').create();
+    await a.queueNamed(name, 'pending').put({ taskId: 'old' });
+    let now = new Date();
+    const s = new AccountsStorage([a, b], roots, { ids: ['acc0', 'acc1'], hintLifetimeMs: 3600_000, now: () => now });
+    await s.ensureAll();
+    const q = s.queueNamed(name, 'pending');
+    await q.create();
+    await q.put({ taskId: 'new' });
+    expect(await b.queueNamed(name, 'pending').approximateCount()).toBe(1);
+    const got = await q.receive(32, 30);
+    expect(got.map((m) => decodeMessage<{ taskId: string }>(m)!.taskId).sort()).toEqual(['new', 'old']);
+    for (const m of got) await q.delete(m.messageId, m.popReceipt);
+    expect(await a.queueNamed(name, 'pending').approximateCount()).toBe(0);
+    expect(await b.queueNamed(name, 'pending').approximateCount()).toBe(0);
+    // Once every hint put before the change has expired, only the new account is read.
+    now = new Date(Date.now() + 2 * 3600_000);
+    expect(s.queueNamed(name, 'pending')).toBe(b.queueNamed(name, 'pending'));
   });
 
   test('pending queues of one task queue sit on one account, with their endpoint and SAS from it', async () => {

@@ -17,8 +17,8 @@ test('per-task partitions are ignored; trigger queues and task data spread over 
   expect(m.globalTxPerLifecycle).toBe(2);
   expect(m.hotspots.map((h) => [h.where, h.scope, h.limitOne, h.limitMany])).toEqual([
     ['Indexes q~bench!2fcost', 'task-queue', 400, 400],
-    [`queue p-${'a'.repeat(26)}-1`, 'task-queue', 666, 666],
-    ['queue p-claim', 'spread', 1000, 4000],
+    [`p-${'a'.repeat(26)}-1`, 'task-queue', 666, 666],
+    ['p-claim', 'spread', 1000, 4000],
     ['Expiry 2026-11-23', 'deployment', 2000, 2000],
   ]);
   // One account: the claim trigger queue first (2 messages per lifecycle); four: the shared Expiry partition.
