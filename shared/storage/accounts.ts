@@ -360,6 +360,12 @@ function untag(messageId: string, plain: number): [number, string] {
   return m ? [Number(m[2]), m[1]] : [plain, messageId];
 }
 
+/** A task queue's pending queue exists on a new account only once a hint was put there since it took over. */
+function emptyIfMissing(err: unknown): never[] {
+  if ((err as { statusCode?: number })?.statusCode === 404) return [];
+  throw err;
+}
+
 /**
  * One queue on several accounts (a trigger queue on every account; a pending queue on its old and
  * new account): a message goes to the account `pick` names, receiving takes from all of them, and
@@ -394,7 +400,7 @@ class SpreadQueue implements Queue {
     return { messageId: tag(r.messageId, account, this.plain), popReceipt: r.popReceipt };
   }
   async receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
-    const got = await Promise.all(this.queues.map((q) => q.receive(count, visibilityS)));
+    const got = await Promise.all(this.queues.map((q) => q.receive(count, visibilityS).catch(emptyIfMissing)));
     return got.flatMap((msgs, i) => msgs.map((m) => ({ ...m, messageId: tag(m.messageId, this.entries[i].account, this.plain) })));
   }
   async delete(messageId: string, popReceipt: string): Promise<void> {
@@ -409,7 +415,7 @@ class SpreadQueue implements Queue {
     return (await Promise.all(this.queues.map((q) => q.approximateCount()))).reduce((a, b) => a + b, 0);
   }
   async peek(count: number): Promise<{ messageText: string }[]> {
-    return (await Promise.all(this.queues.map((q) => q.peek(count)))).flat().slice(0, count);
+    return (await Promise.all(this.queues.map((q) => q.peek(count).catch(emptyIfMissing)))).flat().slice(0, count);
   }
 }
 

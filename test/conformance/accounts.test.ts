@@ -151,8 +151,11 @@ test('an account added later moves nothing: tasks stored before are found, new o
   };
   // Stored with one account, under keys that two accounts would place on the second.
   const old = taskIdOn(1);
-  // (Pending hints of a task queue that two accounts place elsewhere would wait for the reaper's hint repair.)
   const tq = queueOn(0, one);
+  // Pending in a task queue whose pending queues two accounts place on the new one.
+  const movedTq = queueOn(1, one);
+  const waiting = taskIdOn(0);
+  await one.queue().createTask(waiting, taskDef(movedTq));
   await one.queue().createTask(old, taskDef(tq));
   await uploadAndComplete(old, await claimOne(one, tq, old), 'from before', one);
   const dependency = taskIdOn(1);
@@ -176,6 +179,15 @@ test('an account added later moves nothing: tasks stored before are found, new o
     await two.queue().rerunTask(old);
     expect((await status(two, old)).runs).toHaveLength(2);
     expect(await rowsOf(old, two)).toEqual([0]);
+
+    // Its hint, put on the first account, is still claimed; new hints of that task queue go to the second.
+    const w = await claimOne(two, movedTq, waiting);
+    await two.queue(w.credentials).reportCompleted(waiting, w.runId);
+    const next = taskIdOn(0);
+    await two.queue().createTask(next, taskDef(movedTq));
+    const queueName = two.services.pending.queueName(movedTq, 'lowest');
+    expect(await routed(two).accounts[1].queueNamed(queueName, 'pending').approximateCount()).toBe(1);
+    expect((await claimOne(two, movedTq, next)).status.taskId).toBe(next);
 
     const fresh = taskIdOn(1);
     await two.queue().createTask(fresh, taskDef(queueOn(0, two)));
