@@ -10,6 +10,11 @@ import { rawCeiling, RAW_SEQUENCE } from './raw';
 import { addDeltas, perUnit, round } from './stats';
 import { mb, table, verdict, Row } from './report';
 import { accumulation } from './preload';
+import { scaleModel, scaleRows } from './scale';
+import { encodeKey } from '../shared/storage/keys';
+
+/** The scale model's "several accounts" case (BENCH_MODEL_ACCOUNTS overrides). */
+const MODEL_ACCOUNTS = Number(process.env.BENCH_MODEL_ACCOUNTS) || 4;
 
 /** Targets the figures are compared against (reported, never enforced). */
 const TARGETS = {
@@ -95,11 +100,20 @@ async function main(): Promise<void> {
       QUEUE_CLAIM_WORK_POLL_S: '5',
     });
     instances.push(D);
+    D.services.storage.meter.trackPartitions();
     const cost = await lifecycleCost(D, 'bench/cost', { count: SIZES.costLifecycles, concurrency: SIZES.concurrency, deadlineInMs: SIZES.costDeadlineMs });
     const n = Math.max(1, cost.lifecycles);
     const fgPer = perUnit(cost.foreground, n);
     const bgPer = perUnit(cost.background, n);
     const totalPer = perUnit(addDeltas(cost.foreground, cost.background), n);
+    const scale = scaleModel({
+      lifecycles: cost.lifecycles,
+      totalTx: addDeltas(cost.foreground, cost.background).total,
+      partitions: D.services.storage.meter.partitions ?? new Map(),
+      taskQueueMarks: [encodeKey('bench/cost'), D.services.pending.queueName('bench/cost', 'lowest').replace(/-\d$/, '')],
+      prefix: D.services.storage.prefix,
+      accounts: MODEL_ACCOUNTS,
+    });
 
     phase(`(e) idle polling: ${SIZES.idleWorkers.join(' then ')} workers in claimWork`);
     const E = await startInstance('E', newDeployment(conn, 'e'), { QUEUE_CLAIM_WORK_POLL_S: '4' });
@@ -239,6 +253,9 @@ async function main(): Promise<void> {
         Object.entries(idleN.byOp).map(([op, v]) => ({ metric: op, value: String(v) })),
       ),
     );
+    const scaleTables = scaleRows(scale, loop.perSecond);
+    console.log(table(`(i) scale model from (d): lifecycles/s (1 / ${MODEL_ACCOUNTS} accounts) at which Azure's limits are reached`, scaleTables.model));
+    console.log(table(`(i) shared partitions and queues from (d), per lifecycle and at (b)'s ${loop.perSecond} lifecycles/s`, scaleTables.rates));
     console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
     const firstErrors = [pickup, crossPickup, loop, backlog, cost, idle, events, acc.fresh, acc.loaded].flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
@@ -257,6 +274,7 @@ async function main(): Promise<void> {
       backlog: { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
       perLifecycle: { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
       idle: { results: idle.results, ratio: round(idleRatio, 3) },
+      scale,
       events: { ...events, perLifecycle: evPer, deliveryTxPerLifecycle: round(evExtra) },
       accumulation: { ...acc, fresh: { ...acc.fresh, storage: undefined }, loaded: { ...acc.loaded, storage: undefined } },
       rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },

@@ -86,6 +86,11 @@ param corsAllowedOrigins array = []
 ])
 param dataStorageSku string = 'Standard_LRS'
 
+@description('Number of queue data storage accounts. Tasks spread over them by taskId, task queues by id; one account carries about 20,000 transactions/s (README "Performance"). Only raise it: accounts are appended (QUEUE_STORAGE_MORE_CONNECTIONS) and data never moves; lowering it loses the data of the dropped accounts, so the app refuses to start.')
+@minValue(1)
+@maxValue(16)
+param dataAccountCount int = 1
+
 @description('Days Log Analytics keeps logs.')
 @minValue(30)
 @maxValue(730)
@@ -179,6 +184,8 @@ var names = {
   appInsights: 'appi-${appName}'
   hostStorage: 'st${compactPrefix}h${token}'
   dataStorage: 'st${compactPrefix}d${token}'
+  // Further data accounts: st<6 of the prefix>d<nn><token>, at most 24 characters.
+  moreDataStorage: 'st${take(compactPrefix, 6)}d'
   keyVault: 'kv-${take(compactPrefix, 6)}-${token}'
   eventGridTopic: 'evgt-${appName}'
   deploymentContainer: 'app-package'
@@ -220,16 +227,19 @@ module hostStorage 'modules/host-storage.bicep' = {
   }
 }
 
-module dataStorage 'modules/data-storage.bicep' = {
-  name: 'data-storage'
-  params: {
-    name: names.dataStorage
-    location: location
-    tags: tags
-    skuName: dataStorageSku
-    corsAllowedOrigins: corsAllowedOrigins
+// Account 0 keeps its original name and deployment name; accounts 1.. are the appended ones.
+module dataStorage 'modules/data-storage.bicep' = [
+  for i in range(0, dataAccountCount): {
+    name: i == 0 ? 'data-storage' : 'data-storage-${i}'
+    params: {
+      name: i == 0 ? names.dataStorage : '${names.moreDataStorage}${padLeft(string(i), 2, '0')}${token}'
+      location: location
+      tags: tags
+      skuName: dataStorageSku
+      corsAllowedOrigins: corsAllowedOrigins
+    }
   }
-}
+]
 
 module keyVault 'modules/keyvault.bicep' = {
   name: 'keyvault'
@@ -237,7 +247,8 @@ module keyVault 'modules/keyvault.bicep' = {
     name: names.keyVault
     location: location
     tags: tags
-    dataStorageAccountName: dataStorage.outputs.name
+    dataStorageAccountName: dataStorage[0].outputs.name
+    moreDataStorageAccountNames: [for i in range(1, dataAccountCount - 1): dataStorage[i].outputs.name]
     appPrincipalId: identity.outputs.principalId
     adminPrincipalId: adminPrincipalId
     adminPrincipalType: adminPrincipalType
@@ -278,9 +289,10 @@ module functionApp 'modules/functionapp.bicep' = {
     alwaysReadyInstances: alwaysReadyInstances
     corsAllowedOrigins: corsAllowedOrigins
     storageConnectionSecretUri: keyVault.outputs.storageConnectionSecretUri
+    moreStorageConnectionsSecretUri: keyVault.outputs.moreStorageConnectionsSecretUri
     rootAccessTokenSecretUri: keyVault.outputs.rootAccessTokenSecretUri
     tokenEncryptionKeySecretUri: keyVault.outputs.tokenEncryptionKeySecretUri
-    publicQueueEndpoint: dataStorage.outputs.queueEndpoint
+    publicQueueEndpoint: dataStorage[0].outputs.queueEndpoint
     publicUrl: publicUrl
     storagePrefix: storagePrefix
     rootClientId: rootClientId
@@ -320,8 +332,11 @@ output rootCredentialsCommand string = 'az keyvault secret show --vault-name ${k
 @description('How to publish the package built by `npm run package`.')
 output publishCommand string = 'az functionapp deployment source config-zip --resource-group ${resourceGroup().name} --name ${functionApp.outputs.name} --src .package/app.zip'
 
-@description('Queue data storage account (tables, queues, artifact blobs).')
-output dataStorageAccountName string = dataStorage.outputs.name
+@description('Queue data storage account (tables, queues, artifact blobs); the first one when there are several.')
+output dataStorageAccountName string = dataStorage[0].outputs.name
+
+@description('Every queue data storage account, in the order the app places data on them.')
+output dataStorageAccountNames array = [for i in range(0, dataAccountCount): dataStorage[i].outputs.name]
 
 @description('Event Grid topic receiving queue events (empty unless deployEventGridTopic).')
 output eventGridTopicEndpoint string = deployEventGridTopic ? eventGrid!.outputs.endpoint : ''

@@ -8,8 +8,10 @@ export const DEVSTORE_ACCOUNT = 'devstoreaccount1';
 export const DEVSTORE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
 export interface Config {
-  /** Storage connection string (tables, queues, blobs). */
+  /** Storage connection string (tables, queues, blobs) of the first data account. */
   storageConnection: string;
+  /** Connection strings of further data accounts, in the order they were added (shared/storage/accounts.ts). */
+  moreStorageConnections: string[];
   /** Prefix for every table, queue and container name, so deployments and tests can share an account. */
   storagePrefix: string;
   /** Root URL clients use; Hawk signatures cover its host and port. */
@@ -89,6 +91,7 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 /** Every setting the code reads, for the deployment cross-check. */
 export const SETTING_NAMES = [
   'QUEUE_STORAGE_CONNECTION',
+  'QUEUE_STORAGE_MORE_CONNECTIONS',
   'QUEUE_STORAGE_PREFIX',
   'QUEUE_PUBLIC_URL',
   'QUEUE_ROOT_CLIENT_ID',
@@ -122,6 +125,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   new URL(publicUrl); // throws on a malformed URL
   return {
     storageConnection: required(env, 'QUEUE_STORAGE_CONNECTION'),
+    // Whitespace-separated: connection strings hold ';' and '=', never whitespace.
+    moreStorageConnections: (env.QUEUE_STORAGE_MORE_CONNECTIONS ?? '').split(/\s+/).filter((c) => c !== ''),
     storagePrefix: (env.QUEUE_STORAGE_PREFIX || 'tcq').toLowerCase(),
     publicUrl,
     rootClientId: env.QUEUE_ROOT_CLIENT_ID || 'static/root',

@@ -8,7 +8,9 @@ import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';
 import { PendingQueues } from './tasks/pending';
 import { Triggers } from './tasks/triggers';
-import { TaskGroups } from './tasks/groups';
+import { TaskGroups, groupRowKey } from './tasks/groups';
+import { taskRowKey } from './tasks/model';
+import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
@@ -20,6 +22,12 @@ import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
 import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
+
+/** The rows that exist whenever a task or group does: how several accounts find one stored before an account was added. */
+const ACCOUNT_ROOTS: AccountRoots = {
+  task: (taskId) => ({ table: 'Tasks', pk: taskId, rk: taskRowKey(taskId) }),
+  group: (taskGroupId) => ({ table: 'TaskGroups', pk: taskGroupId, rk: groupRowKey(taskGroupId) }),
+};
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -86,9 +94,16 @@ export interface ServiceOptions {
 export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
   const now = opts.now ?? (() => new Date());
   const log = opts.log ?? jsonLogger();
-  const storage = createStorage(config.storageConnection, config.storagePrefix);
+  const storage = createStorage(config.storageConnection, config.storagePrefix, {
+    more: config.moreStorageConnections,
+    roots: ACCOUNT_ROOTS,
+    // A hint lives until its task's deadline, at most this long after it was put.
+    hintLifetimeMs: config.maxTaskDeadlineDays * 24 * 3600 * 1000,
+    now,
+  });
+  await storage.ensureAll();
   // The system subscription's queue (index and hooks consumers) lives as long as the deployment.
-  await Promise.all([storage.ensureAll(), createSubscriptionQueue(storage, SYSTEM_SUBSCRIPTION_ID)]);
+  await createSubscriptionQueue(storage, SYSTEM_SUBSCRIPTION_ID);
   const clients = new ClientStore(storage, {
     rootClientId: config.rootClientId,
     rootAccessToken: config.rootAccessToken,

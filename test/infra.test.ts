@@ -442,3 +442,29 @@ describe('infra: security baseline', () => {
     expect(components[0].body).toMatch(/\bWorkspaceResourceId\s*:/);
   });
 });
+
+describe('infra: several data accounts', () => {
+  const main = code.get(MAIN)!;
+  const kv = code.get(path.join(INFRA, 'modules', 'keyvault.bicep'))!;
+  const app = code.get(path.join(INFRA, 'modules', 'functionapp.bicep'))!;
+
+  test('dataAccountCount (at least 1, default 1) deploys that many data accounts, the first under its original name', () => {
+    expect(main).toMatch(/@minValue\(1\)\s*@maxValue\(\d+\)\s*param dataAccountCount int = 1/);
+    expect(main).toMatch(/module dataStorage 'modules\/data-storage\.bicep' = \[\s*for i in range\(0, dataAccountCount\)/);
+    expect(main).toMatch(/name: i == 0 \? names\.dataStorage :/);
+    // Names stay within Azure's 24 characters: st + 6 + d + 2 digits + 13 (uniqueString).
+    expect(main).toMatch(/moreDataStorage: 'st\$\{take\(compactPrefix, 6\)\}d'/);
+    expect(main).toMatch(/moreDataStorageAccountNames: \[for i in range\(1, dataAccountCount - 1\): dataStorage\[i\]\.outputs\.name\]/);
+  });
+
+  test('the further accounts reach the app as one Key Vault secret, in account order, readable by the app identity only', () => {
+    expect(kv).toMatch(
+      /for \(n, i\) in moreDataStorageAccountNames: 'DefaultEndpointsProtocol=https;AccountName=\$\{n\};AccountKey=\$\{moreDataStorage\[i\]\.listKeys\(\)/,
+    );
+    expect(kv).toMatch(/value: join\(moreConnections, ' '\)/);
+    expect(kv).toMatch(/scope: moreStorageConnectionsSecret/);
+    expect(app).toMatch(
+      /QUEUE_STORAGE_MORE_CONNECTIONS: empty\(moreStorageConnectionsSecretUri\) \? '' : '@Microsoft\.KeyVault\(SecretUri=\$\{moreStorageConnectionsSecretUri\}\)'/,
+    );
+  });
+});

@@ -78,6 +78,9 @@ param corsAllowedOrigins array
 @description('Key Vault secret URI of the data account connection string.')
 param storageConnectionSecretUri string
 
+@description('Key Vault secret URI of the further data accounts\' connection strings; empty: one data account.')
+param moreStorageConnectionsSecretUri string = ''
+
 @description('Key Vault secret URI of the root access token.')
 param rootAccessTokenSecretUri string
 
@@ -211,6 +214,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
 
     // The queue service's own settings (shared/config.ts).
     QUEUE_STORAGE_CONNECTION: '@Microsoft.KeyVault(SecretUri=${storageConnectionSecretUri})'
+    QUEUE_STORAGE_MORE_CONNECTIONS: empty(moreStorageConnectionsSecretUri) ? '' : '@Microsoft.KeyVault(SecretUri=${moreStorageConnectionsSecretUri})'
     QUEUE_STORAGE_PREFIX: storagePrefix
     QUEUE_PUBLIC_URL: effectivePublicUrl
     QUEUE_ROOT_CLIENT_ID: rootClientId

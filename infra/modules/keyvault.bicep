@@ -1,6 +1,8 @@
 // Key Vault (RBAC mode) holding the app's three secrets:
 //   queue-storage-connection   account-key connection string of the data account (built here with
 //                              listKeys, so the key never leaves ARM as an output or parameter)
+//   queue-storage-more-connections  the further data accounts' connection strings, space-separated,
+//                              in account order (only when there are several accounts)
 //   queue-root-access-token    the static root client's access token
 //   queue-token-encryption-key 32 random bytes, base64: encrypts client access tokens at rest
 // The app identity gets Key Vault Secrets User on each of those three secrets only (secret scope),
@@ -29,6 +31,9 @@ param tags object = {}
 
 @description('Name of the queue data storage account, whose key goes into the connection-string secret.')
 param dataStorageAccountName string
+
+@description('Names of the further data accounts, in the order the app places data on them (empty: one account).')
+param moreDataStorageAccountNames array = []
 
 @description('Principal (object) id of the function app identity; it may read the three secrets.')
 param appPrincipalId string
@@ -98,6 +103,26 @@ resource storageConnectionSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' 
   }
 }
 
+resource moreDataStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = [
+  for n in moreDataStorageAccountNames: {
+    name: n
+  }
+]
+
+var moreConnections = [
+  for (n, i) in moreDataStorageAccountNames: 'DefaultEndpointsProtocol=https;AccountName=${n};AccountKey=${moreDataStorage[i].listKeys().keys[0].value};EndpointSuffix=${environment().suffixes.storage}'
+]
+
+// Connection strings hold no whitespace, so one space separates them (shared/config.ts splits on it).
+resource moreStorageConnectionsSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!empty(moreDataStorageAccountNames)) {
+  parent: vault
+  name: 'queue-storage-more-connections'
+  properties: {
+    contentType: 'Azure Storage connection strings (account key), space-separated'
+    value: join(moreConnections, ' ')
+  }
+}
+
 resource rootAccessTokenSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
   parent: vault
   name: 'queue-root-access-token'
@@ -119,6 +144,16 @@ resource tokenEncryptionKeySecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01'
 resource readStorageConnection 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(storageConnectionSecret.id, appPrincipalId, builtInRoleIds.keyVaultSecretsUser)
   scope: storageConnectionSecret
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', builtInRoleIds.keyVaultSecretsUser)
+    principalId: appPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource readMoreStorageConnections 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(moreDataStorageAccountNames)) {
+  name: guid(vault.id, 'queue-storage-more-connections', appPrincipalId, builtInRoleIds.keyVaultSecretsUser)
+  scope: moreStorageConnectionsSecret
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', builtInRoleIds.keyVaultSecretsUser)
     principalId: appPrincipalId
@@ -158,6 +193,7 @@ resource adminSecretsOfficer 'Microsoft.Authorization/roleAssignments@2022-04-01
 
 output name string = vault.name
 output storageConnectionSecretUri string = storageConnectionSecret.properties.secretUri
+output moreStorageConnectionsSecretUri string = empty(moreDataStorageAccountNames) ? '' : moreStorageConnectionsSecret!.properties.secretUri
 output rootAccessTokenSecretUri string = rootAccessTokenSecret.properties.secretUri
 output tokenEncryptionKeySecretUri string = tokenEncryptionKeySecret.properties.secretUri
 output rootAccessTokenSecretName string = rootAccessTokenSecret.name

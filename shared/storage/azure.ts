@@ -16,7 +16,7 @@ import {
   generateBlobSASQueryParameters,
 } from '@azure/storage-blob';
 import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob';
-import { StorageMeter } from './counter';
+import { Meter, StorageMeter } from './counter';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -131,11 +131,13 @@ class AzureTable implements Table {
   constructor(
     readonly name: string,
     private readonly client: TableClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
   ) {}
 
-  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
+  /** `pk` and `entities` feed the meter's per-partition tally (when tracked: the bench's scale model). */
+  private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal, pk?: string, entities = 1): Promise<T> {
     const name = `${this.name}.${op}`;
+    if (pk !== undefined) this.meter.touch?.(`table ${this.name} ${pk}`, entities);
     return this.meter.run(name, () => withDeadline(name, fn, outer));
   }
 
@@ -162,18 +164,24 @@ class AzureTable implements Table {
         }
       },
       opts.abortSignal,
+      pk,
     );
   }
 
   async insert(entity: Entity): Promise<string> {
-    return this.call('insert', async (abortSignal) => {
-      try {
-        return (await this.client.createEntity(entity, { abortSignal })).etag!;
-      } catch (err) {
-        if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);
-        throw err;
-      }
-    });
+    return this.call(
+      'insert',
+      async (abortSignal) => {
+        try {
+          return (await this.client.createEntity(entity, { abortSignal })).etag!;
+        } catch (err) {
+          if (statusOf(err) === 409) throw new StorageConflict('exists', `${this.name}: entity exists`);
+          throw err;
+        }
+      },
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   update(entity: Entity, etag: string): Promise<string> {
@@ -185,60 +193,86 @@ class AzureTable implements Table {
   }
 
   private async guardedUpdate(op: string, mode: 'Replace' | 'Merge', entity: Entity, etag: string): Promise<string> {
-    return this.call(op, async (abortSignal) => {
-      try {
-        return (await this.client.updateEntity(entity, mode, { etag, abortSignal })).etag!;
-      } catch (err) {
-        const s = statusOf(err);
-        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
-        if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
-        throw err;
-      }
-    });
+    return this.call(
+      op,
+      async (abortSignal) => {
+        try {
+          return (await this.client.updateEntity(entity, mode, { etag, abortSignal })).etag!;
+        } catch (err) {
+          const s = statusOf(err);
+          if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+          if (s === 404) throw new StorageConflict('missing', `${this.name}: entity gone`);
+          throw err;
+        }
+      },
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   async upsert(entity: Entity): Promise<string> {
-    return this.call('upsert', async (abortSignal) => (await this.client.upsertEntity(entity, 'Replace', { abortSignal })).etag!);
+    return this.call(
+      'upsert',
+      async (abortSignal) => (await this.client.upsertEntity(entity, 'Replace', { abortSignal })).etag!,
+      undefined,
+      entity.partitionKey,
+    );
   }
 
   async delete(pk: string, rk: string, etag = '*'): Promise<boolean> {
-    return this.call('delete', async (abortSignal) => {
-      try {
-        await this.client.deleteEntity(pk, rk, { etag, abortSignal });
-        return true;
-      } catch (err) {
-        const s = statusOf(err);
-        if (s === 404) return false;
-        if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
-        throw err;
-      }
-    });
+    return this.call(
+      'delete',
+      async (abortSignal) => {
+        try {
+          await this.client.deleteEntity(pk, rk, { etag, abortSignal });
+          return true;
+        } catch (err) {
+          const s = statusOf(err);
+          if (s === 404) return false;
+          if (s === 412) throw new StorageConflict('etag', `${this.name}: entity changed`);
+          throw err;
+        }
+      },
+      undefined,
+      pk,
+    );
   }
 
   async transact(actions: TableAction[]): Promise<(string | undefined)[]> {
     const sdk = actions.map(sdkAction);
-    return this.call('transaction', async (abortSignal) => {
-      try {
-        const r = await this.client.submitTransaction(sdk, { abortSignal });
-        return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
-      } catch (err) {
-        throw conflictOf(err, this.name);
-      }
-    });
+    return this.call(
+      'transaction',
+      async (abortSignal) => {
+        try {
+          const r = await this.client.submitTransaction(sdk, { abortSignal });
+          return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
+        } catch (err) {
+          throw conflictOf(err, this.name);
+        }
+      },
+      undefined,
+      actions[0] ? (actions[0].op === 'delete' ? actions[0].partitionKey : actions[0].entity.partitionKey) : undefined,
+      actions.length,
+    );
   }
 
   async page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>> {
     const filter = odataFilter(query);
     checkContinuation(continuation);
-    return this.call('query', async (abortSignal) => {
-      const iter = this.client
-        .listEntities<T>({ queryOptions: { filter: filter || undefined, select: query.select }, abortSignal })
-        .byPage({ maxPageSize: Math.min(limit, MAX_TABLE_PAGE), continuationToken: continuation });
-      const next = await iter.next();
-      if (next.done || !next.value) return { items: [] };
-      const page = next.value as unknown as (T & { etag: string })[] & { continuationToken?: string };
-      return { items: Array.from(page), continuation: page.continuationToken };
-    });
+    return this.call(
+      'query',
+      async (abortSignal) => {
+        const iter = this.client
+          .listEntities<T>({ queryOptions: { filter: filter || undefined, select: query.select }, abortSignal })
+          .byPage({ maxPageSize: Math.min(limit, MAX_TABLE_PAGE), continuationToken: continuation });
+        const next = await iter.next();
+        if (next.done || !next.value) return { items: [] };
+        const page = next.value as unknown as (T & { etag: string })[] & { continuationToken?: string };
+        return { items: Array.from(page), continuation: page.continuationToken };
+      },
+      undefined,
+      typeof query.partitionKey === 'string' ? query.partitionKey : '(range)',
+    );
   }
 }
 
@@ -248,12 +282,13 @@ class AzureQueue implements Queue {
   constructor(
     readonly name: string,
     private readonly client: QueueClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
     private readonly label: string,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const name = `${this.label}.${op}`;
+    this.meter.touch?.(`queue ${this.name}`, 1);
     return this.meter.run(name, () => withDeadline(name, fn));
   }
 
@@ -368,7 +403,7 @@ function sharedKeyOf<K>(client: { credential: unknown }, what: string): K {
 class AzureArtifacts implements ArtifactContainer {
   constructor(
     private readonly container: ContainerClient,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -479,7 +514,9 @@ class AzureArtifacts implements ArtifactContainer {
 
 export class AzureStorage implements Storage {
   readonly kind = 'azure' as const;
-  readonly meter = new StorageMeter();
+  readonly meter: StorageMeter;
+  /** The meter this account's calls go through (tallied under its account index). */
+  private readonly counted: Meter;
   readonly queueEndpoint: string;
   readonly artifacts: AzureArtifacts;
   private readonly tables = new Map<string, AzureTable>();
@@ -489,20 +526,23 @@ export class AzureStorage implements Storage {
   constructor(
     private readonly connectionString: string,
     readonly prefix: string,
+    opts: { meter?: StorageMeter; account?: number } = {},
   ) {
     checkPrefix(prefix);
+    this.meter = opts.meter ?? new StorageMeter();
+    this.counted = this.meter.forAccount(opts.account ?? 0);
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
     this.queueService = QueueServiceClient.fromConnectionString(connectionString);
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     const blobService = BlobServiceClient.fromConnectionString(connectionString);
-    this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.meter);
+    this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 
   table(name: TableName): Table {
     let t = this.tables.get(name);
     if (!t) {
       const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
-      t = new AzureTable(name, client, this.meter);
+      t = new AzureTable(name, client, this.counted);
       this.tables.set(name, t);
     }
     return t;
@@ -511,7 +551,7 @@ export class AzureStorage implements Storage {
   queueNamed(fullName: string, label: string): Queue {
     let q = this.queues.get(fullName);
     if (!q) {
-      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.meter, label);
+      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label);
       this.queues.set(fullName, q);
     }
     return q;
@@ -519,6 +559,10 @@ export class AzureStorage implements Storage {
 
   trigger(name: TriggerQueue): Queue {
     return this.queueNamed(`${this.prefix}-${name}`, name);
+  }
+
+  queueEndpointOf(): string {
+    return this.queueEndpoint;
   }
 
   pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string {

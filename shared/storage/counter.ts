@@ -17,9 +17,20 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /** Per-invocation tally, so each function's log line reports its own storage calls. */
 export const invocationTally = new AsyncLocalStorage<{ calls: number }>();
 
-export class StorageMeter {
+/** What an adapter counts its calls through (an account's adapter also tallies its account). */
+export interface Meter {
+  run<T>(op: string, fn: () => Promise<T>): Promise<T>;
+  /** Notes `n` entities (or messages) on one table partition or queue, when partitions are tracked. */
+  touch?(where: string, n: number): void;
+}
+
+export class StorageMeter implements Meter {
   total = 0;
   readonly byOp = new Map<string, number>();
+  /** Calls per data account (index in the deployment's account list), for the scale model. */
+  readonly byAccount = new Map<number, number>();
+  /** Calls and entities per table partition, calls per queue (`table <name> <pk>`, `queue <name>`), while tracked. */
+  partitions: Map<string, { calls: number; entities: number }> | undefined;
   private failAt: number | undefined;
   private armedCalls = 0;
   /** ops (e.g. `Tasks.update`) seen since the fault was armed, for test diagnostics. */
@@ -28,8 +39,27 @@ export class StorageMeter {
   /** While a fault is armed, calls run one at a time in the order they were issued (see run). */
   private turn: Promise<void> = Promise.resolve();
 
-  async run<T>(op: string, fn: () => Promise<T>): Promise<T> {
+  /** The meter one account's adapter counts through: this one, with the account tallied. */
+  forAccount(account: number): Meter {
+    return { run: (op, fn) => this.run(op, fn, account), touch: (where, n) => this.touch(where, n) };
+  }
+
+  /** Start tallying per partition and queue (the bench's scale model); off by default, as the keys are unbounded. */
+  trackPartitions(): void {
+    this.partitions = new Map();
+  }
+
+  touch(where: string, n: number): void {
+    if (!this.partitions) return;
+    const t = this.partitions.get(where) ?? { calls: 0, entities: 0 };
+    t.calls++;
+    t.entities += n;
+    this.partitions.set(where, t);
+  }
+
+  async run<T>(op: string, fn: () => Promise<T>, account = 0): Promise<T> {
     this.total++;
+    this.byAccount.set(account, (this.byAccount.get(account) ?? 0) + 1);
     const tally = invocationTally.getStore();
     if (tally) tally.calls++;
     this.byOp.set(op, (this.byOp.get(op) ?? 0) + 1);

@@ -10,7 +10,7 @@
  */
 import crypto from 'node:crypto';
 import { XMLBuilder } from 'fast-xml-parser';
-import { StorageMeter } from './counter';
+import { Meter, StorageMeter } from './counter';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -124,7 +124,7 @@ class MemoryTable implements Table {
 
   constructor(
     readonly name: string,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
     private readonly store: MemoryStorage,
   ) {}
 
@@ -296,7 +296,7 @@ class MemoryQueue implements Queue {
 
   constructor(
     readonly name: string,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
     private readonly label: string,
     private readonly now: Clock,
   ) {}
@@ -429,7 +429,7 @@ class MemoryArtifacts implements ArtifactContainer {
 
   constructor(
     readonly containerName: string,
-    private readonly meter: StorageMeter,
+    private readonly meter: Meter,
     private readonly store: MemoryStorage,
   ) {}
 
@@ -563,7 +563,9 @@ const xml = new XMLBuilder({ ignoreAttributes: true, suppressEmptyNode: false })
 
 export class MemoryStorage implements Storage {
   readonly kind = 'memory' as const;
-  readonly meter = new StorageMeter();
+  readonly meter: StorageMeter;
+  /** The meter this account's calls go through (tallied under its account index). */
+  private readonly counted: Meter;
   readonly queueEndpoint = MEMORY_QUEUE_ENDPOINT;
   readonly artifacts: MemoryArtifacts;
   private readonly tables = new Map<string, MemoryTable>();
@@ -575,11 +577,13 @@ export class MemoryStorage implements Storage {
 
   constructor(
     readonly prefix: string,
-    opts: { now?: Clock } = {},
+    opts: { now?: Clock; meter?: StorageMeter; account?: number } = {},
   ) {
     checkPrefix(prefix);
     this.now = opts.now ?? Date.now;
-    this.artifacts = new MemoryArtifacts(`${prefix}-artifacts`, this.meter, this);
+    this.meter = opts.meter ?? new StorageMeter();
+    this.counted = this.meter.forAccount(opts.account ?? 0);
+    this.artifacts = new MemoryArtifacts(`${prefix}-artifacts`, this.counted, this);
   }
 
   nextEtag(): string {
@@ -589,7 +593,7 @@ export class MemoryStorage implements Storage {
   table(name: TableName): Table {
     let t = this.tables.get(name);
     if (!t) {
-      t = new MemoryTable(name, this.meter, this);
+      t = new MemoryTable(name, this.counted, this);
       this.tables.set(name, t);
     }
     return t;
@@ -598,7 +602,7 @@ export class MemoryStorage implements Storage {
   private memoryQueue(fullName: string, label: string): MemoryQueue {
     let q = this.queues.get(fullName);
     if (!q) {
-      q = new MemoryQueue(fullName, this.meter, label, this.now);
+      q = new MemoryQueue(fullName, this.counted, label, this.now);
       this.queues.set(fullName, q);
     }
     return q;
@@ -610,6 +614,10 @@ export class MemoryStorage implements Storage {
 
   trigger(name: TriggerQueue): Queue {
     return this.queueNamed(`${this.prefix}-${name}`, name);
+  }
+
+  queueEndpointOf(): string {
+    return this.queueEndpoint;
   }
 
   async ensureAll(): Promise<void> {

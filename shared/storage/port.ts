@@ -209,8 +209,10 @@ export interface ArtifactContainer {
  * add or update, nothing outside this queue), valid from `startsOn` to `expiresOn`.
  */
 export interface QueuePollSas {
-  /** The queue service endpoint, without a trailing '/'. */
+  /** The queue service endpoint (of the first account), without a trailing '/'. */
   readonly queueEndpoint: string;
+  /** The endpoint of the account that holds `queueName` (several accounts: see accounts.ts). */
+  queueEndpointOf(queueName: string): string;
   /** The SAS query string (no storage call). */
   pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string;
 }
@@ -235,6 +237,8 @@ export const TABLES = [
   'IndexNamespaces',
   'Hooks',
   'HookFires',
+  // Which data accounts a deployment has had, in order (shared/storage/accounts.ts).
+  'Accounts',
 ] as const;
 /** Event subscriptions (shared/events/subscriptions.ts). */
 export const EVENT_TABLES = ['Subscriptions'] as const;

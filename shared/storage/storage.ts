@@ -5,6 +5,8 @@
  */
 import { AzureStorage } from './azure';
 import { MemoryStorage } from './memory';
+import { AccountRoots, AccountsStorage } from './accounts';
+import { StorageMeter } from './counter';
 import type { Queue, Storage, Table } from './port';
 
 export * from './port';
@@ -16,8 +18,25 @@ export type CountedQueue = Queue;
 /** The connection string that selects the in-memory adapter (tests and demos without Azurite). */
 export const MEMORY_CONNECTION = 'memory:';
 
-/** The storage adapter a connection string names: an Azure Storage connection string, or `memory:`. */
-export function createStorage(connectionString: string, prefix: string): Storage {
-  if (connectionString.trim() === MEMORY_CONNECTION) return new MemoryStorage(prefix);
-  return new AzureStorage(connectionString, prefix);
+function single(connectionString: string, prefix: string, opts: { meter?: StorageMeter; account?: number } = {}): Storage {
+  if (connectionString.trim() === MEMORY_CONNECTION) return new MemoryStorage(prefix, opts);
+  return new AzureStorage(connectionString, prefix, opts);
+}
+
+/**
+ * The storage adapter a connection string names: an Azure Storage connection string, or `memory:`.
+ * With `more` accounts (appended over the deployment's life), one adapter routes over all of them;
+ * `roots` names the rows that locate a task or group stored before an account was added.
+ */
+export function createStorage(
+  connectionString: string,
+  prefix: string,
+  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date } = {},
+): Storage {
+  const more = opts.more ?? [];
+  if (more.length === 0) return single(connectionString, prefix);
+  if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
+  const meter = new StorageMeter();
+  const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account }));
+  return new AccountsStorage(accounts, opts.roots, { hintLifetimeMs: opts.hintLifetimeMs, now: opts.now });
 }

@@ -19,9 +19,13 @@ export interface PollTaskUrls {
   expires: string;
 }
 
-/** The queue endpoint workers reach (the public one if configured), without a trailing '/'. */
-export function publicQueueEndpoint(svc: Services): string {
-  return (svc.config.publicQueueEndpoint || svc.storage.queueEndpoint).replace(/\/+$/, '');
+/**
+ * The queue endpoint workers reach (the public one if configured), without a trailing '/'. With
+ * several data accounts, a queue on another than the first is reached at its own account's endpoint.
+ */
+export function publicQueueEndpoint(svc: Services, queueName?: string): string {
+  const own = queueName === undefined ? svc.storage.queueEndpoint : svc.storage.queueEndpointOf(queueName);
+  return (own === svc.storage.queueEndpoint ? svc.config.publicQueueEndpoint || own : own).replace(/\/+$/, '');
 }
 
 /** The configured SAS protocol, or https only unless the endpoint itself is http (Azurite). */
@@ -35,12 +39,12 @@ export async function pollTaskUrls(svc: Services, taskQueueId: string): Promise<
   const startsOn = new Date(now - SAS_BACKDATE_MS);
   // Whole seconds, as the SAS `se` field carries it, so `expires` is exactly when the URLs stop working.
   const expiresOn = new Date(Math.floor((now + SAS_LIFETIME_MS) / 1000) * 1000);
-  const endpoint = publicQueueEndpoint(svc);
-  const protocol = sasProtocol(svc, endpoint);
+  const protocol = sasProtocol(svc);
   // A worker polling a queue that does not exist gets 404 from Azure, so create all seven now.
   await Promise.all(PRIORITIES.map((p) => svc.pending.ensureQueue(taskQueueId, p)));
   const queues = PRIORITIES.map((priority) => {
     const queueName = svc.pending.queueName(taskQueueId, priority);
+    const endpoint = publicQueueEndpoint(svc, queueName);
     const sas = svc.storage.pollSas(queueName, { startsOn, expiresOn, protocol });
     const base = `${endpoint}/${queueName}/messages`;
     return {

@@ -1,0 +1,139 @@
+/**
+ * The scale model: from the storage calls one phase measured per table partition and per queue,
+ * the lifecycles/s at which the first partition, queue and account would reach its Azure limit,
+ * with one data account and with several (shared/storage/accounts.ts decides where each lands).
+ */
+import { tableHome, queueHome } from '../shared/storage/accounts';
+import { TRIGGER_QUEUES, type TableName } from '../shared/storage/port';
+import { round } from './stats';
+import type { Row } from './report';
+
+/** Azure Storage scalability targets (azure-conventions.md): per table partition, per queue, per account. */
+export const AZURE_LIMITS = { partitionEntitiesPerS: 2_000, queueMessagesPerS: 2_000, accountTxPerS: 20_000 };
+/**
+ * Below half a call per lifecycle a partition or queue is touched by a few tasks only (e.g. one
+ * day's expiry shard of one run), so its rate barely grows with throughput; it is not listed.
+ */
+const SHARED_MIN_PER_LIFECYCLE = 0.5;
+
+export interface Hotspot {
+  where: string;
+  /** Entities (tables) or messages (queues) per lifecycle. */
+  perLifecycle: number;
+  kind: 'partition' | 'queue';
+  /** `task-queue`: one per task queue (more task queues add more); `deployment`: one for everything; `spread`: one per account. */
+  scope: 'task-queue' | 'deployment' | 'spread';
+  /** Lifecycles/s at which it reaches its limit with one account. */
+  limitOne: number;
+  limitMany: number;
+}
+
+export interface ScaleModel {
+  lifecycles: number;
+  accounts: number;
+  txPerLifecycle: number;
+  /** Transactions per lifecycle that always land on the first account (global tables, untracked calls). */
+  globalTxPerLifecycle: number;
+  hotspots: Hotspot[];
+  first: { one: { what: string; perSecond: number }; many: { what: string; perSecond: number } };
+}
+
+/**
+ * `partitions` as StorageMeter tracks them; `taskQueueMarks` are substrings that name the phase's
+ * task queue in a key (its encoded id, its pending queues' base name); `prefix` the storage prefix.
+ */
+export function scaleModel(input: {
+  lifecycles: number;
+  totalTx: number;
+  partitions: Map<string, { calls: number; entities: number }>;
+  taskQueueMarks: string[];
+  prefix: string;
+  accounts: number;
+}): ScaleModel {
+  const n = Math.max(1, input.lifecycles);
+  const triggers = new Set<string>(TRIGGER_QUEUES.map((q) => `${input.prefix}-${q}`));
+  let spreadTx = 0;
+  const hotspots: Hotspot[] = [];
+  for (const [key, t] of input.partitions) {
+    const [kind, name, ...rest] = key.split(' ');
+    const pk = rest.join(' ');
+    const isQueue = kind === 'queue';
+    const home = isQueue ? queueHome(name) : tableHome(stripPrefix(name, input.prefix) as TableName, pk);
+    const spread = (isQueue && triggers.has(name)) || home.kind === 'task' || home.kind === 'group';
+    if (spread || home.kind === 'queue') spreadTx += t.calls;
+    const perLifecycle = (isQueue ? t.calls : t.entities) / n;
+    // A task's or group's own partition only sees that task's calls, whatever the throughput.
+    if (home.kind === 'task' || home.kind === 'group' || perLifecycle < SHARED_MIN_PER_LIFECYCLE || pk === '(range)') continue;
+    const limit = isQueue ? AZURE_LIMITS.queueMessagesPerS : AZURE_LIMITS.partitionEntitiesPerS;
+    const scope = spread ? 'spread' : input.taskQueueMarks.some((m) => key.includes(m)) ? 'task-queue' : 'deployment';
+    hotspots.push({
+      where: isQueue ? name : `${name} ${pk}`,
+      perLifecycle: round(perLifecycle),
+      kind: isQueue ? 'queue' : 'partition',
+      scope,
+      limitOne: Math.floor(limit / perLifecycle),
+      limitMany: Math.floor((limit * (scope === 'spread' ? input.accounts : 1)) / perLifecycle),
+    });
+  }
+  hotspots.sort((a, b) => a.limitOne - b.limitOne);
+  const txPerLifecycle = input.totalTx / n;
+  // Untracked calls (blobs) are counted on the first account: the conservative side.
+  const globalTxPerLifecycle = (input.totalTx - spreadTx) / n;
+  const accountLimit = (accounts: number) =>
+    Math.floor(AZURE_LIMITS.accountTxPerS / (globalTxPerLifecycle + (txPerLifecycle - globalTxPerLifecycle) / accounts));
+  // A deployment-wide or spread hot spot limits everyone; a task-queue one only that task queue.
+  const firstOf = (accounts: number) => {
+    const candidates = [
+      {
+        what: `account (${round(accounts === 1 ? txPerLifecycle : globalTxPerLifecycle + (txPerLifecycle - globalTxPerLifecycle) / accounts)} tx/lifecycle on the busiest)`,
+        perSecond: accountLimit(accounts),
+      },
+      ...hotspots
+        .filter((h) => h.scope !== 'task-queue')
+        .map((h) => ({ what: `${h.kind} ${h.where} (${h.perLifecycle}/lifecycle)`, perSecond: accounts === 1 ? h.limitOne : h.limitMany })),
+    ];
+    return candidates.sort((a, b) => a.perSecond - b.perSecond)[0];
+  };
+  return {
+    lifecycles: input.lifecycles,
+    accounts: input.accounts,
+    txPerLifecycle: round(txPerLifecycle),
+    globalTxPerLifecycle: round(globalTxPerLifecycle),
+    hotspots,
+    first: { one: firstOf(1), many: firstOf(input.accounts) },
+  };
+}
+
+function stripPrefix(tableName: string, prefix: string): string {
+  return tableName.startsWith(prefix) ? tableName.slice(prefix.length) : tableName;
+}
+
+/** Rows of the model for the report; `measuredPerSecond` turns per-lifecycle figures into rates at the measured throughput. */
+export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Row[]; rates: Row[] } {
+  const many = `${m.accounts} accounts`;
+  const busiest = (accounts: number) =>
+    round(accounts === 1 ? m.txPerLifecycle : m.globalTxPerLifecycle + (m.txPerLifecycle - m.globalTxPerLifecycle) / accounts);
+  const model: Row[] = [
+    { metric: 'storage tx per lifecycle (all accounts)', value: String(m.txPerLifecycle) },
+    { metric: 'of which always on the first account', value: String(m.globalTxPerLifecycle) },
+    { metric: `account limit (${AZURE_LIMITS.accountTxPerS} tx/s), 1 account`, value: `${Math.floor(AZURE_LIMITS.accountTxPerS / busiest(1))} lifecycles/s` },
+    {
+      metric: `account limit, ${many} (busiest: ${busiest(m.accounts)} tx/lifecycle)`,
+      value: `${Math.floor(AZURE_LIMITS.accountTxPerS / busiest(m.accounts))} lifecycles/s`,
+    },
+    ...(['deployment', 'spread', 'task-queue'] as const).flatMap((scope) => {
+      const h = m.hotspots.find((x) => x.scope === scope);
+      if (!h) return [];
+      const label = scope === 'task-queue' ? 'one task queue' : scope === 'spread' ? 'per account' : 'deployment-wide';
+      return [{ metric: `first ${h.kind}, ${label}: ${h.where}`, value: `${h.limitOne} / ${h.limitMany} lifecycles/s`, target: `1 / ${m.accounts} accounts` }];
+    }),
+    { metric: 'first limit reached, 1 account', value: `${m.first.one.perSecond} lifecycles/s`, target: m.first.one.what },
+    { metric: `first limit reached, ${many}`, value: `${m.first.many.perSecond} lifecycles/s`, target: m.first.many.what },
+  ];
+  const rates: Row[] = m.hotspots.map((h) => ({
+    metric: `${h.kind} ${h.where} [${h.scope}]`,
+    value: `${h.perLifecycle}/lc, ${round(h.perLifecycle * measuredPerSecond, 1)}/s`,
+    target: `limit at ${h.limitOne} lc/s`,
+  }));
+  return { model, rates };
+}

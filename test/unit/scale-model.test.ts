@@ -1,0 +1,29 @@
+/**
+ * The bench's scale model (bench/scale.ts) on hand-made counts: which partition, queue or account
+ * reaches its Azure limit first, with one account and with several.
+ */
+import { scaleModel } from '../../bench/scale';
+
+test('per-task partitions are ignored; trigger queues and task data spread over accounts; global tables stay on the first', () => {
+  const partitions = new Map<string, { calls: number; entities: number }>();
+  for (let i = 0; i < 10; i++) partitions.set(`table Tasks task${i}`, { calls: 5, entities: 6 });
+  partitions.set('table Indexes q~bench!2fcost', { calls: 10, entities: 50 });
+  partitions.set('table Expiry 2026-11-23', { calls: 10, entities: 10 });
+  partitions.set('queue p-claim', { calls: 20, entities: 20 });
+  partitions.set(`queue p-${'a'.repeat(26)}-1`, { calls: 30, entities: 30 });
+  const m = scaleModel({ lifecycles: 10, totalTx: 120, partitions, taskQueueMarks: ['bench!2fcost', `p-${'a'.repeat(26)}`], prefix: 'p', accounts: 4 });
+
+  expect(m.txPerLifecycle).toBe(12);
+  expect(m.globalTxPerLifecycle).toBe(2);
+  expect(m.hotspots.map((h) => [h.where, h.scope, h.limitOne, h.limitMany])).toEqual([
+    ['Indexes q~bench!2fcost', 'task-queue', 400, 400],
+    [`p-${'a'.repeat(26)}-1`, 'task-queue', 666, 666],
+    ['p-claim', 'spread', 1000, 4000],
+    ['Expiry 2026-11-23', 'deployment', 2000, 2000],
+  ]);
+  // One account: the claim trigger queue first (2 messages per lifecycle); four: the shared Expiry partition.
+  expect(m.first.one).toMatchObject({ perSecond: 1000 });
+  expect(m.first.one.what).toMatch(/p-claim/);
+  expect(m.first.many).toMatchObject({ perSecond: 2000 });
+  expect(m.first.many.what).toMatch(/Expiry/);
+});
