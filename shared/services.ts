@@ -111,6 +111,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
       : []);
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
+  const groups = new TaskGroups(storage);
   return {
     config,
     tuning,
@@ -120,7 +121,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     tasks: new TaskStore(storage, eventsObserver(opsObserver(storage, log, now), events)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
-    groups: new TaskGroups(storage),
+    groups,
     expiry,
     uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
@@ -131,5 +132,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     events,
     checkTask: opts.checkTask,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
+    groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
   };
 }

@@ -38,9 +38,16 @@ export class EventDispatcher {
     private readonly now: () => Date,
   ) {}
 
-  /** Whether any event could be delivered now; with none, recording events costs no storage call. */
-  async hasTargets(): Promise<boolean> {
-    return this.sinks.length > 0 || (await this.subscriptions.active()).length > 0;
+  /**
+   * Whether any of `events` would be delivered now (a sink takes everything; a subscription what
+   * its bindings match). A write whose events interest nobody costs no storage call for them, even
+   * while subscriptions for other events exist.
+   */
+  async interested(events: QueueEvent[]): Promise<boolean> {
+    if (!events.length) return false;
+    if (this.sinks.length > 0) return true;
+    const subs = await this.subscriptions.active();
+    return subs.some((s) => events.some((e) => anyBindingMatches(s.bindings, e)));
   }
 
   /** Delivers `events` (in order within each subscription queue); throws if any delivery failed. */

@@ -16,7 +16,7 @@ import type { TaskRecord } from '../tasks/model';
 import type { TaskObserver } from '../tasks/store';
 import type { TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
-import { QueueEvent, taskEvents, artifactEvent, announcesArtifact, groupSealedEvent, ArtifactInfo, GroupInfo } from './exchanges';
+import { QueueEvent, taskEvents, artifactEvent, announcesArtifact, groupSealedEvent, groupResolvedEvent, ArtifactInfo, GroupInfo } from './exchanges';
 import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox } from './outbox';
 import type { EventDispatcher } from './dispatch';
 
@@ -41,7 +41,7 @@ export class EventRecorder {
 
   /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
   async prepare(events: QueueEvent[], trigger: (events: QueueEvent[]) => SweepTrigger): Promise<PreparedEvents> {
-    if (!events.length || !(await this.dispatcher.hasTargets())) return { events };
+    if (!(await this.dispatcher.interested(events))) return { events };
     return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
   }
 
@@ -76,6 +76,27 @@ export class EventRecorder {
   }
 
   /**
+   * task-group-resolved, once the open row of the task whose resolution `g` names is gone (the
+   * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left.
+   * Nobody listening: not even the read. Throws if the delivery failed, so the caller keeps the
+   * task's deadline trigger, which repeats this when it fires.
+   */
+  async groupResolved(
+    g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number },
+    hasOpen: (taskGroupId: string) => Promise<boolean>,
+  ): Promise<void> {
+    const event = groupResolvedEvent(g.taskGroupId, g.schedulerId, g);
+    if (!(await this.dispatcher.interested([event]))) return;
+    if (await hasOpen(g.taskGroupId)) return;
+    await this.dispatcher.deliver([event]);
+  }
+
+  /** An event not tied to a stored write (a call's summary): a sweep trigger, then delivery, as for the others. */
+  async publish(event: QueueEvent): Promise<void> {
+    await this.delivered(await this.prepare([event], ([e]) => ({ kind: 'event', event: e })));
+  }
+
+  /**
    * Reaper: delivers what the write behind a sweep trigger committed. Throws on delivery failure,
    * so the trigger comes back and is tried again.
    */
@@ -90,7 +111,7 @@ export class EventRecorder {
       const sealed = await exists.groupSealed(t.taskGroupId);
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
-    }
+    } else if (t.kind === 'event') events = [t.event];
     await this.dispatcher.deliver(events);
     return events.length;
   }
