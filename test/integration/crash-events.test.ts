@@ -134,6 +134,30 @@ test('createArtifact and sealTaskGroup', async () => {
   });
 }, 240_000);
 
+test('task-group-resolved: the last report of a group, whatever call fails', async () => {
+  const ops = await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskGroupId = slugid();
+    // A short deadline: when the report's bookkeeping was cut short, the deadline trigger (kept
+    // until it succeeds) repeats it; a report that never committed ends at the deadline instead.
+    const deadline = new Date(Date.now() + 3000).toJSON();
+    await svc.queue().createTask(taskGroupId, taskDef(tq, { taskGroupId, deadline }));
+    const c = await claimOne(svc, tq, taskGroupId);
+    await faulty(() => noRetry(c.credentials).reportCompleted(taskGroupId, 0));
+    const id = `${taskGroupId}.resolved.${taskGroupId}.0`;
+    const end = Date.now() + 15_000;
+    while (!delivered.has(id) && Date.now() < end) {
+      await svc.runReaper();
+      for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
+      if (!delivered.has(id)) await sleep(300);
+    }
+    expect(delivered.has(id)).toBe(true);
+    expect(delivered.get(id)!.payload).toEqual({ version: 1, taskGroupId, schedulerId: expect.any(String) });
+    await expectDelivered(taskGroupId);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['TaskGroups.delete', 'TaskGroups.query', 'subscription.put', 'deadline.delete']));
+}, 240_000);
+
 test('deadline resolved by the reaper', async () => {
   await sweep(async (faulty) => {
     const tq = uniqueQueue();
