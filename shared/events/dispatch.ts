@@ -38,6 +38,11 @@ export class EventDispatcher {
     private readonly now: () => Date,
   ) {}
 
+  /** Whether anything could receive events now (a sink or any subscription). */
+  async anyTarget(): Promise<boolean> {
+    return this.sinks.length > 0 || (await this.subscriptions.active()).length > 0;
+  }
+
   /**
    * Whether any of `events` would be delivered now (a sink takes everything; a subscription what
    * its bindings match). A write whose events interest nobody costs no storage call for them, even

@@ -16,9 +16,22 @@ import type { TaskRecord } from '../tasks/model';
 import type { TaskObserver } from '../tasks/store';
 import type { TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
-import { QueueEvent, taskEvents, artifactEvent, announcesArtifact, groupSealedEvent, groupResolvedEvent, ArtifactInfo, GroupInfo } from './exchanges';
-import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox } from './outbox';
+import {
+  QueueEvent,
+  taskEvents,
+  artifactEvent,
+  announcesArtifact,
+  groupSealedEvent,
+  groupResolvedEvent,
+  ArtifactInfo,
+  GroupInfo,
+  EXCHANGE_PREFIX,
+} from './exchanges';
+import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
 import type { EventDispatcher } from './dispatch';
+
+/** A task's events fit one page: at most 50 runs of a handful of events each. */
+const MAX_EVENTS_READ = 1000;
 
 export interface RecorderOptions {
   /** The sweep fires this long after it was put, if delivery has not deleted it by then. */
@@ -29,6 +42,23 @@ export interface RecorderOptions {
 export interface PreparedEvents {
   events: QueueEvent[];
   trigger?: TriggerRef;
+  /**
+   * No sweep trigger of its own: the write ends a running run, whose claim-expiry trigger is
+   * dropped only after this delivery (TaskObserver.settled) and, if it fires first, delivers the
+   * events again (`redeliverRun`). A failed delivery puts a sweep trigger before the drop.
+   */
+  guard?: { taskId: string; seqs: number[] };
+}
+
+/** Exchanges of a run's resolution (and the retry's or resumed run's task-pending that may follow it in the same write). */
+const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
+
+/**
+ * Whether the write `before` → `after` ends a running run that has a claim-expiry trigger: that
+ * trigger exists before the write and is dropped after it, so it can guard the write's events.
+ */
+export function endsClaimedRun(before: TaskRecord | undefined, after: TaskRecord): boolean {
+  return !!before?.runs.some((r) => r.state === 'running' && r.claimTrigger && after.runs[r.runId]?.state !== 'running');
 }
 
 export class EventRecorder {
@@ -45,7 +75,11 @@ export class EventRecorder {
     return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
   }
 
-  /** After the commit: deliver, then drop the trigger. Never throws: the sweep retries what failed. */
+  /**
+   * After the commit: deliver, then drop the trigger. Throws only for a guarded write whose
+   * delivery and fallback sweep trigger both failed (then its guard must stay); otherwise the sweep
+   * retries what failed.
+   */
   async delivered(p: PreparedEvents | undefined): Promise<void> {
     if (!p || !p.events.length) return;
     try {
@@ -53,13 +87,35 @@ export class EventRecorder {
       await dropSweepTrigger(this.storage, p.trigger);
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
+      if (p.guard) await putSweepTrigger(this.storage, { kind: 'task', ...p.guard }, this.opts.sweepDelayS());
     }
   }
 
   // ---- tasks ----
 
-  prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
-    return this.prepare(taskEvents(before, after), (ev) => ({ kind: 'task', taskId: after.taskId, seqs: ev.map((e) => e.seq) }));
+  async prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
+    const events = taskEvents(before, after);
+    const seqs = events.map((e) => e.seq);
+    if (endsClaimedRun(before, after) && (await this.dispatcher.interested(events))) return { events, guard: { taskId: after.taskId, seqs } };
+    return this.prepare(events, () => ({ kind: 'task', taskId: after.taskId, seqs }));
+  }
+
+  /**
+   * The claim-expiry trigger of run `runId` fired after the run had ended (shared/reaper/handlers.ts):
+   * delivers again the events of the write that ended it (a crash may have cut that delivery short).
+   */
+  async redeliverRun(taskId: string, runId: number): Promise<number> {
+    if (!(await this.dispatcher.anyTarget())) return 0;
+    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+    const ended = events
+      .filter(
+        (e) =>
+          (e.payload.runId === runId && RUN_END_EXCHANGES.has(e.exchange)) ||
+          (e.payload.runId === runId + 1 && e.exchange === EXCHANGE_PREFIX + 'task-pending'),
+      )
+      .sort((a, b) => a.seq - b.seq);
+    await this.dispatcher.deliver(ended);
+    return ended.length;
   }
 
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
@@ -123,6 +179,7 @@ export class EventRecorder {
  */
 export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): TaskObserver {
   const prepared = new WeakMap<TaskRecord, PreparedEvents>();
+  const guarded = new WeakMap<TaskRecord, Promise<void>>();
   return {
     async prepare(before: TaskRecord | undefined, after: TaskRecord): Promise<void> {
       await inner.prepare?.(before, after);
@@ -136,9 +193,14 @@ export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): Ta
       return rows;
     },
     async written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
-      if (after) await recorder.delivered(prepared.get(after));
+      const p = after && prepared.get(after);
+      const delivery = recorder.delivered(p);
+      // A guarded write's after-effects (the drop of its guard) wait for this (see `settled`).
+      if (after && p?.guard) guarded.set(after, delivery);
+      await delivery.catch(() => undefined);
       await inner.written(before, after);
     },
+    settled: (after: TaskRecord) => guarded.get(after) ?? Promise.resolve(),
     extraKeys: inner.extraKeys?.bind(inner),
   };
 }

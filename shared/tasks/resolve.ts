@@ -77,16 +77,16 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
 /** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
 export type TriggerResult = void | { retryAfterS: number };
 
-async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result): Promise<TriggerResult> {
-  const r = await execute(d, taskId, transition);
+async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result, known?: TaskRecord): Promise<TriggerResult> {
+  const r = await execute(d, taskId, transition, known);
   if (r && 'retryAfterS' in r) return { retryAfterS: r.retryAfterS };
 }
 
-/** Claim expiry (reaper). */
-export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string): Promise<TriggerResult> {
+/** Claim expiry (reaper); `known`: the task as just read. */
+export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string, known?: TaskRecord): Promise<TriggerResult> {
   const input = { runId, takenUntil, hintId: slugid.nice() };
   const now = d.now();
-  return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now));
+  return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now), known);
 }
 
 /** Deadline (reaper). */

@@ -15,7 +15,11 @@ let urls: { signedPollUrl: string; signedDeleteUrl: string };
 const delivered = new Map<string, DeliveredEvent>();
 
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } });
+  // Short claims: the claim-expiry trigger guards the events of a report (no sweep trigger of its own) and fires within the test.
+  svc = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_CLAIM_TIMEOUT_S: '5' },
+    { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
+  );
   const all = EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
   urls = await eventsClient(svc).createSubscription('everything', { bindings: all, expires: new Date(Date.now() + 3600_000).toJSON() });
 });
@@ -77,7 +81,7 @@ test('claimWork and reportCompleted', async () => {
     await noRetry(r.value.tasks[0].credentials).reportCompleted(taskId, 0);
     await expectDelivered(taskId);
   });
-  await sweep(async (faulty) => {
+  const reportOps = await sweep(async (faulty) => {
     const tq = uniqueQueue();
     const taskId = slugid();
     await svc.queue().createTask(taskId, taskDef(tq));
@@ -85,6 +89,9 @@ test('claimWork and reportCompleted', async () => {
     await faulty(() => noRetry(c.credentials).reportCompleted(taskId, 0));
     await expectDelivered(taskId);
   });
+  // The report puts no sweep trigger: the run's claim-expiry trigger, dropped after the delivery, guards it.
+  expect(reportOps).toEqual(expect.arrayContaining(['subscription.put', 'claim.delete']));
+  expect(reportOps).not.toContain('events.put');
 }, 240_000);
 
 test('reportException with a retry, and cancelTask', async () => {
