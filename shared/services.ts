@@ -133,5 +133,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     checkTask: opts.checkTask,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
     groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
+    redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
   };
 }

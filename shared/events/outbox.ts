@@ -25,7 +25,9 @@ export type SweepTrigger =
   | { kind: 'artifact'; taskId: string; runId: number; name: string; event: QueueEvent }
   | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent }
   /** An event that is the record of itself (a call's summary, task-group-priority-changed): always delivered. */
-  | { kind: 'event'; event: QueueEvent };
+  | { kind: 'event'; event: QueueEvent }
+  /** Everything a run's claim-expiry trigger guards (a failed delivery of a guarded write). */
+  | { kind: 'run'; taskId: string; runId: number };
 
 /** Properties that carry `event` on its history row. */
 export function outboxProps(event: QueueEvent): Record<string, string | number> {

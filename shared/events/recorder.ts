@@ -48,17 +48,29 @@ export interface PreparedEvents {
    * events again (`redeliverRun`). A failed delivery puts a sweep trigger before the drop.
    */
   guard?: { taskId: string; seqs: number[] };
+  /** The write ended this run without its worker (cancel, deadline, claim expiry, worker gone): its task-running is delivered again. */
+  alsoClaimOf?: number;
 }
 
 /** Exchanges of a run's resolution (and the retry's or resumed run's task-pending that may follow it in the same write). */
 const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
 
+/** Run endings not reported by the run's worker: nothing proves the worker got its claim, so the claim's event is sent again. */
+const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired', 'worker-shutdown']);
+
 /**
- * Whether the write `before` → `after` ends a running run that has a claim-expiry trigger: that
- * trigger exists before the write and is dropped after it, so it can guard the write's events.
+ * The run whose claim-expiry trigger guards the events of the write `before` → `after`, if any:
+ * a run claimed by the write (its trigger exists before the write, and stays until the run ends),
+ * or a running run it ends (its trigger is dropped only after this write's delivery). A run's
+ * claim and end are guarded by the same trigger; it delivers both again if it fires (`redeliverRun`).
  */
-export function endsClaimedRun(before: TaskRecord | undefined, after: TaskRecord): boolean {
-  return !!before?.runs.some((r) => r.state === 'running' && r.claimTrigger && after.runs[r.runId]?.state !== 'running');
+export function claimGuard(before: TaskRecord | undefined, after: TaskRecord): { runId: number; ended: boolean } | undefined {
+  for (const a of after.runs) {
+    const b = before?.runs[a.runId];
+    if (b?.state === 'pending' && a.state === 'running' && a.claimTrigger) return { runId: a.runId, ended: false };
+    if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
+  }
+  return undefined;
 }
 
 export class EventRecorder {
@@ -83,11 +95,16 @@ export class EventRecorder {
   async delivered(p: PreparedEvents | undefined): Promise<void> {
     if (!p || !p.events.length) return;
     try {
-      await this.dispatcher.deliver(p.events);
+      const claim = p.alsoClaimOf === undefined || !p.guard ? [] : (await this.runEvents(p.guard.taskId, p.alsoClaimOf)).claim;
+      await this.dispatcher.deliver([...claim, ...p.events]);
       await dropSweepTrigger(this.storage, p.trigger);
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
-      if (p.guard) await putSweepTrigger(this.storage, { kind: 'task', ...p.guard }, this.opts.sweepDelayS());
+      if (p.guard) {
+        const { taskId, seqs } = p.guard;
+        const sweep: SweepTrigger = p.alsoClaimOf === undefined ? { kind: 'task', taskId, seqs } : { kind: 'run', taskId, runId: p.alsoClaimOf };
+        await putSweepTrigger(this.storage, sweep, this.opts.sweepDelayS());
+      }
     }
   }
 
@@ -96,26 +113,34 @@ export class EventRecorder {
   async prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
     const events = taskEvents(before, after);
     const seqs = events.map((e) => e.seq);
-    if (endsClaimedRun(before, after) && (await this.dispatcher.interested(events))) return { events, guard: { taskId: after.taskId, seqs } };
+    const guard = claimGuard(before, after);
+    if (guard && (await this.dispatcher.interested(events))) {
+      const reason = after.runs[guard.runId].reasonResolved;
+      const alsoClaimOf = guard.ended && reason && ENDED_WITHOUT_WORKER.has(reason) ? guard.runId : undefined;
+      return { events, guard: { taskId: after.taskId, seqs }, ...(alsoClaimOf === undefined ? {} : { alsoClaimOf }) };
+    }
     return this.prepare(events, () => ({ kind: 'task', taskId: after.taskId, seqs }));
   }
 
+  /** The recorded events of run `runId`: its claim's task-running, and its end (with the pending run that may follow it). */
+  private async runEvents(taskId: string, runId: number): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
+    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+    const sorted = [...events].sort((a, b) => a.seq - b.seq);
+    const isEnd = (e: QueueEvent) =>
+      (e.payload.runId === runId && RUN_END_EXCHANGES.has(e.exchange)) || (e.payload.runId === runId + 1 && e.exchange === EXCHANGE_PREFIX + 'task-pending');
+    return { claim: sorted.filter((e) => e.payload.runId === runId && e.exchange === EXCHANGE_PREFIX + 'task-running'), ended: sorted.filter(isEnd) };
+  }
+
   /**
-   * The claim-expiry trigger of run `runId` fired after the run had ended (shared/reaper/handlers.ts):
-   * delivers again the events of the write that ended it (a crash may have cut that delivery short).
+   * Run `runId`'s claim-expiry trigger fired (shared/reaper/handlers.ts), or its claim was replayed to
+   * a worker that may have missed it: delivers again what that trigger guards (the claim's event and,
+   * once the run ended, the events of the write that ended it), as a crash may have cut them short.
    */
   async redeliverRun(taskId: string, runId: number): Promise<number> {
     if (!(await this.dispatcher.anyTarget())) return 0;
-    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
-    const ended = events
-      .filter(
-        (e) =>
-          (e.payload.runId === runId && RUN_END_EXCHANGES.has(e.exchange)) ||
-          (e.payload.runId === runId + 1 && e.exchange === EXCHANGE_PREFIX + 'task-pending'),
-      )
-      .sort((a, b) => a.seq - b.seq);
-    await this.dispatcher.deliver(ended);
-    return ended.length;
+    const { claim, ended } = await this.runEvents(taskId, runId);
+    await this.dispatcher.deliver([...claim, ...ended]);
+    return claim.length + ended.length;
   }
 
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
@@ -168,6 +193,7 @@ export class EventRecorder {
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
     } else if (t.kind === 'event') events = [t.event];
+    else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
     await this.dispatcher.deliver(events);
     return events.length;
   }

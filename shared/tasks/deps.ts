@@ -32,4 +32,6 @@ export interface TaskDeps {
    * unresolved task left (shared/events/recorder.ts); throws if that could not be delivered.
    */
   groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }) => Promise<void>;
+  /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
+  redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
 }

@@ -55,6 +55,8 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
   if ('retryAfterS' in r) throw new Error(`task ${taskId}: unexpected retry-after`);
+  // A replayed claim (its first response may have been lost with its events): send them again.
+  if (!r.changed) await d.redeliverRun?.(taskId, runId);
   return { kind: 'claimed', task: r.task, run: r.task.runs[runId] };
 }
 
