@@ -55,8 +55,11 @@ export interface PreparedEvents {
 /** Exchanges of a run's resolution (and the retry's or resumed run's task-pending that may follow it in the same write). */
 const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
 
-/** Run endings not reported by the run's worker: nothing proves the worker got its claim, so the claim's event is sent again. */
-const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired', 'worker-shutdown']);
+/**
+ * Run endings not reported by the run's worker: nothing proves the worker got its claim, so the
+ * claim's event is sent again (a worker declared gone: before the write, shared/tasks/resolve.ts).
+ */
+const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired']);
 
 /**
  * The run whose claim-expiry trigger guards the events of the write `before` → `after`, if any:

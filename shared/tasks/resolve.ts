@@ -138,6 +138,9 @@ export async function suspendRun(d: TaskDeps, t: TaskRecord, runId: number, cont
 export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
   const input = { runId, worker, hintId: slugid.nice() };
   const now = d.now();
+  // Nothing proves the worker ever got its claim (with its events): send them again before its
+  // claim-expiry trigger, their guard, goes with this resolution (shared/events/recorder.ts).
+  await d.redeliverRun?.(taskId, runId);
   const r = await execute(d, taskId, (t) => T.workerGone(t, input, now));
   return !!r && 'changed' in r && r.changed;
 }
