@@ -26,8 +26,8 @@ const TARGETS = {
   hostRssBytes: 300 * 1024 * 1024,
   /** Issue 12: commit to visible in a matching subscription queue. */
   eventP50Ms: 200,
-  /** Issue 12, one subscription matching everything: one put per event (4 per lifecycle) plus at most one more per lifecycle. */
-  eventExtraTxPerLifecycle: 5,
+  /** Issue 12, one subscription matching everything: one put per event (5 per lifecycle, task-group-resolved included) plus at most one more per lifecycle. */
+  eventExtraTxPerLifecycle: 6,
   /** Throughput with 50,000 finished tasks stored, as a share of a fresh store's. */
   loadedVsFreshMin: 0.9,
 };
@@ -126,7 +126,8 @@ async function main(): Promise<void> {
     const events = await eventLatency(G, 'bench/events', SIZES.eventLifecycles);
     const evPer = perUnit(events.storage, Math.max(1, events.lifecycles));
     const evExtra = Object.entries(evPer.byOp)
-      .filter(([op]) => /^(events|subscription)\./.test(op))
+      // TaskGroups.query: the emptiness read behind task-group-resolved, made only when someone listens.
+      .filter(([op]) => /^(events|subscription)\./.test(op) || op === 'TaskGroups.query')
       .reduce((n, [, v]) => n + v, 0);
     phase(`(h) accumulation: ${SIZES.accumulationMs / 1000} s loop, preload ${SIZES.preloadTasks} finished tasks, the loop again`);
     const H = await startInstance('H', newDeployment(conn, 'h'), { QUEUE_CLAIM_WORK_POLL_S: '5' });
@@ -199,7 +200,7 @@ async function main(): Promise<void> {
       { metric: '(g) samples', value: String(events.samples) },
       { metric: '(g) storage tx per lifecycle, one subscription', value: String(evPer.total) },
       {
-        metric: '(g) of which event delivery (events.*, subscription.*)',
+        metric: '(g) of which event delivery (events.*, subscription.*, TaskGroups.query)',
         value: String(round(evExtra)),
         target: `<= ${TARGETS.eventExtraTxPerLifecycle}`,
         verdict: verdict(evExtra <= TARGETS.eventExtraTxPerLifecycle),

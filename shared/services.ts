@@ -128,6 +128,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
       : []);
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
+  const groups = new TaskGroups(storage);
   return {
     config,
     tuning,
@@ -137,7 +138,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     tasks: new TaskStore(storage, eventsObserver(opsObserver(storage, log, now), events)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
-    groups: new TaskGroups(storage),
+    groups,
     expiry,
     uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
     now,
@@ -148,5 +149,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     events,
     checkTask: opts.checkTask,
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
+    groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
+    redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
   };
 }

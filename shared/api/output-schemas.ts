@@ -415,7 +415,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
       {
         seq: { type: 'integer', minimum: 1 },
         time: dateTime,
-        event: { type: 'string', enum: ['created', 'scheduled', 'claimed', 'reclaimed', 'resolved'] },
+        event: { type: 'string', enum: ['created', 'scheduled', 'claimed', 'reclaimed', 'resolved', 'prioritized'] },
         runId,
         from: { type: ['string', 'null'] },
         to: str,

@@ -38,14 +38,21 @@ export class EventDispatcher {
     private readonly now: () => Date,
   ) {}
 
+  /** Whether anything could receive events now (a sink or any subscription). */
+  async anyTarget(): Promise<boolean> {
+    return this.sinks.length > 0 || (await this.subscriptions.active()).length > 0;
+  }
+
   /**
-   * Whether any of `events` would be delivered now; when none would (no sink, no matching
-   * subscription, the system one of the index and hooks included), recording them costs no storage call.
+   * Whether any of `events` would be delivered now (a sink takes everything; a subscription what
+   * its bindings match). A write whose events interest nobody costs no storage call for them, even
+   * while subscriptions for other events exist.
    */
-  async hasTargets(events: QueueEvent[]): Promise<boolean> {
+  async interested(events: QueueEvent[]): Promise<boolean> {
+    if (!events.length) return false;
     if (this.sinks.length > 0) return true;
     const subs = await this.subscriptions.active();
-    return events.some((e) => subs.some((s) => anyBindingMatches(s.bindings, e)));
+    return subs.some((s) => events.some((e) => anyBindingMatches(s.bindings, e)));
   }
 
   /** Delivers `events` (in order within each subscription queue); throws if any delivery failed. */

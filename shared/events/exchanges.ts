@@ -11,12 +11,21 @@ import { transitions } from '../ops/history';
 /** The prefix taskcluster-client's QueueEvents puts before every exchange name. */
 export const EXCHANGE_PREFIX = 'exchange/taskcluster-queue/v1/';
 
-export const TASK_EXCHANGES = ['task-defined', 'task-pending', 'task-running', 'artifact-created', 'task-completed', 'task-failed', 'task-exception'] as const;
-export const GROUP_EXCHANGES = ['task-group-resolved', 'task-group-sealed'] as const;
+export const TASK_EXCHANGES = [
+  'task-defined',
+  'task-pending',
+  'task-running',
+  'artifact-created',
+  'task-completed',
+  'task-failed',
+  'task-exception',
+  'task-priority-changed',
+] as const;
+export const GROUP_EXCHANGES = ['task-group-resolved', 'task-group-sealed', 'task-group-priority-changed'] as const;
 export type TaskExchange = (typeof TASK_EXCHANGES)[number];
 export type GroupExchange = (typeof GROUP_EXCHANGES)[number];
 export type ExchangeName = TaskExchange | GroupExchange;
-/** Exchanges this queue publishes (task-group-resolved is declared for bindings but not yet published). */
+/** Exchanges this queue publishes (the priority ones are newer than taskcluster-client v87's QueueEvents: bind them by name). */
 export const EXCHANGES: readonly ExchangeName[] = [...TASK_EXCHANGES, ...GROUP_EXCHANGES];
 
 /** Taskcluster's routing-key limit (AMQP allows 255 bytes). */
@@ -116,6 +125,10 @@ export function taskEvents(before: TaskRecord | undefined, after: TaskRecord): Q
         if (ex) out.push(taskEvent(after, seq, ex, run, {}));
         break;
       }
+      case 'prioritized':
+        // Taskcluster's message names no run: the routing key has `_` for runId and the worker.
+        out.push(taskEvent(after, seq, 'task-priority-changed', undefined, { oldPriority: tr.from, newPriority: tr.to }));
+        break;
       default:
         break; // reclaimed: Taskcluster publishes nothing
     }
@@ -154,6 +167,39 @@ export interface GroupInfo {
   schedulerId: string;
   expires: string;
   sealed?: string;
+}
+
+/**
+ * task-group-resolved, as Taskcluster sends it (`{version, taskGroupId, schedulerId}`, no CCs): the
+ * group had no unresolved task left once the resolution of `taskId`'s run `runId` was counted. A
+ * group resolves again after a rerun or a new task, so that resolution names the event.
+ */
+export function groupResolvedEvent(taskGroupId: string, schedulerId: string, cause: { taskId: string; runId: number }): QueueEvent {
+  return {
+    id: `${taskGroupId}.resolved.${cause.taskId}.${cause.runId}`,
+    seq: 0,
+    exchange: exchangeName('task-group-resolved'),
+    routingKey: groupRoutingKey(taskGroupId, schedulerId),
+    routes: [],
+    payload: { version: 1, taskGroupId, schedulerId },
+  };
+}
+
+/** task-group-priority-changed: Taskcluster's summary of a changeTaskGroupPriority call (`id` names the call). */
+export function groupPriorityChangedEvent(
+  g: { taskGroupId: string; schedulerId: string },
+  newPriority: string,
+  tasksAffected: number,
+  callId: string,
+): QueueEvent {
+  return {
+    id: `${g.taskGroupId}.priority.${callId}`,
+    seq: 0,
+    exchange: exchangeName('task-group-priority-changed'),
+    routingKey: groupRoutingKey(g.taskGroupId, g.schedulerId),
+    routes: [],
+    payload: { version: 1, taskGroupId: g.taskGroupId, schedulerId: g.schedulerId, newPriority, tasksAffected },
+  };
 }
 
 /** task-group-sealed: sealing happens once, so the group id makes a stable event id. */

@@ -23,7 +23,11 @@ const OUTBOX_PART_CHARS = 30_000;
 export type SweepTrigger =
   | { kind: 'task'; taskId: string; seqs: number[] }
   | { kind: 'artifact'; taskId: string; runId: number; name: string; event: QueueEvent }
-  | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent };
+  | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent }
+  /** An event that is the record of itself (a call's summary, task-group-priority-changed): always delivered. */
+  | { kind: 'event'; event: QueueEvent }
+  /** Everything a run's claim-expiry trigger guards (a failed delivery of a guarded write). */
+  | { kind: 'run'; taskId: string; runId: number };
 
 /** Properties that carry `event` on its history row. */
 export function outboxProps(event: QueueEvent): Record<string, string | number> {

@@ -16,9 +16,22 @@ import type { TaskRecord } from '../tasks/model';
 import type { TaskObserver } from '../tasks/store';
 import type { TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
-import { QueueEvent, taskEvents, artifactEvent, announcesArtifact, groupSealedEvent, ArtifactInfo, GroupInfo } from './exchanges';
-import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox } from './outbox';
+import {
+  QueueEvent,
+  taskEvents,
+  artifactEvent,
+  announcesArtifact,
+  groupSealedEvent,
+  groupResolvedEvent,
+  ArtifactInfo,
+  GroupInfo,
+  EXCHANGE_PREFIX,
+} from './exchanges';
+import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
 import type { EventDispatcher } from './dispatch';
+
+/** A task's events fit one page: at most 50 runs of a handful of events each. */
+const MAX_EVENTS_READ = 1000;
 
 export interface RecorderOptions {
   /** The sweep fires this long after it was put, if delivery has not deleted it by then. */
@@ -29,6 +42,38 @@ export interface RecorderOptions {
 export interface PreparedEvents {
   events: QueueEvent[];
   trigger?: TriggerRef;
+  /**
+   * No sweep trigger of its own: the write ends a running run, whose claim-expiry trigger is
+   * dropped only after this delivery (TaskObserver.settled) and, if it fires first, delivers the
+   * events again (`redeliverRun`). A failed delivery puts a sweep trigger before the drop.
+   */
+  guard?: { taskId: string; seqs: number[] };
+  /** The write ended this run without its worker (cancel, deadline, claim expiry, worker gone): its task-running is delivered again. */
+  alsoClaimOf?: number;
+}
+
+/** Exchanges of a run's resolution (and the retry's or resumed run's task-pending that may follow it in the same write). */
+const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
+
+/**
+ * Run endings not reported by the run's worker: nothing proves the worker got its claim, so the
+ * claim's event is sent again (a worker declared gone: before the write, shared/tasks/resolve.ts).
+ */
+const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired']);
+
+/**
+ * The run whose claim-expiry trigger guards the events of the write `before` → `after`, if any:
+ * a run claimed by the write (its trigger exists before the write, and stays until the run ends),
+ * or a running run it ends (its trigger is dropped only after this write's delivery). A run's
+ * claim and end are guarded by the same trigger; it delivers both again if it fires (`redeliverRun`).
+ */
+export function claimGuard(before: TaskRecord | undefined, after: TaskRecord): { runId: number; ended: boolean } | undefined {
+  for (const a of after.runs) {
+    const b = before?.runs[a.runId];
+    if (b?.state === 'pending' && a.state === 'running' && a.claimTrigger) return { runId: a.runId, ended: false };
+    if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
+  }
+  return undefined;
 }
 
 export class EventRecorder {
@@ -41,25 +86,64 @@ export class EventRecorder {
 
   /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
   async prepare(events: QueueEvent[], trigger: (events: QueueEvent[]) => SweepTrigger): Promise<PreparedEvents> {
-    if (!events.length || !(await this.dispatcher.hasTargets(events))) return { events };
+    if (!(await this.dispatcher.interested(events))) return { events };
     return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
   }
 
-  /** After the commit: deliver, then drop the trigger. Never throws: the sweep retries what failed. */
+  /**
+   * After the commit: deliver, then drop the trigger. Throws only for a guarded write whose
+   * delivery and fallback sweep trigger both failed (then its guard must stay); otherwise the sweep
+   * retries what failed.
+   */
   async delivered(p: PreparedEvents | undefined): Promise<void> {
     if (!p || !p.events.length) return;
     try {
-      await this.dispatcher.deliver(p.events);
+      const claim = p.alsoClaimOf === undefined || !p.guard ? [] : (await this.runEvents(p.guard.taskId, p.alsoClaimOf)).claim;
+      await this.dispatcher.deliver([...claim, ...p.events]);
       await dropSweepTrigger(this.storage, p.trigger);
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
+      if (p.guard) {
+        const { taskId, seqs } = p.guard;
+        const sweep: SweepTrigger = p.alsoClaimOf === undefined ? { kind: 'task', taskId, seqs } : { kind: 'run', taskId, runId: p.alsoClaimOf };
+        await putSweepTrigger(this.storage, sweep, this.opts.sweepDelayS());
+      }
     }
   }
 
   // ---- tasks ----
 
-  prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
-    return this.prepare(taskEvents(before, after), (ev) => ({ kind: 'task', taskId: after.taskId, seqs: ev.map((e) => e.seq) }));
+  async prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
+    const events = taskEvents(before, after);
+    const seqs = events.map((e) => e.seq);
+    const guard = claimGuard(before, after);
+    if (guard && (await this.dispatcher.interested(events))) {
+      const reason = after.runs[guard.runId].reasonResolved;
+      const alsoClaimOf = guard.ended && reason && ENDED_WITHOUT_WORKER.has(reason) ? guard.runId : undefined;
+      return { events, guard: { taskId: after.taskId, seqs }, ...(alsoClaimOf === undefined ? {} : { alsoClaimOf }) };
+    }
+    return this.prepare(events, () => ({ kind: 'task', taskId: after.taskId, seqs }));
+  }
+
+  /** The recorded events of run `runId`: its claim's task-running, and its end (with the pending run that may follow it). */
+  private async runEvents(taskId: string, runId: number): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
+    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+    const sorted = [...events].sort((a, b) => a.seq - b.seq);
+    const isEnd = (e: QueueEvent) =>
+      (e.payload.runId === runId && RUN_END_EXCHANGES.has(e.exchange)) || (e.payload.runId === runId + 1 && e.exchange === EXCHANGE_PREFIX + 'task-pending');
+    return { claim: sorted.filter((e) => e.payload.runId === runId && e.exchange === EXCHANGE_PREFIX + 'task-running'), ended: sorted.filter(isEnd) };
+  }
+
+  /**
+   * Run `runId`'s claim-expiry trigger fired (shared/reaper/handlers.ts), or its claim was replayed to
+   * a worker that may have missed it: delivers again what that trigger guards (the claim's event and,
+   * once the run ended, the events of the write that ended it), as a crash may have cut them short.
+   */
+  async redeliverRun(taskId: string, runId: number): Promise<number> {
+    if (!(await this.dispatcher.anyTarget())) return 0;
+    const { claim, ended } = await this.runEvents(taskId, runId);
+    await this.dispatcher.deliver([...claim, ...ended]);
+    return claim.length + ended.length;
   }
 
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
@@ -73,6 +157,27 @@ export class EventRecorder {
 
   async prepareGroupSealed(g: GroupInfo, sealedAt: string): Promise<PreparedEvents> {
     return this.prepare([groupSealedEvent({ ...g, sealed: sealedAt })], ([event]) => ({ kind: 'group-sealed', taskGroupId: g.taskGroupId, event }));
+  }
+
+  /**
+   * task-group-resolved, once the open row of the task whose resolution `g` names is gone (the
+   * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left.
+   * Nobody listening: not even the read. Throws if the delivery failed, so the caller keeps the
+   * task's deadline trigger, which repeats this when it fires.
+   */
+  async groupResolved(
+    g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number },
+    hasOpen: (taskGroupId: string) => Promise<boolean>,
+  ): Promise<void> {
+    const event = groupResolvedEvent(g.taskGroupId, g.schedulerId, g);
+    if (!(await this.dispatcher.interested([event]))) return;
+    if (await hasOpen(g.taskGroupId)) return;
+    await this.dispatcher.deliver([event]);
+  }
+
+  /** An event not tied to a stored write (a call's summary): a sweep trigger, then delivery, as for the others. */
+  async publish(event: QueueEvent): Promise<void> {
+    await this.delivered(await this.prepare([event], ([e]) => ({ kind: 'event', event: e })));
   }
 
   /**
@@ -90,7 +195,8 @@ export class EventRecorder {
       const sealed = await exists.groupSealed(t.taskGroupId);
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
-    }
+    } else if (t.kind === 'event') events = [t.event];
+    else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
     await this.dispatcher.deliver(events);
     return events.length;
   }
@@ -102,6 +208,7 @@ export class EventRecorder {
  */
 export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): TaskObserver {
   const prepared = new WeakMap<TaskRecord, PreparedEvents>();
+  const guarded = new WeakMap<TaskRecord, Promise<void>>();
   return {
     async prepare(before: TaskRecord | undefined, after: TaskRecord): Promise<void> {
       await inner.prepare?.(before, after);
@@ -115,9 +222,14 @@ export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): Ta
       return rows;
     },
     async written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
-      if (after) await recorder.delivered(prepared.get(after));
+      const p = after && prepared.get(after);
+      const delivery = recorder.delivered(p);
+      // A guarded write's after-effects (the drop of its guard) wait for this (see `settled`).
+      if (after && p?.guard) guarded.set(after, delivery);
+      await delivery.catch(() => undefined);
       await inner.written(before, after);
     },
+    settled: (after: TaskRecord) => guarded.get(after) ?? Promise.resolve(),
     extraKeys: inner.extraKeys?.bind(inner),
   };
 }

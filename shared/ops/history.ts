@@ -5,10 +5,10 @@
  * before and after a write, so callers of TaskStore need no changes.
  */
 import type { Entity, Storage } from '../storage/storage';
-import type { Run, TaskRecord } from '../tasks/model';
+import { priorityOf, type Run, type TaskRecord } from '../tasks/model';
 import { prefixRange } from './keys';
 
-export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved';
+export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved' | 'prioritized';
 
 export interface HistoryEntry {
   /** 1 for the task's first entry, then counting up. */
@@ -52,6 +52,9 @@ function worker(r: Run): Pick<Transition, 'workerGroup' | 'workerId'> {
 export function transitions(before: TaskRecord | undefined, after: TaskRecord): Transition[] {
   const out: Transition[] = [];
   if (!before) out.push({ event: 'created', from: null, to: 'unscheduled', reason: 'created' });
+  // changeTaskPriority: from and to are priorities (its event is task-priority-changed).
+  if (before && priorityOf(before) !== priorityOf(after))
+    out.push({ event: 'prioritized', from: priorityOf(before), to: priorityOf(after), reason: 'priority-changed' });
   for (const a of after.runs) {
     const b = before?.runs[a.runId];
     if (!b) {

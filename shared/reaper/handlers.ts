@@ -20,7 +20,17 @@ export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise
 }
 
 export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<TriggerResult> {
-  return expireClaim(svc, t.taskId, t.runId, t.takenUntil);
+  const task = await svc.tasks.load(t.taskId);
+  const result = await expireClaim(svc, t.taskId, t.runId, t.takenUntil, task);
+  // This trigger guards the events of its run's claim and end (shared/events/recorder.ts): still
+  // here after the run ended, it was not dropped after their delivery, so deliver them again. (A
+  // run it finds running is ended by this expiry or the deadline, which send the claim's again.)
+  const run = task?.runs[t.runId];
+  if (run && run.takenUntil === t.takenUntil && run.state !== 'running' && run.state !== 'pending') {
+    const n = await svc.events.redeliverRun(t.taskId, t.runId);
+    if (n) svc.log.info('events-redelivered', { taskId: t.taskId, runId: t.runId, events: n });
+  }
+  return result;
 }
 
 export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise<TriggerResult> {

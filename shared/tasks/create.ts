@@ -7,7 +7,7 @@ import * as slugid from 'slugid';
 import { PRIORITIES, Priority } from './vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import { TaskDeps } from './deps';
-import { TaskDefinition, TaskStatus, encodeTask, normalizeDate, taskStatus } from './model';
+import { TaskDefinition, TaskStatus, encodeTask, isResolved, normalizeDate, taskState, taskStatus } from './model';
 import { create, dependentAdded, schedule } from './transitions';
 import { execute, executeCreate } from './executor';
 import { trackDependencies } from './dependencies';
@@ -117,6 +117,9 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   } else {
     const existing = await d.tasks.load(taskId);
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
+    // Our group rows went in first: take back an open row the task does not have (read after it was written).
+    if (existing.definition.taskGroupId !== taskGroupId) await d.groups.removeMember(taskGroupId, taskId, true);
+    else if (isResolved(taskState(existing))) await d.groups.close(taskGroupId, taskId);
     if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
@@ -137,7 +140,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     },
   });
   if (tracked.missing.length || tracked.expiring.length) {
-    await d.groups.removeMember(taskGroupId, taskId);
+    await d.groups.removeMember(taskGroupId, taskId, true);
     const parts: string[] = [];
     if (tracked.missing.length) parts.push(`these dependencies do not exist: ${tracked.missing.join(', ')}`);
     if (tracked.expiring.length) parts.push(`these dependencies expire before the task's deadline: ${tracked.expiring.join(', ')}`);

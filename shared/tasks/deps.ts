@@ -27,4 +27,11 @@ export interface TaskDeps {
   uploads: { commit: (taskId: string, runId: number) => Promise<void> };
   /** Wakes this instance's claimWork pollers for a task queue (no-op where none run). */
   wake: (taskQueueId: string) => void;
+  /**
+   * After a task's group open row is gone: publishes task-group-resolved if the group has no
+   * unresolved task left (shared/events/recorder.ts); throws if that could not be delivered.
+   */
+  groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }) => Promise<void>;
+  /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
+  redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
 }

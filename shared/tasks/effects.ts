@@ -41,6 +41,8 @@ export type Effect =
   | { phase: 'before'; kind: 'record-expiry'; taskId: string; expires: string; taskGroupId: string; dependencies: string[] }
   /** Membership of the task group (may refuse: sealed group, other schedulerId). */
   | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string }
+  /** The task is unresolved again (rerun): its group's open row exists before the row says so. */
+  | { phase: 'before'; kind: 'reopen-group'; taskGroupId: string; taskId: string; expires: string }
   // ---- with ----
   /** A row of the task's partition, written in the task row's transaction. */
   | { phase: 'with'; kind: 'row'; entity: Entity }
@@ -55,6 +57,12 @@ export type Effect =
   | { phase: 'after'; kind: 'release-key'; key: string; taskId: string; runId: number }
   /** The `put-safety-net` of the same task and run has nothing left to guard. */
   | { phase: 'after'; kind: 'delete-safety-net'; taskId: string; runId: number }
+  /**
+   * The task resolved for good: remove its group's open row and, if that left the group without
+   * unresolved tasks, publish task-group-resolved. Until it succeeded, the deadline trigger is kept
+   * (it fires on the resolved task and owes this again), so a crash never loses the event.
+   */
+  | { phase: 'after'; kind: 'close-group'; taskGroupId: string; schedulerId: string; taskId: string; runId: number }
   | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
 
 export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
@@ -91,6 +99,7 @@ export const effect = {
     schedulerId,
     expires,
   }),
+  reopenGroup: (taskGroupId: string, taskId: string, expires: string): Effect => ({ phase: 'before', kind: 'reopen-group', taskGroupId, taskId, expires }),
   row: (entity: Entity): Effect => ({ phase: 'with', kind: 'row', entity }),
   dropTrigger: (trigger: 'claim' | 'deadline', ref: TriggerRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
   wake: (taskQueueId: string): Effect => ({ phase: 'after', kind: 'wake', taskQueueId }),
@@ -98,6 +107,14 @@ export const effect = {
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
   releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),
   deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
+  closeGroup: (taskGroupId: string, schedulerId: string, taskId: string, runId: number): Effect => ({
+    phase: 'after',
+    kind: 'close-group',
+    taskGroupId,
+    schedulerId,
+    taskId,
+    runId,
+  }),
   log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
 };
 

@@ -112,24 +112,33 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
     case 'add-group-member':
       await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
       return undefined;
+    case 'reopen-group':
+      await d.groups.reopen(e.taskGroupId, e.taskId, e.expires);
+      return undefined;
     default:
       throw new Error(`not a before effect: ${e.kind}`);
   }
 }
 
 /**
- * `after` effects side by side, except that propagation and the deletion of its safety net stay in
- * order (the net guards the propagation until it is done).
+ * `after` effects side by side, except two chains that stay in order: propagation, then the
+ * deletion of its safety net (the net guards the propagation until it is done); the group's
+ * bookkeeping, then the deadline trigger's drop (the trigger guards the bookkeeping). A chain stops
+ * at its first failure, so its guard stays.
  */
 async function performAfter(d: TaskDeps, effects: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
   const after = effects.filter((e) => e.phase === 'after');
-  const chained = (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net';
+  const chains = [
+    (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net',
+    (e: Effect) => e.kind === 'close-group' || (e.kind === 'drop-trigger' && e.trigger === 'deadline'),
+  ];
+  const chained = (e: Effect) => chains.some((c) => c(e));
   const one = (e: Effect) => (e.kind === 'drop-trigger' ? d.triggers.drop(e.trigger, e.ref) : afterOne(d, e, task, performed));
   await Promise.all([
     ...after.filter((e) => !chained(e)).map(one),
-    (async () => {
-      for (const e of after.filter(chained)) await one(e);
-    })(),
+    ...chains.map(async (c) => {
+      for (const e of after.filter(c)) await one(e);
+    }),
   ]);
 }
 
@@ -152,6 +161,10 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
     }
     case 'release-key':
       await releaseKey(d, e.key, e.taskId, e.runId, rehinter(d), task);
+      return;
+    case 'close-group':
+      await d.groups.close(e.taskGroupId, e.taskId);
+      await d.groupResolved?.(e);
       return;
     case 'log':
       d.log.info(e.event, e.fields);

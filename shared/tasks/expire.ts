@@ -6,6 +6,7 @@
  */
 import { StorageConflict } from '../storage/storage';
 import { groupRowKey } from './groups';
+import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 
 /** Entity-group transactions hold at most 100 operations. */
@@ -22,7 +23,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   const t = await d.tasks.load(taskId);
   if (t && new Date(t.definition.expires) > now) {
     // The index row of a createTask that lost to a different definition: the real task has its own.
-    if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId);
+    if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId, true);
     return;
   }
   const deps = t?.definition.dependencies ?? data.dependencies;
@@ -43,7 +44,8 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
-  await d.groups.removeMember(taskGroupId, taskId);
+  // A task that never resolved (or whose row was never written) still has its group's open row.
+  await d.groups.removeMember(taskGroupId, taskId, !t || !isResolved(taskState(t)));
   const meta = await d.groups.meta(taskGroupId);
   // The meta row's expires is the latest of its members', so only the last member to expire removes it.
   if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));

@@ -1,6 +1,10 @@
 /**
  * Task groups: one meta row (schedulerId, expires, sealed) and one member row per task, in the
- * group's partition so the first task of a group writes both in one transaction.
+ * group's partition so the first task of a group writes both in one transaction. An *open* row per
+ * unresolved task (written with its member row, removed when the task resolves, written again by a
+ * rerun) tells whether the group has unresolved tasks with one short key-range read, however large
+ * the group (task-group-resolved); rows are deleted and inserted, never counted, so concurrent
+ * resolutions in one group do not contend.
  */
 import { Storage, StorageConflict } from '../storage/storage';
 import { conflict } from '../errors';
@@ -17,6 +21,9 @@ export interface TaskGroupMeta {
 
 /** Member row keys are taskIds (slugids), which all sort before the meta row's '~group~…'. */
 const MEMBERS_END = '~';
+/** Open rows: `~open~<taskId>`, after every member row ('~' sorts after slugid characters). */
+const OPEN_PREFIX = '~open~';
+export const openRowKey = (taskId: string): string => `${OPEN_PREFIX}${taskId}`;
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
@@ -37,16 +44,14 @@ export class TaskGroups {
   /** Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group. */
   async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<void> {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
+    const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
     const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
     // A task that starts its own group (the common case) needs no read.
     let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          await this.table.transact([
-            { op: 'create', entity: metaRow },
-            { op: 'upsert', entity: member },
-          ]);
+          await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open]);
           return;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -63,6 +68,7 @@ export class TaskGroups {
           await this.table.transact([
             { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires }, mode: 'Merge', etag: known!.etag },
             { op: 'upsert', entity: member },
+            open,
           ]);
           return;
         } catch (err) {
@@ -71,14 +77,41 @@ export class TaskGroups {
           continue;
         }
       }
-      await this.table.upsert(member);
+      await this.table.transact([{ op: 'upsert', entity: member }, open]);
       return;
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
 
-  async removeMember(taskGroupId: string, taskId: string): Promise<void> {
-    await this.table.delete(taskGroupId, taskId);
+  /** Removes a task from its group; `open`: also its open row (a task that never resolved). */
+  async removeMember(taskGroupId: string, taskId: string, open = false): Promise<void> {
+    await Promise.all([this.table.delete(taskGroupId, taskId), open ? this.table.delete(taskGroupId, openRowKey(taskId)) : undefined]);
+  }
+
+  /** The task is unresolved again (rerun): written before the task row says so. */
+  async reopen(taskGroupId: string, taskId: string, expires: string): Promise<void> {
+    await this.table.upsert({ partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires });
+  }
+
+  /** The task resolved: written after the task row says so (repeating it is harmless). */
+  async close(taskGroupId: string, taskId: string): Promise<void> {
+    await this.table.delete(taskGroupId, openRowKey(taskId));
+  }
+
+  /** Whether any task of the group is unresolved: the first open row, if any (one short range read). */
+  async hasOpen(taskGroupId: string): Promise<boolean> {
+    let continuation: string | undefined;
+    do {
+      // Azure may answer an empty page with a continuation (a server-side time slice): read on.
+      const page = await this.table.page(
+        { partitionKey: taskGroupId, rowKey: { ge: OPEN_PREFIX, lt: OPEN_PREFIX + '~' }, select: ['RowKey'] },
+        1,
+        continuation,
+      );
+      if (page.items.length) return true;
+      continuation = page.continuation;
+    } while (continuation);
+    return false;
   }
 
   /** Seals the group (irreversible; repeating it changes nothing). Undefined if there is no group. */

@@ -55,6 +55,8 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
   if ('retryAfterS' in r) throw new Error(`task ${taskId}: unexpected retry-after`);
+  // A replayed claim (its first response may have been lost with its events): send them again.
+  if (!r.changed) await d.redeliverRun?.(taskId, runId);
   return { kind: 'claimed', task: r.task, run: r.task.runs[runId] };
 }
 
@@ -77,16 +79,16 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
 /** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
 export type TriggerResult = void | { retryAfterS: number };
 
-async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result): Promise<TriggerResult> {
-  const r = await execute(d, taskId, transition);
+async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result, known?: TaskRecord): Promise<TriggerResult> {
+  const r = await execute(d, taskId, transition, known);
   if (r && 'retryAfterS' in r) return { retryAfterS: r.retryAfterS };
 }
 
-/** Claim expiry (reaper). */
-export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string): Promise<TriggerResult> {
+/** Claim expiry (reaper); `known`: the task as just read. */
+export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string, known?: TaskRecord): Promise<TriggerResult> {
   const input = { runId, takenUntil, hintId: slugid.nice() };
   const now = d.now();
-  return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now));
+  return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now), known);
 }
 
 /** Deadline (reaper). */
@@ -136,6 +138,9 @@ export async function suspendRun(d: TaskDeps, t: TaskRecord, runId: number, cont
 export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
   const input = { runId, worker, hintId: slugid.nice() };
   const now = d.now();
+  // Nothing proves the worker ever got its claim (with its events): send them again before its
+  // claim-expiry trigger, their guard, goes with this resolution (shared/events/recorder.ts).
+  await d.redeliverRun?.(taskId, runId);
   const r = await execute(d, taskId, (t) => T.workerGone(t, input, now));
   return !!r && 'changed' in r && r.changed;
 }

@@ -23,6 +23,11 @@ export interface TaskObserver {
   written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
   /** Row keys to delete with the task (its history). */
   extraKeys?(taskId: string, known?: TaskRecord): Promise<string[]>;
+  /**
+   * Settles once what must precede the caller's after-effects is done (events guarded by a trigger
+   * those effects drop); rejects if it could not be, and then they do not run.
+   */
+  settled?(after: TaskRecord): Promise<void>;
 }
 
 export class TaskStore {
@@ -53,7 +58,7 @@ export class TaskStore {
       if (err instanceof StorageConflict) return false;
       throw err;
     }
-    await Promise.all([this.observer?.written(undefined, t), alongside?.()]);
+    await Promise.all([this.observer?.written(undefined, t), this.then(t, alongside)]);
     return true;
   }
 
@@ -72,8 +77,14 @@ export class TaskStore {
       if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
       throw err;
     }
-    await Promise.all([this.observer?.written(current, next), alongside?.()]);
+    await Promise.all([this.observer?.written(current, next), this.then(next, alongside)]);
     return 'written';
+  }
+
+  /** `alongside` once the observer has settled what must come first (see TaskObserver.settled). */
+  private async then(after: TaskRecord, alongside?: () => Promise<void>): Promise<void> {
+    await this.observer?.settled?.(after);
+    await alongside?.();
   }
 
   /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */

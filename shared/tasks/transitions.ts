@@ -135,6 +135,12 @@ function owedPropagation(t: TaskRecord): Effect[] {
   return isResolved(taskState(t)) && t.hasDependents && t.dependentsNotified < t.runs.length - 1 ? [effect.propagate(t.taskId)] : [];
 }
 
+/** A finally resolved task owes its group's bookkeeping (repeated after a crash cut it short; harmless otherwise). */
+function owedGroupClose(t: TaskRecord): Effect[] {
+  const d = t.definition;
+  return isResolved(taskState(t)) ? [effect.closeGroup(d.taskGroupId, d.schedulerId, t.taskId, t.runs.length - 1)] : [];
+}
+
 /** A repeat of a keyed run's resolution still owes its release (lost if the first attempt crashed after the write). */
 function owedRelease(t: TaskRecord, runId: number): Effect[] {
   const key = t.definition.concurrencyKey;
@@ -150,6 +156,8 @@ function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaim
     const ref = before.runs[i]?.claimTrigger;
     if (ref) out.push(effect.dropTrigger('claim', ref));
   }
+  // The group's bookkeeping first: the executor drops the deadline trigger only once it is done.
+  if (isResolved(taskState(next)) && !isResolved(taskState(before))) out.push(...owedGroupClose(next));
   if (opts.dropDeadline && isResolved(taskState(next)) && before.deadlineTrigger) out.push(effect.dropTrigger('deadline', before.deadlineTrigger));
   const key = next.definition.concurrencyKey;
   for (const r of before.runs) {
@@ -280,7 +288,7 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
     // The run must still be the latest, or be followed only by the retry this very report created.
     const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
     if (r.state === outcome.state && r.reasonResolved === reason && current) {
-      return same(task, [...owedPropagation(task), ...owedRelease(task, runId), effect.commitUploads(task.taskId, runId)]);
+      return same(task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task), effect.commitUploads(task.taskId, runId)]);
     }
     return refuse(
       `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
@@ -313,7 +321,7 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
   if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
-    return same(task, [...owedPropagation(task), ...owedRelease(task, runId)]);
+    return same(task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)]);
   }
   if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same(task);
   if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
@@ -340,7 +348,8 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
 export function deadline(task: TaskRecord, input: { deadline: string }, now: Date): Result {
   if (task.definition.deadline !== input.deadline) return same(task);
   if (new Date(input.deadline) > now) return { retryAfterS: secondsUntil(input.deadline, now) };
-  if (isResolved(taskState(task))) return same(task, owedPropagation(task));
+  // A deadline trigger that outlived the resolution: the group's bookkeeping was cut short.
+  if (isResolved(taskState(task))) return same(task, [...owedPropagation(task), ...owedGroupClose(task)]);
   const next = copy(task);
   const at = now.toJSON();
   if (next.runs.length === 0) {
@@ -364,7 +373,7 @@ export function deadline(task: TaskRecord, input: { deadline: string }, now: Dat
 
 /** The resolution safety net fired: finish a propagation that a crash interrupted. */
 export function safetyNet(task: TaskRecord): Step {
-  return same(task, owedPropagation(task));
+  return same(task, [...owedPropagation(task), ...owedGroupClose(task)]);
 }
 
 /**
@@ -410,7 +419,11 @@ export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): R
   const hint = addPendingRun(next, 'rerun', now, input.hintId);
   next.retriesLeft = Math.min(next.definition.retries, MAX_RUNS - next.runs.length);
   next.takenUntil = '';
-  return { next, effects: [effect.putDeadlineTrigger(task.taskId, task.definition.deadline), hint, effect.wake(task.definition.taskQueueId)] };
+  const d = task.definition;
+  return {
+    next,
+    effects: [effect.putDeadlineTrigger(task.taskId, d.deadline), effect.reopenGroup(d.taskGroupId, task.taskId, d.expires), hint, effect.wake(d.taskQueueId)],
+  };
 }
 
 /**
@@ -490,7 +503,7 @@ export function changePriority(task: TaskRecord, input: { priority: Priority; hi
   if (priorityOf(task) === input.priority) return same(task);
   const next = copy(task);
   next.priority = input.priority;
-  // The `task-priority-changed` event (events work) belongs here, as an outbox row: effect.row(...).
+  // Its task-priority-changed event rides on the `prioritized` history row (shared/ops/history.ts).
   const last = lastRun(next);
   if (last?.state !== 'pending') return { next, effects: [] };
   last.hintId = input.hintId;

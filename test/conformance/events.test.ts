@@ -38,6 +38,7 @@ test('subscriptions by task group, route and worker type receive exactly their e
     bindings: [
       ...['taskDefined', 'taskPending', 'taskRunning', 'artifactCreated', 'taskCompleted', 'taskFailed', 'taskException'].map((m) => qe[m]({ taskGroupId })),
       qe.taskGroupSealed({ taskGroupId }),
+      qe.taskGroupResolved({ taskGroupId }),
     ],
     expires: inADay(),
   });
@@ -83,8 +84,9 @@ test('subscriptions by task group, route and worker type receive exactly their e
   ]);
   expect(of(group, B)).toEqual(['task-defined', 'task-pending/0', 'task-running/0', 'task-failed/0']);
   expect(of(group, C)).toEqual(['task-defined', 'task-pending/0', 'task-exception/0']);
-  expect(of(group, taskGroupId)).toEqual(['task-group-sealed']);
-  expect(group).toHaveLength(8 + 4 + 3 + 1);
+  // Resolved once, when C (the last unresolved task) was cancelled; then sealed.
+  expect(of(group, taskGroupId)).toEqual(['task-group-resolved', 'task-group-sealed']);
+  expect(group).toHaveLength(8 + 4 + 3 + 2);
   // Each event once, with its own id; seqs within a task never go back.
   expect(new Set(group.map((e) => e.id)).size).toBe(group.length);
 
@@ -100,6 +102,10 @@ test('subscriptions by task group, route and worker type receive exactly their e
   const cancelled = group.find((e) => short(e.exchange) === 'task-exception' && e.payload.status.taskId === C)!;
   expect(cancelled.payload.status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'canceled' });
   expect(cancelled.payload).not.toHaveProperty('workerId');
+  const resolved = group.find((e) => short(e.exchange) === 'task-group-resolved')!;
+  expect(resolved.payload).toEqual({ version: 1, taskGroupId, schedulerId: 'sched' });
+  expect(resolved.routingKey).toBe(`primary.${taskGroupId}.sched._`);
+  expect(resolved.routes).toEqual([]);
   const sealed = group.find((e) => short(e.exchange) === 'task-group-sealed')!;
   expect(sealed.payload).toEqual({ version: 1, ...(await svc.queue().getTaskGroup(taskGroupId)) });
 
@@ -111,6 +117,94 @@ test('subscriptions by task group, route and worker type receive exactly their e
   expect(of(await drainSubscription(byRoute), A)).toEqual(['task-defined', 'task-completed/1']);
   const wt = await drainSubscription(byWorkerType);
   expect(wt.map((e) => `${short(e.exchange)}:${e.payload.status.taskId}`)).toEqual([`task-running:${B}`, `task-failed:${B}`]);
+}, 60_000);
+
+test('priority changes, a worker declared gone and a suspension publish their events; a rerun makes the group resolve again', async () => {
+  const ev = eventsClient(svc);
+  const ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
+  const queue = (credentials: unknown = svc.root) => new (svc.tc.createClient(ref, 'queue'))({ rootUrl: svc.rootUrl, credentials, retries: 0 });
+  const taskGroupId = slugid();
+  const tq = uniqueQueue();
+  // v87's QueueEvents predates the priority exchanges: bind them by name.
+  const byName = (name: string, routingKeyPattern: string) => ({ exchange: `exchange/taskcluster-queue/v1/${name}`, routingKeyPattern });
+  const sub = await ev.createSubscription(`ctl-${taskGroupId}`, {
+    bindings: [
+      ...['taskDefined', 'taskPending', 'taskRunning', 'taskCompleted', 'taskException'].map((m) => qe[m]({ taskGroupId })),
+      byName('task-priority-changed', `primary.*.*.*.*.*.*.*.${taskGroupId}.#`),
+      byName('task-group-priority-changed', `primary.${taskGroupId}.#`),
+      qe.taskGroupResolved({ taskGroupId }),
+    ],
+    expires: inADay(),
+  });
+  const A = slugid();
+  const B = slugid();
+  await svc.queue().createTask(A, taskDef(tq, { taskGroupId, schedulerId: 'sched', retries: 1, priority: 'low' }));
+  await queue().changeTaskPriority(A, { newPriority: 'high' });
+  // Worker gone: exception/worker-shutdown, retried as a new pending run.
+  const a0 = await claimOne(svc, tq, A);
+  await queue().declareWorkerGone(...tq.split('/'), a0.workerGroup, a0.workerId);
+  // Suspended: exception/suspended, resumed as a new pending run.
+  const a1 = await claimOne(svc, tq, A);
+  await queue(a1.credentials).suspendRun(A, 1, { continuation: { step: 1 } });
+  await svc.queue().createTask(B, taskDef(tq, { taskGroupId, schedulerId: 'sched', priority: 'low' }));
+  const g = await queue().changeTaskGroupPriority(taskGroupId, { newPriority: 'very-high' });
+  expect(g.tasksAffected).toBe(2);
+  // Both at the same priority now, re-queued in either order.
+  const both = [await claimOne(svc, tq), await claimOne(svc, tq)];
+  const a2 = both.find((c) => c.status.taskId === A);
+  const b0 = both.find((c) => c.status.taskId === B);
+  await svc.queue(a2.credentials).reportCompleted(A, 2);
+  await svc.queue(b0.credentials).reportCompleted(B, 0);
+  let got = await drainSubscription(sub);
+  // Declaring a worker gone sends its claim's task-running again (nothing proves the worker got
+  // it): a repeat with the same id, which consumers drop.
+  const runningA0 = got.filter((e) => e.id === got.find((x) => short(x.exchange) === 'task-running' && x.payload.runId === 0)!.id);
+  expect(runningA0).toHaveLength(2);
+  expect(runningA0[1]).toEqual(runningA0[0]);
+  got = got.filter((e, i) => got.findIndex((x) => x.id === e.id) === i);
+  expect(of(got, A)).toEqual([
+    'task-defined',
+    'task-pending/0',
+    'task-priority-changed',
+    'task-running/0',
+    'task-exception/0',
+    'task-pending/1',
+    'task-running/1',
+    'task-exception/1',
+    'task-pending/2',
+    'task-priority-changed',
+    'task-running/2',
+    'task-completed/2',
+  ]);
+  expect(of(got, B)).toEqual(['task-defined', 'task-pending/0', 'task-priority-changed', 'task-running/0', 'task-completed/0']);
+  expect(of(got, taskGroupId)).toEqual(['task-group-priority-changed', 'task-group-resolved']);
+
+  const changed = got.find((e) => short(e.exchange) === 'task-priority-changed' && e.payload.status.taskId === A)!;
+  expect(changed.payload).toMatchObject({ version: 1, oldPriority: 'low', newPriority: 'high' });
+  expect(changed.payload.status.priority).toBe('high');
+  expect(changed.routingKey).toBe(`primary.${A}._._._.${tq.replace('/', '.')}.sched.${taskGroupId}._`);
+  const gone = got.find((e) => short(e.exchange) === 'task-exception' && e.payload.runId === 0)!;
+  expect(gone.payload.status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'worker-shutdown' });
+  expect(gone.payload).toMatchObject({ workerGroup: a0.workerGroup, workerId: a0.workerId });
+  const suspended = got.find((e) => short(e.exchange) === 'task-exception' && e.payload.runId === 1)!;
+  expect(suspended.payload.status.runs[1]).toMatchObject({ state: 'exception', reasonResolved: 'suspended' });
+  expect(got.find((e) => short(e.exchange) === 'task-pending' && e.payload.runId === 2)!.payload.status.runs[2].reasonCreated).toBe('resumed');
+  const groupChanged = got.find((e) => short(e.exchange) === 'task-group-priority-changed')!;
+  expect(groupChanged.payload).toEqual({ version: 1, taskGroupId, schedulerId: 'sched', newPriority: 'very-high', tasksAffected: 2 });
+  expect(groupChanged.routingKey).toBe(`primary.${taskGroupId}.sched._`);
+
+  // A rerun makes the group unresolved again: no task-group-resolved until the rerun run resolves.
+  await svc.queue().rerunTask(B);
+  const b1 = await claimOne(svc, tq, B);
+  got = await drainSubscription(sub);
+  expect(of(got, B)).toEqual(['task-pending/1', 'task-running/1']);
+  expect(of(got, taskGroupId)).toEqual([]);
+  await svc.queue(b1.credentials).reportException(B, 1, { reason: 'malformed-payload' });
+  got = await drainSubscription(sub);
+  expect(of(got, B)).toEqual(['task-exception/1']);
+  expect(of(got, taskGroupId)).toEqual(['task-group-resolved']);
+  // Two resolutions of the group: two events, each named by the resolution that emptied it.
+  expect(got.find((e) => short(e.exchange) === 'task-group-resolved')!.id).toBe(`${taskGroupId}.resolved.${B}.1`);
 }, 60_000);
 
 test('create is idempotent, get gives fresh URLs, list pages, delete removes the queue', async () => {

@@ -15,7 +15,11 @@ let urls: { signedPollUrl: string; signedDeleteUrl: string };
 const delivered = new Map<string, DeliveredEvent>();
 
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } });
+  // Short claims: the claim-expiry trigger guards the events of a report (no sweep trigger of its own) and fires within the test.
+  svc = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_CLAIM_TIMEOUT_S: '5' },
+    { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
+  );
   const all = EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
   urls = await eventsClient(svc).createSubscription('everything', { bindings: all, expires: new Date(Date.now() + 3600_000).toJSON() });
 });
@@ -77,7 +81,7 @@ test('claimWork and reportCompleted', async () => {
     await noRetry(r.value.tasks[0].credentials).reportCompleted(taskId, 0);
     await expectDelivered(taskId);
   });
-  await sweep(async (faulty) => {
+  const reportOps = await sweep(async (faulty) => {
     const tq = uniqueQueue();
     const taskId = slugid();
     await svc.queue().createTask(taskId, taskDef(tq));
@@ -85,6 +89,9 @@ test('claimWork and reportCompleted', async () => {
     await faulty(() => noRetry(c.credentials).reportCompleted(taskId, 0));
     await expectDelivered(taskId);
   });
+  // The report puts no sweep trigger: the run's claim-expiry trigger, dropped after the delivery, guards it.
+  expect(reportOps).toEqual(expect.arrayContaining(['subscription.put', 'claim.delete']));
+  expect(reportOps).not.toContain('events.put');
 }, 240_000);
 
 test('reportException with a retry, and cancelTask', async () => {
@@ -132,6 +139,30 @@ test('createArtifact and sealTaskGroup', async () => {
     }
     expect(delivered.has(id)).toBe(sealed);
   });
+}, 240_000);
+
+test('task-group-resolved: the last report of a group, whatever call fails', async () => {
+  const ops = await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskGroupId = slugid();
+    // A short deadline: when the report's bookkeeping was cut short, the deadline trigger (kept
+    // until it succeeds) repeats it; a report that never committed ends at the deadline instead.
+    const deadline = new Date(Date.now() + 3000).toJSON();
+    await svc.queue().createTask(taskGroupId, taskDef(tq, { taskGroupId, deadline }));
+    const c = await claimOne(svc, tq, taskGroupId);
+    await faulty(() => noRetry(c.credentials).reportCompleted(taskGroupId, 0));
+    const id = `${taskGroupId}.resolved.${taskGroupId}.0`;
+    const end = Date.now() + 15_000;
+    while (!delivered.has(id) && Date.now() < end) {
+      await svc.runReaper();
+      for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
+      if (!delivered.has(id)) await sleep(300);
+    }
+    expect(delivered.has(id)).toBe(true);
+    expect(delivered.get(id)!.payload).toEqual({ version: 1, taskGroupId, schedulerId: expect.any(String) });
+    await expectDelivered(taskGroupId);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['TaskGroups.delete', 'TaskGroups.query', 'subscription.put', 'deadline.delete']));
 }, 240_000);
 
 test('deadline resolved by the reaper', async () => {

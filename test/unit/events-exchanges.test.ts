@@ -2,7 +2,15 @@
  * The events of task writes, derived from the records before and after them: the exchanges,
  * payloads, routing keys and CCs Taskcluster documents, and stable ids and sequence numbers.
  */
-import { taskEvents, artifactEvent, groupSealedEvent, taskRoutingKey, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import {
+  taskEvents,
+  artifactEvent,
+  groupSealedEvent,
+  groupResolvedEvent,
+  groupPriorityChangedEvent,
+  taskRoutingKey,
+  EXCHANGE_PREFIX,
+} from '../../shared/events/exchanges';
 import { historyRows } from '../../shared/ops/history';
 import type { TaskRecord } from '../../shared/tasks/model';
 
@@ -156,6 +164,20 @@ describe('task events', () => {
   });
 });
 
+describe('priority events', () => {
+  test('a priority change is task-priority-changed with old and new priority, no run in the routing key, the CCs, and its own seq', () => {
+    const created = commit(undefined, task());
+    const { before, after } = step(created, (t) => (t.priority = 'high'));
+    const [e] = taskEvents(before, after);
+    expect(e).toMatchObject({ id: `${after.taskId}.2`, seq: 2, exchange: `${EXCHANGE_PREFIX}task-priority-changed` });
+    expect(e.payload).toMatchObject({ version: 1, oldPriority: 'lowest', newPriority: 'high' });
+    expect(e.payload).not.toHaveProperty('runId');
+    expect(e.routingKey).toBe(`primary.${after.taskId}._._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._`);
+    expect(e.routes).toEqual(['route.index.project.latest', 'route.notify.email.a@b.c']);
+    expect(taskEvents(after, JSON.parse(JSON.stringify(after)))).toEqual([]);
+  });
+});
+
 describe('artifact and group events', () => {
   test('artifact-created names the run, its worker and the artifact', () => {
     const t = task();
@@ -173,6 +195,23 @@ describe('artifact and group events', () => {
     });
     expect(e.seq).toBe(3);
     expect(e.id).toBe(artifactEvent(t, 0, { storageType: 'reference', name: 'public/log.txt', expires: T2, contentType: 'text/plain' }).id);
+  });
+
+  test('task-group-resolved: Taskcluster payload, group routing key, named by the resolution that emptied the group', () => {
+    expect(groupResolvedEvent('g1', 's', { taskId: 't1', runId: 2 })).toEqual({
+      id: 'g1.resolved.t1.2',
+      seq: 0,
+      exchange: `${EXCHANGE_PREFIX}task-group-resolved`,
+      routingKey: 'primary.g1.s._',
+      routes: [],
+      payload: { version: 1, taskGroupId: 'g1', schedulerId: 's' },
+    });
+  });
+
+  test('task-group-priority-changed', () => {
+    const e = groupPriorityChangedEvent({ taskGroupId: 'g1', schedulerId: 's' }, 'high', 3, 'call1');
+    expect(e).toMatchObject({ id: 'g1.priority.call1', routingKey: 'primary.g1.s._', routes: [] });
+    expect(e.payload).toEqual({ version: 1, taskGroupId: 'g1', schedulerId: 's', newPriority: 'high', tasksAffected: 3 });
   });
 
   test('task-group-sealed', () => {

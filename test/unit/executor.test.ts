@@ -41,7 +41,7 @@ function pendingTask(): TaskRecord {
 }
 
 /** Fakes recording every call in order; `rows` are the stored versions, `races` ETag losses to inject. */
-function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
+function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: boolean } = {}) {
   const calls: string[] = [];
   let stored = initial;
   const races = [...(opts.races ?? [])];
@@ -59,6 +59,11 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[] } = {}) {
       resolved: async () => (calls.push('net.put'), { messageId: `r${++n}`, popReceipt: 'p' }),
       drop: async (kind: string, ref?: { messageId: string }) => void calls.push(`${kind}.drop ${ref?.messageId}`),
       done: async (ref: { messageId: string }) => void calls.push(`net.delete ${ref.messageId}`),
+    },
+    groups: { close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`) },
+    groupResolved: async (g: { taskGroupId: string }) => {
+      calls.push(`group.resolved? ${g.taskGroupId}`);
+      if (opts.groupFails) throw new Error('delivery failed');
     },
     tasks: {
       load: async () => (calls.push('load'), structuredClone(stored)),
@@ -109,8 +114,21 @@ test('a race that already did the work turns a report into an idempotent repeat 
   const f = fakes(running, { races: [completedElsewhere] });
   const r = await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW), running);
   expect(r).toEqual({ task: expect.objectContaining({ runs: [expect.objectContaining({ state: 'completed' })] }), changed: false });
-  // No trigger drops from the lost attempt: the winner owed those. The commit is owed by every repeat.
-  expect(f.calls).toEqual(['write', 'load', 'commit T1/0']);
+  // No trigger drops from the lost attempt: the winner owed those. The commit and the group's bookkeeping are owed by every repeat.
+  expect(f.calls).toEqual(['write', 'load', 'commit T1/0', 'group.close T1/T1', 'group.resolved? T1']);
+});
+
+test('a final report: the group bookkeeping before the deadline trigger drop; if it fails, the trigger stays', async () => {
+  const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  const report = (x: TaskRecord) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW);
+  const ok = fakes(claimed.task);
+  await execute(ok.d, 'T1', report, claimed.task);
+  expect(ok.calls).toEqual(['write', 'claim.drop c1', 'commit T1/0', 'group.close T1/T1', 'group.resolved? T1', 'deadline.drop dl']);
+  const failing = fakes(claimed.task, { groupFails: true });
+  await expect(execute(failing.d, 'T1', report, claimed.task)).rejects.toThrow('delivery failed');
+  // The deadline trigger fires on the resolved task later and owes the bookkeeping again.
+  expect(failing.calls).not.toContain('deadline.drop dl');
+  expect(failing.calls).toContain('commit T1/0');
 });
 
 test('a retrying report: hint first, then the row, then wake, drop and commit', async () => {

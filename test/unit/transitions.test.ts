@@ -190,9 +190,10 @@ describe('report', () => {
     expect(summary(s.next)).toEqual([summaryLine]);
     expect(s.next.takenUntil).toBe('');
     expect(s.next.retriesLeft).toBe(2);
-    expect(kinds(s.effects)).toEqual(['after:drop-trigger', 'after:drop-trigger', 'after:commit-uploads']);
-    expect(s.effects.slice(0, 2)).toEqual([
+    expect(kinds(s.effects)).toEqual(['after:drop-trigger', 'after:close-group', 'after:drop-trigger', 'after:commit-uploads']);
+    expect(s.effects.slice(0, 3)).toEqual([
       { phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: ref('claim-0') },
+      { phase: 'after', kind: 'close-group', taskGroupId: 'group', schedulerId: '-', taskId: 'T1', runId: 0 },
       { phase: 'after', kind: 'drop-trigger', trigger: 'deadline', ref: ref('deadline') },
     ]);
   });
@@ -233,6 +234,7 @@ describe('report', () => {
     expect(kinds(s.effects)).toEqual([
       'before:put-safety-net',
       'after:drop-trigger',
+      'after:close-group',
       'after:drop-trigger',
       'after:propagate',
       'after:commit-uploads',
@@ -246,9 +248,10 @@ describe('report', () => {
     const done = step(report(t, { state: 'completed' })).next;
     const again = step(report(done, { state: 'completed' }, 0, later(5)));
     expect(again.next).toBe(done);
-    expect(kinds(again.effects)).toEqual(['after:propagate', 'after:commit-uploads']);
+    // The group's bookkeeping too: a crash may have cut it short (repeating it is harmless).
+    expect(kinds(again.effects)).toEqual(['after:propagate', 'after:close-group', 'after:commit-uploads']);
     done.dependentsNotified = 0;
-    expect(kinds(step(report(done, { state: 'completed' }, 0)).effects)).toEqual(['after:commit-uploads']);
+    expect(kinds(step(report(done, { state: 'completed' }, 0)).effects)).toEqual(['after:close-group', 'after:commit-uploads']);
   });
 
   test('a retrying report repeated after its retry was claimed is still accepted, and leaves the task alone', () => {
@@ -296,7 +299,7 @@ describe('claim expiry', () => {
     const t = runningTask({ retries: 0 });
     const s = step(T.expireClaim(t, input(t), later(CLAIM_S)));
     expect(summary(s.next)).toEqual(['exception/claim-expired']);
-    expect(kinds(s.effects)).toEqual(['after:log', 'after:drop-trigger', 'after:commit-uploads']);
+    expect(kinds(s.effects)).toEqual(['after:log', 'after:close-group', 'after:drop-trigger', 'after:commit-uploads']);
   });
 
   test('early (clock skew): later; stale takenUntil or after the deadline: nothing', () => {
@@ -307,11 +310,11 @@ describe('claim expiry', () => {
     expect(T.expireClaim(short, input(short), later(CLAIM_S))).toEqual({ next: short, effects: [] });
   });
 
-  test('a re-delivered trigger after its own write owes only the propagation', () => {
+  test('a re-delivered trigger after its own write owes only the propagation and the group bookkeeping', () => {
     const t = runningTask({ retries: 0 });
     t.hasDependents = true;
     const expired = step(T.expireClaim(t, input(t), later(CLAIM_S))).next;
-    expect(T.expireClaim(expired, input(t), later(CLAIM_S + 5))).toEqual({ next: expired, effects: [{ phase: 'after', kind: 'propagate', taskId: 'T1' }] });
+    expect(kinds(step(T.expireClaim(expired, input(t), later(CLAIM_S + 5))).effects)).toEqual(['after:propagate', 'after:close-group']);
   });
 });
 
@@ -322,7 +325,7 @@ describe('deadline', () => {
     const t = runningTask();
     const s = step(T.deadline(t, { deadline: DEADLINE }, at));
     expect(summary(s.next)).toEqual(['exception/deadline-exceeded']);
-    expect(kinds(s.effects)).toEqual(['after:log', 'after:drop-trigger', 'after:commit-uploads']);
+    expect(kinds(s.effects)).toEqual(['after:log', 'after:drop-trigger', 'after:close-group', 'after:commit-uploads']);
     expect(summary(step(T.deadline(pendingTask(), { deadline: DEADLINE }, at)).next)).toEqual(['exception/deadline-exceeded']);
   });
 
@@ -334,14 +337,15 @@ describe('deadline', () => {
     ]);
   });
 
-  test('early: later; another deadline: nothing; resolved: only owed propagation', () => {
+  test('early: later; another deadline: nothing; resolved: only owed propagation and group bookkeeping', () => {
     const t = runningTask();
     expect(T.deadline(t, { deadline: DEADLINE }, later(3590))).toEqual({ retryAfterS: 10 });
     expect(T.deadline(t, { deadline: NOW.toJSON() }, at)).toEqual({ next: t, effects: [] });
     const done = step(report(t, { state: 'completed' })).next;
-    expect(T.deadline(done, { deadline: DEADLINE }, at)).toEqual({ next: done, effects: [] });
+    // A deadline trigger outlives a resolution only when the group's bookkeeping did not finish.
+    expect(kinds(step(T.deadline(done, { deadline: DEADLINE }, at)).effects)).toEqual(['after:close-group']);
     done.hasDependents = true;
-    expect(kinds(step(T.deadline(done, { deadline: DEADLINE }, at)).effects)).toEqual(['after:propagate']);
+    expect(kinds(step(T.deadline(done, { deadline: DEADLINE }, at)).effects)).toEqual(['after:propagate', 'after:close-group']);
   });
 });
 
@@ -349,13 +353,13 @@ describe('cancel', () => {
   test('a running run becomes exception/canceled; triggers dropped, uploads committed', () => {
     const s = step(T.cancel(runningTask(), {}, NOW));
     expect(summary(s.next)).toEqual(['exception/canceled']);
-    expect(kinds(s.effects)).toEqual(['after:drop-trigger', 'after:drop-trigger', 'after:commit-uploads']);
+    expect(kinds(s.effects)).toEqual(['after:drop-trigger', 'after:close-group', 'after:drop-trigger', 'after:commit-uploads']);
   });
 
   test('a pending run is canceled without an upload commit; an unscheduled task gets a canceled run', () => {
     const s = step(T.cancel(pendingTask(), {}, NOW));
     expect(summary(s.next)).toEqual(['exception/canceled']);
-    expect(kinds(s.effects)).toEqual(['after:drop-trigger']);
+    expect(kinds(s.effects)).toEqual(['after:close-group', 'after:drop-trigger']);
     const u = T.create({ taskId: 'T1', definition: definition({ dependencies: ['D1'] }), hintId: 'h0' }, NOW).next;
     expect(step(T.cancel(u, {}, NOW)).next.runs).toEqual([
       expect.objectContaining({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'canceled' }),
@@ -365,7 +369,13 @@ describe('cancel', () => {
   test('with dependents: safety net around the propagation', () => {
     const t = pendingTask();
     t.hasDependents = true;
-    expect(kinds(step(T.cancel(t, {}, NOW)).effects)).toEqual(['before:put-safety-net', 'after:drop-trigger', 'after:propagate', 'after:delete-safety-net']);
+    expect(kinds(step(T.cancel(t, {}, NOW)).effects)).toEqual([
+      'before:put-safety-net',
+      'after:close-group',
+      'after:drop-trigger',
+      'after:propagate',
+      'after:delete-safety-net',
+    ]);
   });
 
   test('a resolved task is unchanged; after the deadline cancel is refused', () => {
@@ -384,7 +394,8 @@ describe('rerun', () => {
     expect(summary(s.next)).toEqual(['failed/failed', 'pending']);
     expect(s.next.runs[1]).toEqual(expect.objectContaining({ reasonCreated: 'rerun', hintId: 'hr' }));
     expect(s.next.retriesLeft).toBe(2);
-    expect(kinds(s.effects)).toEqual(['before:put-deadline-trigger', 'before:put-hint', 'after:wake']);
+    // Unresolved again: the group's open row is back before the row says so.
+    expect(kinds(s.effects)).toEqual(['before:put-deadline-trigger', 'before:reopen-group', 'before:put-hint', 'after:wake']);
   });
 
   test('retriesLeft never exceeds the runs left', () => {
@@ -418,9 +429,9 @@ describe('dependency bookkeeping', () => {
     expect(s.next.dependentsNotified).toBe(0);
     expect(T.propagated(s.next, { last: 0 }).next).toBe(s.next);
     expect(T.propagated(done, { last: 1 }).next).toBe(done);
-    // Once recorded, a resolved task owes no more propagation.
-    expect(T.safetyNet(s.next).effects).toEqual([]);
-    expect(T.safetyNet(done).effects).toEqual([{ phase: 'after', kind: 'propagate', taskId: 'T1' }]);
+    // Once recorded, a resolved task owes no more propagation (the group's bookkeeping is repeated, harmlessly).
+    expect(kinds(T.safetyNet(s.next).effects)).toEqual(['after:close-group']);
+    expect(kinds(T.safetyNet(done).effects)).toEqual(['after:propagate', 'after:close-group']);
   });
 });
 

@@ -13,6 +13,8 @@ import { describeKey, heldKeys } from '../../tasks/keys';
 import { pageLimit } from '../continuation';
 import { CONCURRENCY_KEY } from '../../tasks/vocabulary';
 import { badArgs, inputError } from '../../errors';
+import { groupPriorityChangedEvent } from '../../events/exchanges';
+import * as slugid from 'slugid';
 
 /** Task rows changed at once in a group-wide change. */
 const GROUP_CONCURRENCY = 32;
@@ -91,6 +93,8 @@ export const schedulingRoutes: RouteDef[] = [
         });
         continuation = page.continuation;
       } while (continuation);
+      // Taskcluster's summary of the call; each task's own change is its task-priority-changed.
+      await svc.events.publish(groupPriorityChangedEvent(meta, newPriority, taskIds.length, slugid.nice()));
       return ok({ taskGroupId: meta.taskGroupId, schedulerId: meta.schedulerId, newPriority, tasksAffected: taskIds.length, taskIds });
     },
   },
