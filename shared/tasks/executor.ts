@@ -33,6 +33,18 @@ export interface Executed {
 /** What a call performed so far: `before` effects by identity, with their trigger refs. */
 type Performed = Map<string, TriggerRef | undefined>;
 
+/** Optional extras of one `execute` call, for callers that know more than the transition. */
+export interface ExecuteOptions {
+  /**
+   * A `before` effect the caller started already, side by side with the task read (claimWork puts
+   * the claim-expiry trigger while the row loads). Used if the transition owes the same effect;
+   * otherwise it is a stale trigger, which its handler finds nothing to do for.
+   */
+  early?: { effect: Effect; ref: Promise<TriggerRef | undefined> };
+  /** Runs once the outcome stands (row written, or an idempotent repeat), side by side with the `after` effects. */
+  alongside?: () => Promise<void>;
+}
+
 /**
  * Runs `transition` on task `taskId` (starting from `known` when given, saving a read). Returns
  * undefined when the task does not exist, the transition's refusal or "later", or the outcome.
@@ -42,8 +54,12 @@ export async function execute(
   taskId: string,
   transition: (t: TaskRecord) => Result,
   known?: TaskRecord,
+  options: ExecuteOptions = {},
 ): Promise<Executed | Refusal | Later | undefined> {
   const performed: Performed = new Map();
+  const { early, alongside } = options;
+  early?.ref.catch(() => undefined); // awaited below when needed; a refusal never looks at it
+  const afterAll = (effects: Effect[], task: TaskRecord) => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined);
   let current = known;
   for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
     if (!current || attempt > 0) current = await d.tasks.load(taskId);
@@ -51,13 +67,16 @@ export async function execute(
     const result = transition(current);
     if (isRefusal(result) || isLater(result)) return result;
     if (result.next === current) {
-      await performAfter(d, result.effects, current, performed);
+      await afterAll(result.effects, current);
       return { task: current, changed: false };
+    }
+    if (early && !performed.has(effectKey(early.effect)) && result.effects.some((e) => effectKey(e) === effectKey(early.effect))) {
+      performed.set(effectKey(early.effect), await early.ref);
     }
     await performBefore(d, result, performed);
     const rows = result.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
     const next = result.next;
-    const written = await d.tasks.replace(current, next, rows, () => performAfter(d, result.effects, next, performed));
+    const written = await d.tasks.replace(current, next, rows, () => afterAll(result.effects, next));
     if (written === 'etag') continue;
     if (written === 'missing') return undefined;
     return { task: next, changed: true };

@@ -14,6 +14,17 @@ let probe: TestService;
 beforeAll(async () => {
   svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' });
   probe = await startSecondInstance(svc);
+  const meter = svc.services.storage.meter;
+  const run = meter.run.bind(meter);
+  meter.run = async <T>(op: string, fn: () => Promise<T>): Promise<T> => {
+    const span = { start: performance.now(), end: Infinity };
+    spans.push(span);
+    try {
+      return await run(op, fn);
+    } finally {
+      span.end = performance.now();
+    }
+  };
 });
 afterAll(async () => {
   await probe?.close();
@@ -22,6 +33,21 @@ afterAll(async () => {
 
 /** Four trigger polls (the fourth: event sweeps), the task and artifact expiry indexes, the due hooks, the health stamp. */
 const IDLE_PASS_CALLS = 8;
+
+/**
+ * Calls that run one after another: the longest chain of calls each starting after the previous
+ * one ended, from the start and end of every storage call started between `from` and `to` (meter.run wrapped).
+ */
+type Span = { start: number; end: number };
+const spans: Span[] = [];
+function criticalPath(from: number, to: number): number {
+  const list = spans.filter((s) => s.start >= from && s.start < to).sort((a, b) => a.end - b.end);
+  const depth: number[] = [];
+  list.forEach((s, i) => {
+    depth[i] = 1 + Math.max(0, ...list.slice(0, i).map((p, j) => (p.end <= s.start ? depth[j] : 0)));
+  });
+  return Math.max(0, ...depth);
+}
 
 type Counts = Record<string, number>;
 function diff(after: Counts, before: Counts): Counts {
@@ -38,12 +64,17 @@ async function lifecycle(tq: string, lifetimeMs: number) {
   const taskId = slugid();
   await svc.auth().currentScopes(); // fill the auth cache outside the measurement
   const s0 = at();
+  const t0 = performance.now();
   await svc.queue().createTask(taskId, taskDef(tq, { deadline: expires, expires }));
   const s1 = at();
+  const t1 = performance.now();
   const c = await claimOne(svc, tq, taskId);
   const s2 = at();
+  const t2 = performance.now();
   await svc.queue(c.credentials).reportCompleted(taskId, 0);
   const s3 = at();
+  const t3 = performance.now();
+  const path = { createTask: criticalPath(t0, t1), claimWork: criticalPath(t1, t2), reportCompleted: criticalPath(t2, t3) };
   // Background: every pass costs a fixed IDLE_PASS_CALLS (see expiration.test.ts);
   // what the lifecycle adds on top is what its handlers do.
   let passes = 0;
@@ -67,6 +98,7 @@ async function lifecycle(tq: string, lifetimeMs: number) {
     background,
     backgroundHandlers: sum(background) - IDLE_PASS_CALLS * passes,
     passes,
+    path,
   };
 }
 
