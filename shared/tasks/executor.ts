@@ -158,7 +158,9 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       d.wake(e.taskQueueId);
       return;
     case 'commit-uploads':
-      await d.uploads.commit(e.taskId, e.runId);
+      // Saves a query per report: a run without the mark created no s3 artifact (an unmarked older
+      // row's uploads are still committed on their first read).
+      if (task.runs[e.runId]?.uploads) await d.uploads.commit(e.taskId, e.runId);
       return;
     case 'propagate':
       await propagate(d, task);
