@@ -60,11 +60,21 @@ export async function execute(
   const { early, alongside } = options;
   early?.ref.catch(() => undefined); // awaited below when needed; a refusal never looks at it
   const afterAll = (effects: Effect[], task: TaskRecord) => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined);
-  let current = known;
+  // The row as this instance last saw it saves the read when still current: the guarded write
+  // proves it, and anything but a write is decided again on a fresh read.
+  let current = known ?? d.tasks.recentRow?.(taskId);
+  let unproven = !known && current !== undefined;
   for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
-    if (!current || attempt > 0) current = await d.tasks.load(taskId);
+    if (!current || attempt > 0) {
+      current = await d.tasks.load(taskId);
+      unproven = false;
+    }
     if (!current) return undefined;
     const result = transition(current);
+    if (unproven && (isRefusal(result) || isLater(result) || result.next === current)) {
+      current = undefined;
+      continue;
+    }
     if (isRefusal(result) || isLater(result)) return result;
     if (result.next === current) {
       await afterAll(result.effects, current);
