@@ -18,7 +18,8 @@ beforeAll(async () => {
   const run = meter.run.bind(meter);
   meter.run = async <T>(op: string, fn: () => Promise<T>): Promise<T> => {
     const span = { start: performance.now(), end: Infinity };
-    spans.push(span);
+    // The subscription list is re-read at most every SUBSCRIPTION_CACHE_MS, by whichever call comes then.
+    if (op !== 'Subscriptions.query') spans.push(span);
     try {
       return await run(op, fn);
     } finally {
