@@ -38,15 +38,15 @@ export type Claim = ReturnType<typeof claimResponse>;
 /** Claims from one batch run side by side (four storage calls each), bounded to spare the account. */
 const CLAIM_PARALLELISM = 8;
 
+/** Records claims in the worker's recentTasks, in the order given (the response's); must not throw (the claims stand). */
+export type RecordClaims = (runs: { taskId: string; runId: number }[]) => Promise<void>;
+
 /**
  * Tries the leased hints: runs side by side, and for each run its hints one after another until
  * one claims it (a stale copy may come before the one the run was scheduled with). Consumes used
  * and stale hints; releases the ones we failed on, so a retry (or another worker) can use them at
  * once.
  */
-/** Records claims in the worker's recentTasks, in the order given (the response's). */
-export type RecordClaims = (runs: { taskId: string; runId: number }[]) => Promise<void>;
-
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker, record?: RecordClaims): Promise<Claim[]> {
   // A retried claimWork gets back a claim it made but never received; a stale copy of the hint
   // only reappears after a whole lease, too late to be mistaken for a retry.
@@ -108,10 +108,7 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
   return claims;
 }
 
-/**
- * Long-polls until at least one run is claimed or the poll window ends. `record` lists the claims
- * in the worker's recentTasks (its failure is the caller's to swallow: the claims stand).
- */
+/** Long-polls until at least one run is claimed or the poll window ends; `record` lists the claims in the worker's recentTasks. */
 export async function claimWork(
   svc: Services,
   taskQueueId: string,
