@@ -163,13 +163,18 @@ export type IndexOp = { op: 'create' | 'upsert'; row: Entity } | { op: 'remove' 
 export function indexOps(before: TaskRecord | undefined, after: TaskRecord | undefined): Map<string, IndexOp[]> {
   const ops: IndexOp[] = [];
   if (!after) {
-    // Only a just-created task is ever deleted (its dependencies were missing): drop all it wrote.
+    // A deleted task (expired, or just created with missing dependencies): drop the rows its state
+    // has, one transaction per partition (purging rows of every earlier state too would fail each
+    // transaction and cost a call per row). A row its state should have but lacks (a lost write)
+    // makes applyOps purge row by row; an earlier state's row a crash left behind stays, never
+    // counted (past the task's deadline).
     const t = before!;
-    ops.push({ op: 'purge', row: unscheduledRow(t) });
+    if (t.runs.length === 0) ops.push({ op: 'purge', row: unscheduledRow(t) });
     for (const r of t.runs) {
-      ops.push({ op: 'purge', row: pendingRow(t, r) });
-      if (r.started) ops.push({ op: 'purge', row: claimedRow(t, r) }, { op: 'purge', row: workerRow(t, r) });
-      if (r.resolved) ops.push({ op: 'purge', row: resolvedRow(t, r) }, { op: 'purge', row: globalResolvedRow(t, r) });
+      if (r.state === 'pending') ops.push({ op: 'purge', row: pendingRow(t, r) });
+      if (r.state === 'running') ops.push({ op: 'purge', row: claimedRow(t, r) });
+      if (isResolvedRun(r)) ops.push({ op: 'purge', row: resolvedRow(t, r) }, { op: 'purge', row: globalResolvedRow(t, r) });
+      if (r.started && r.workerGroup) ops.push({ op: 'purge', row: workerRow(t, r) });
     }
     for (const row of latestRows(t)) ops.push({ op: 'purge', row });
     return group(ops);

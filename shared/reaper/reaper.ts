@@ -84,6 +84,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
   for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
     const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
     let stuck = 0;
+    const done: typeof rows = [];
     await mapLimit(rows, EXPIRY_CONCURRENCY, async (row) => {
       const expire = EXPIRERS[row.kind];
       if (!expire) {
@@ -93,14 +94,22 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
       }
       try {
         await expire(svc, row);
-        await svc.expiry.remove(row); // last: a crash before this line redoes the (idempotent) deletes
-        stats.expired++;
+        done.push(row);
       } catch (err) {
         stuck++;
         stats.failed++;
         svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
       }
     });
+    // Last, and together (one transaction per day): a crash before this redoes the idempotent deletes.
+    try {
+      await svc.expiry.removeAll(done);
+      stats.expired += done.length;
+    } catch (err) {
+      stats.failed++;
+      svc.log.error('expiry-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });
+      return; // they come back first next pass, and their deletes are redone
+    }
     // Rows we could not remove would come back first; leave them for the next pass.
     if (stuck || rows.length < EXPIRY_PAGE) return;
   }

@@ -33,6 +33,18 @@ export interface Executed {
 /** What a call performed so far: `before` effects by identity, with their trigger refs. */
 type Performed = Map<string, TriggerRef | undefined>;
 
+/** Optional extras of one `execute` call, for callers that know more than the transition. */
+export interface ExecuteOptions {
+  /**
+   * A `before` effect the caller started already, side by side with the task read (claimWork puts
+   * the claim-expiry trigger while the row loads). Used if the transition owes the same effect;
+   * otherwise it is a stale trigger, which its handler finds nothing to do for.
+   */
+  early?: { effect: Effect; ref: Promise<TriggerRef | undefined> };
+  /** Runs once the outcome stands (row written, or an idempotent repeat), side by side with the `after` effects. */
+  alongside?: () => Promise<void>;
+}
+
 /**
  * Runs `transition` on task `taskId` (starting from `known` when given, saving a read). Returns
  * undefined when the task does not exist, the transition's refusal or "later", or the outcome.
@@ -42,22 +54,39 @@ export async function execute(
   taskId: string,
   transition: (t: TaskRecord) => Result,
   known?: TaskRecord,
+  options: ExecuteOptions = {},
 ): Promise<Executed | Refusal | Later | undefined> {
   const performed: Performed = new Map();
-  let current = known;
+  const { early, alongside } = options;
+  early?.ref.catch(() => undefined); // awaited below when needed; a refusal never looks at it
+  const afterAll = (effects: Effect[], task: TaskRecord) => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined);
+  // The row as this instance last saw it saves the read when still current: the guarded write
+  // proves it, and anything but a write is decided again on a fresh read.
+  let current = known ?? d.tasks.recentRow?.(taskId);
+  let unproven = !known && current !== undefined;
   for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
-    if (!current || attempt > 0) current = await d.tasks.load(taskId);
+    if (!current || attempt > 0) {
+      current = await d.tasks.load(taskId);
+      unproven = false;
+    }
     if (!current) return undefined;
     const result = transition(current);
+    if (unproven && (isRefusal(result) || isLater(result) || result.next === current)) {
+      current = undefined;
+      continue;
+    }
     if (isRefusal(result) || isLater(result)) return result;
     if (result.next === current) {
-      await performAfter(d, result.effects, current, performed);
+      await afterAll(result.effects, current);
       return { task: current, changed: false };
+    }
+    if (early && !performed.has(effectKey(early.effect)) && result.effects.some((e) => effectKey(e) === effectKey(early.effect))) {
+      performed.set(effectKey(early.effect), await early.ref);
     }
     await performBefore(d, result, performed);
     const rows = result.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
     const next = result.next;
-    const written = await d.tasks.replace(current, next, rows, () => performAfter(d, result.effects, next, performed));
+    const written = await d.tasks.replace(current, next, rows, () => afterAll(result.effects, next));
     if (written === 'etag') continue;
     if (written === 'missing') return undefined;
     return { task: next, changed: true };
@@ -148,7 +177,9 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       d.wake(e.taskQueueId);
       return;
     case 'commit-uploads':
-      await d.uploads.commit(e.taskId, e.runId);
+      // Saves a query per report: a run without the mark created no s3 artifact (an unmarked older
+      // row's uploads are still committed on their first read).
+      if (task.runs[e.runId]?.uploads) await d.uploads.commit(e.taskId, e.runId);
       return;
     case 'propagate':
       await propagate(d, task);

@@ -20,7 +20,8 @@ export interface TaskExpiryData {
 
 export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData): Promise<void> {
   const now = d.now();
-  const t = await d.tasks.load(taskId);
+  // The group's meta row is read beside the task row: the expiry row names the group.
+  const [t, metaOfData] = await Promise.all([d.tasks.load(taskId), d.groups.meta(data.taskGroupId)]);
   if (t && new Date(t.definition.expires) > now) {
     // The index row of a createTask that lost to a different definition: the real task has its own.
     if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId, true);
@@ -28,6 +29,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   const deps = t?.definition.dependencies ?? data.dependencies;
   const taskGroupId = t?.definition.taskGroupId ?? data.taskGroupId;
+  const meta = taskGroupId === data.taskGroupId ? metaOfData : await d.groups.meta(taskGroupId);
   const edges = d.storage.table('TaskDeps');
   // Rows in this task's partition: what it waited for (r-*) and who waited for it (d-*).
   if (!t || deps.length || t.hasDependents) {
@@ -45,10 +47,25 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
   // A task that never resolved (or whose row was never written) still has its group's open row.
-  await d.groups.removeMember(taskGroupId, taskId, !t || !isResolved(taskState(t)));
-  const meta = await d.groups.meta(taskGroupId);
-  // The meta row's expires is the latest of its members', so only the last member to expire removes it.
-  if (meta && new Date(meta.expires) <= now) await ignoreConflict(d.storage.table('TaskGroups').delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
+  if (!t || !isResolved(taskState(t))) await d.groups.close(taskGroupId, taskId);
+  // The member row, and the meta row with it in one transaction when the group has expired too
+  // (the meta row's expires is the latest of its members', so only the last member removes it).
+  const groups = d.storage.table('TaskGroups');
+  if (meta && new Date(meta.expires) <= now) {
+    try {
+      await groups.transact([
+        { op: 'delete', partitionKey: taskGroupId, rowKey: taskId },
+        { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+      ]);
+    } catch (err) {
+      // The member was gone already (a repeat after a crash), or the group changed: one by one.
+      if (!(err instanceof StorageConflict)) throw err;
+      await d.groups.removeMember(taskGroupId, taskId);
+      await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
+    }
+  } else {
+    await d.groups.removeMember(taskGroupId, taskId);
+  }
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }

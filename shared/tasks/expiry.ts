@@ -6,7 +6,7 @@
  * <now>` returns exactly the rows that are due (every row of a past day, and today's rows up to
  * now), so a sweep costs one query per page plus the deletes of what actually expired.
  */
-import type { Storage } from '../storage/storage';
+import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict } from '../storage/storage';
 
 export interface ExpiryRow {
   partitionKey: string;
@@ -18,7 +18,17 @@ export interface ExpiryRow {
   data: Record<string, unknown>;
 }
 
+/** A row waiting to go out with others of its day partition. */
+interface Waiting {
+  row: Entity;
+  done: (err?: unknown) => void;
+}
+
 export class ExpiryIndex {
+  /** Rows waiting per day partition while a write to it is in flight (group commit). */
+  private readonly waiting = new Map<string, Waiting[]>();
+  private readonly busy = new Set<string>();
+
   constructor(private readonly storage: Storage) {}
 
   private get table() {
@@ -31,7 +41,42 @@ export class ExpiryIndex {
 
   /** Records that `kind/id` expires at `expires` (an ISO date from `toJSON()`). Idempotent. */
   async record(kind: string, id: string, expires: string, data: Record<string, unknown> = {}): Promise<void> {
-    await this.table.upsert({ ...ExpiryIndex.keys(kind, id, expires), kind, id, expires, data: JSON.stringify(data) });
+    const row = { ...ExpiryIndex.keys(kind, id, expires), kind, id, expires, data: JSON.stringify(data) };
+    await new Promise<void>((resolve, reject) => {
+      const list = this.waiting.get(row.partitionKey) ?? [];
+      list.push({ row, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.waiting.set(row.partitionKey, list);
+      if (!this.busy.has(row.partitionKey)) void this.drain(row.partitionKey);
+    });
+  }
+
+  /**
+   * Group commit: a lone row goes out at once; rows of concurrent createTasks that expire the same
+   * day wait for the write in flight and then go out together, one transaction for up to 100, so
+   * under load the index costs a fraction of a call per task. Each resolves once its row is stored.
+   */
+  private async drain(pk: string): Promise<void> {
+    this.busy.add(pk);
+    try {
+      for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
+        const group: Waiting[] = [];
+        const keys = new Set<string>();
+        while (list.length && group.length < MAX_TRANSACTION_ACTIONS && !keys.has(list[0].row.rowKey)) {
+          keys.add(list[0].row.rowKey);
+          group.push(list.shift()!);
+        }
+        if (!list.length) this.waiting.delete(pk);
+        try {
+          if (group.length === 1) await this.table.upsert(group[0].row);
+          else await this.table.transact(group.map((w) => ({ op: 'upsert' as const, entity: w.row })));
+          for (const w of group) w.done();
+        } catch (err) {
+          for (const w of group) w.done(err);
+        }
+      }
+    } finally {
+      this.busy.delete(pk);
+    }
   }
 
   /** Up to `limit` rows whose `expires` is before `now`, oldest first. */
@@ -50,5 +95,26 @@ export class ExpiryIndex {
 
   async remove(row: { partitionKey: string; rowKey: string }): Promise<void> {
     await this.table.delete(row.partitionKey, row.rowKey);
+  }
+
+  /** Removes rows done with, one transaction per day partition (and 100 rows). */
+  async removeAll(rows: { partitionKey: string; rowKey: string }[]): Promise<void> {
+    const byDay = new Map<string, string[]>();
+    for (const r of rows) byDay.set(r.partitionKey, [...(byDay.get(r.partitionKey) ?? []), r.rowKey]);
+    await Promise.all(
+      [...byDay].map(async ([pk, keys]) => {
+        for (let i = 0; i < keys.length; i += MAX_TRANSACTION_ACTIONS) {
+          const chunk = keys.slice(i, i + MAX_TRANSACTION_ACTIONS);
+          try {
+            if (chunk.length === 1) await this.table.delete(pk, chunk[0]);
+            else await this.table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: pk, rowKey: rk })));
+          } catch (err) {
+            // Another sweeper removed one first: the rest one by one.
+            if (!(err instanceof StorageConflict)) throw err;
+            for (const rk of chunk) await this.table.delete(pk, rk);
+          }
+        }
+      }),
+    );
   }
 }

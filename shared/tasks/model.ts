@@ -39,6 +39,8 @@ export interface Run {
   hintId?: string;
   /** The claim-expiry trigger of the current claim, deleted once the run leaves `running`. */
   claimTrigger?: TriggerRef;
+  /** Set by createArtifact before the run's first s3 artifact row: only then has the run uploads to commit. */
+  uploads?: boolean;
 }
 
 /** The normalized task definition, exactly as `task(taskId)` returns it. */
@@ -131,9 +133,10 @@ export function isResolved(state: TaskState): boolean {
 }
 
 function publicRun(r: Run): Run {
-  const { hintId: _h, claimTrigger: _c, ...rest } = r;
+  const { hintId: _h, claimTrigger: _c, uploads: _u, ...rest } = r;
   void _h;
   void _c;
+  void _u;
   return rest;
 }
 

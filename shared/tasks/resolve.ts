@@ -10,6 +10,7 @@ import { Run, TaskRecord, TaskStatus, taskStatus } from './model';
 import { conflict, notFound } from '../errors';
 import { Executed, execute, rehinter } from './executor';
 import { acquireKey } from './keys';
+import { effect } from './effects';
 import * as T from './transitions';
 import type { Later, Refusal } from './transitions';
 import type { Priority } from './vocabulary';
@@ -32,10 +33,25 @@ function settled(taskId: string, r: Executes): Executed {
 export type ClaimOutcome = { kind: 'claimed'; task: TaskRecord; run: Run } | { kind: 'task-not-found' } | { kind: 'conflict'; reason: string };
 export type ClaimVia = T.ClaimInput['via'];
 
-/** Claims a pending run through a hint (claimWork) or directly (claimTask, `via` null). */
-export async function claimRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker, via: ClaimVia, known?: TaskRecord): Promise<ClaimOutcome> {
+/**
+ * Claims a pending run through a hint (claimWork) or directly (claimTask, `via` null). `alongside`
+ * runs once the claim stands, side by side with its index write (claimWork deletes the hint then).
+ */
+export async function claimRun(
+  d: TaskDeps,
+  taskId: string,
+  runId: number,
+  worker: T.Worker,
+  via: ClaimVia,
+  known?: TaskRecord,
+  alongside?: () => Promise<void>,
+): Promise<ClaimOutcome> {
   const input: T.ClaimInput = { runId, worker, via, claimTimeoutS: d.config.claimTimeoutS };
   const now = d.now();
+  // Through a hint the run is almost always pending: its claim-expiry trigger goes out while the
+  // row loads, instead of after (a refused claim leaves a stale trigger, harmless when it fires).
+  const early = via && !known ? earlyClaimTrigger(d, taskId, runId, now) : undefined;
+  const options = { early, alongside };
   let seen: TaskRecord | undefined;
   let r = await execute(
     d,
@@ -45,12 +61,13 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
       return T.claim(t, input, now);
     },
     known,
+    options,
   );
   if (r && 'needsKey' in r && seen) {
     // A keyed run: take its concurrency key first (the run's hint is the fencing token), or wait in line.
     const t: TaskRecord = seen;
     if ((await acquireKey(d, t, runId, now, rehinter(d))) === 'busy') return { kind: 'conflict', reason: r.message };
-    r = await execute(d, taskId, (x) => T.claim(x, { ...input, keyHeld: t.runs[runId].hintId }, now), t);
+    r = await execute(d, taskId, (x) => T.claim(x, { ...input, keyHeld: t.runs[runId].hintId }, now), t, options);
   }
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
@@ -58,6 +75,12 @@ export async function claimRun(d: TaskDeps, taskId: string, runId: number, worke
   // A replayed claim (its first response may have been lost with its events): send them again.
   if (!r.changed) await d.redeliverRun?.(taskId, runId);
   return { kind: 'claimed', task: r.task, run: r.task.runs[runId] };
+}
+
+/** The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns). */
+function earlyClaimTrigger(d: TaskDeps, taskId: string, runId: number, now: Date) {
+  const e = effect.putClaimTrigger(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS));
+  return { effect: e, ref: d.triggers.claim(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS)) };
 }
 
 export async function reclaimRun(d: TaskDeps, taskId: string, runId: number): Promise<{ task: TaskRecord; run: Run }> {

@@ -9,6 +9,20 @@ import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 export const MAX_MODIFY_ATTEMPTS = 10;
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
+/**
+ * Task rows this instance read or wrote last, kept so its next transition of the task (the claim
+ * after a create, the report after a claim) skips the read: at most this many rows...
+ */
+const RECENT_ROWS = 2_000;
+/** ...of at most this size each, bounding the cache to about 32 MB (larger definitions are re-read). */
+const RECENT_ROW_MAX_BYTES = 16 * 1024;
+
+/** Rough size of an encoded row (strings and binary chunks dominate). */
+function rowBytes(row: Entity): number {
+  let n = 0;
+  for (const v of Object.values(row)) n += typeof v === 'string' ? v.length : v instanceof Uint8Array ? v.byteLength : 8;
+  return n;
+}
 
 /**
  * Hooks around task writes (shared/ops/observer.ts): rows for the task's own partition written in
@@ -36,13 +50,39 @@ export class TaskStore {
     private readonly observer?: TaskObserver,
   ) {}
 
+  /** Least recently used first (a Map keeps insertion order). */
+  private readonly recent = new Map<string, TaskRecord>();
+
   private get table() {
     return this.storage.table('Tasks');
   }
 
   async load(taskId: string): Promise<TaskRecord | undefined> {
     const row = await this.table.get(taskId, taskRowKey(taskId));
-    return row ? decodeTask(row) : undefined;
+    if (!row) {
+      this.recent.delete(taskId);
+      return undefined;
+    }
+    const t = decodeTask(row);
+    this.keep(t, row);
+    return t;
+  }
+
+  /**
+   * The row as this instance last read or wrote it, if kept. Another instance may have written
+   * since: only an ETag-guarded write may rely on it (shared/tasks/executor.ts re-reads the row
+   * before it refuses or answers without a write).
+   */
+  recentRow(taskId: string): TaskRecord | undefined {
+    const t = this.recent.get(taskId);
+    return t && structuredClone(t);
+  }
+
+  private keep(t: TaskRecord, row: Entity): void {
+    this.recent.delete(t.taskId);
+    if (!t.etag || rowBytes(row) > RECENT_ROW_MAX_BYTES) return;
+    this.recent.set(t.taskId, structuredClone(t));
+    if (this.recent.size > RECENT_ROWS) this.recent.delete(this.recent.keys().next().value!);
   }
 
   /**
@@ -53,7 +93,9 @@ export class TaskStore {
     await this.observer?.prepare?.(undefined, t);
     try {
       const extra = [...(this.observer?.rowsFor(undefined, t) ?? []), ...rows];
-      t.etag = await this.write(t.taskId, encodeTask(t), extra);
+      const row = encodeTask(t);
+      t.etag = await this.write(t.taskId, row, extra);
+      this.keep(t, row);
     } catch (err) {
       if (err instanceof StorageConflict) return false;
       throw err;
@@ -72,8 +114,11 @@ export class TaskStore {
     await this.observer?.prepare?.(current, next);
     try {
       const extra = [...(this.observer?.rowsFor(current, next) ?? []), ...rows];
-      next.etag = await this.write(current.taskId, encodeTask(next), extra, current.etag!);
+      const row = encodeTask(next);
+      next.etag = await this.write(current.taskId, row, extra, current.etag!);
+      this.keep(next, row);
     } catch (err) {
+      this.recent.delete(current.taskId);
       if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
       throw err;
     }
@@ -129,6 +174,7 @@ export class TaskStore {
    * still exists to say which they are, so a repeat after a crash finds them again.
    */
   async delete(taskId: string, known?: TaskRecord): Promise<void> {
+    this.recent.delete(taskId);
     const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
     if (before) await this.observer!.written(before, undefined);
     const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), taskRowKey(taskId)];

@@ -86,7 +86,7 @@ const lastRun = (t: TaskRecord): Run | undefined => t.runs[t.runs.length - 1];
 const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadline) <= now;
 const isLatest = (t: TaskRecord, runId: number) => runId === t.runs.length - 1;
 const running = (t: TaskRecord, runId: number) => isLatest(t, runId) && t.runs[runId].state === 'running';
-const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
+export const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
 function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
 }

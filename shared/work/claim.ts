@@ -51,13 +51,16 @@ export type Claim = ReturnType<typeof claimResponse>;
 /** Claims from one batch run side by side (four storage calls each), bounded to spare the account. */
 const CLAIM_PARALLELISM = 8;
 
+/** Records claims in the worker's recentTasks, in the order given (the response's); must not throw (the claims stand). */
+export type RecordClaims = (runs: { taskId: string; runId: number }[]) => Promise<void>;
+
 /**
  * Tries the leased hints: runs side by side, and for each run its hints one after another until
  * one claims it (a stale copy may come before the one the run was scheduled with). Consumes used
  * and stale hints; releases the ones we failed on, so a retry (or another worker) can use them at
  * once.
  */
-export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker): Promise<Claim[]> {
+export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker, record?: RecordClaims): Promise<Claim[]> {
   // A retried claimWork gets back a claim it made but never received; a stale copy of the hint
   // only reappears after a whole lease, too late to be mistaken for a retry.
   const replayWithinS = svc.tuning.hintLeaseS / 2;
@@ -74,13 +77,25 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
   }
   const remove = (l: LeasedHint) => l.queue.delete(l.message.messageId, l.message.popReceipt);
   await Promise.all(garbage.map(remove));
+  // With a single run to claim, its recentTasks entry is known up front: written side by side with
+  // the hint delete and the index write once the claim stands, not after them.
+  const recordEarly = record && byRun.size === 1;
   let firstError: unknown;
   const results = await mapLimit([...byRun.values()], CLAIM_PARALLELISM, async (hints): Promise<Claim | undefined> => {
     for (let i = 0; i < hints.length; i++) {
       const { hint, message, queue } = hints[i];
+      // Once the claim stands: the claim holds even if cleanup fails (an undeleted hint comes back
+      // after its lease, stale), so these run beside the claim's index write.
+      const cleanup = () =>
+        Promise.all([
+          Promise.all(hints.slice(i).map(remove)).catch((err) =>
+            svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) }),
+          ),
+          recordEarly ? record([{ taskId: hint.taskId, runId: hint.runId }]) : undefined,
+        ]).then(() => undefined);
       let outcome: ClaimOutcome;
       try {
-        outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS });
+        outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS }, undefined, cleanup);
       } catch (err) {
         firstError ??= err;
         svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });
@@ -88,13 +103,7 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
         return undefined;
       }
       try {
-        if (outcome.kind === 'claimed') {
-          // The claim stands even if cleanup fails: an undeleted hint comes back after its lease, stale.
-          await Promise.all(hints.slice(i).map(remove)).catch((err) =>
-            svc.log.warn('hint-cleanup-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) }),
-          );
-          return claimResponse(svc, outcome.task, outcome.run);
-        }
+        if (outcome.kind === 'claimed') return claimResponse(svc, outcome.task, outcome.run);
         if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
           await queue.release(message.messageId, message.popReceipt, YOUNG_HINT_RETRY_S);
         } else {
@@ -108,17 +117,25 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
   });
   const claims = results.filter((c): c is Claim => c !== undefined);
   if (claims.length === 0 && firstError) throw firstError;
+  if (record && !recordEarly) await record(claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId })));
   return claims;
 }
 
-/** Long-polls until at least one run is claimed or the poll window ends. */
-export async function claimWork(svc: Services, taskQueueId: string, worker: Worker, count: number, pollS = svc.config.claimWorkPollS): Promise<Claim[]> {
+/** Long-polls until at least one run is claimed or the poll window ends; `record` lists the claims in the worker's recentTasks. */
+export async function claimWork(
+  svc: Services,
+  taskQueueId: string,
+  worker: Worker,
+  count: number,
+  pollS = svc.config.claimWorkPollS,
+  record?: RecordClaims,
+): Promise<Claim[]> {
   const end = Date.now() + pollS * 1000;
   const poller = pollersOf(svc).get(taskQueueId);
   while (Date.now() < end) {
     const leased = await poller.request(count, end);
     if (!leased.length) break;
-    const claims = await claimHints(svc, leased, worker);
+    const claims = await claimHints(svc, leased, worker, record);
     if (claims.length) return claims;
   }
   return [];

@@ -146,13 +146,15 @@ describe('createArtifact checks', () => {
   });
 
   test('a crash after any storage call of createArtifact is repaired by the client retrying', async () => {
-    const { taskId, wq } = await claimedTask();
     const meter = svc.services.storage.meter;
+    const probe = await claimedTask();
     meter.startCounting();
-    await wq.createArtifact(taskId, 0, 'public/probe', s3());
+    await probe.wq.createArtifact(probe.taskId, 0, 'public/probe', s3());
     const calls = meter.disarm();
-    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(calls).toBeGreaterThanOrEqual(4);
     for (let n = 1; n <= calls; n++) {
+      // A fresh run each time, so the run's first-upload mark is among the calls that fail.
+      const { taskId, wq } = await claimedTask();
       const name = `public/crash-${n}`;
       const expires = fromNow(3600_000 + n * 1000);
       meter.failAfterCall(n);
@@ -164,6 +166,8 @@ describe('createArtifact checks', () => {
       // The expiry index row exists, so the artifact will be collected.
       const keys = indexKeys(runKey(taskId, 0), expires);
       expect(await svc.services.storage.table('Artifacts').get(keys.partitionKey, keys.rowKey)).toBeDefined();
+      // The run is marked, so its resolution commits the upload.
+      expect((await svc.services.tasks.load(taskId))?.runs[0].uploads).toBe(true);
     }
   });
 });
@@ -308,15 +312,17 @@ describe('storage cost', () => {
     const sized = await wq.createArtifact(taskId, 0, 'public/sized', { ...s3(expires), contentLength: 1 });
     await fetch(sized.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '1' }, body: 'x' });
     const sizedRead = await count(() => svc.queue().getArtifact(taskId, 0, 'public/sized'));
-    // Task read + index upsert + insert; a second artifact with the same expiry skips the index.
-    expect(first).toBe(3);
+    // Task read + the run's first-upload mark + index upsert + insert; a second artifact with the
+    // same expiry skips the mark and the index.
+    expect(first).toBe(4);
     expect(second).toBe(2);
     // First read: row + commit + merge (+ a 2-byte read when a length was declared); later: the row.
     expect(firstRead).toBe(3);
     expect(sizedRead).toBe(4);
     expect(secondRead).toBe(1);
 
-    // Resolving: one query for pending uploads, then a commit and a merge per pending upload.
+    // Resolving: nothing for a run without s3 artifacts; else one query for pending uploads, then
+    // a commit and a merge per pending upload.
     const bare = await claimedTask();
     const resolveBare = await count(() => bare.wq.reportCompleted(bare.taskId, 0));
     const busy = await claimedTask();
@@ -325,7 +331,7 @@ describe('storage cost', () => {
       await fetch(r.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain', 'content-length': '1' }, body: 'x' });
     }
     const resolveBusy = await count(() => busy.wq.reportCompleted(busy.taskId, 0));
-    expect(resolveBusy - resolveBare).toBe(4);
+    expect(resolveBusy - resolveBare).toBe(5);
     console.log(
       JSON.stringify({
         createFirst: first,

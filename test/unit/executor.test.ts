@@ -110,6 +110,7 @@ test('after an ETag race the transition is recomputed on the fresh row; an ident
 test('a race that already did the work turns a report into an idempotent repeat owing only its leftovers', async () => {
   const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
   const running = { ...claimed.task, etag: 'e1' };
+  running.runs[0].uploads = true; // it created an s3 artifact (createArtifact marks the run)
   const completedElsewhere = (T.report(running, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW) as T.Step).next;
   const f = fakes(running, { races: [completedElsewhere] });
   const r = await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW), running);
@@ -133,10 +134,18 @@ test('a final report: the group bookkeeping before the deadline trigger drop; if
 
 test('a retrying report: hint first, then the row, then wake, drop and commit', async () => {
   const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  claimed.task.runs[0].uploads = true;
   const f = fakes(claimed.task);
   await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: 'h1' }, NOW), claimed.task);
   expect(f.calls).toEqual(['hint T1/1 h1', 'write', 'wake prov/wt', 'claim.drop c1', 'commit T1/0']);
   expect(f.stored().runs.map((r) => r.state)).toEqual(['exception', 'pending']);
+});
+
+test('a report of a run that created no s3 artifact makes no upload-commit call', async () => {
+  const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  const f = fakes(claimed.task);
+  await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW), claimed.task);
+  expect(f.calls).toEqual(['write', 'claim.drop c1', 'deadline.drop dl']);
 });
 
 test('a refusal performs nothing and writes nothing', async () => {

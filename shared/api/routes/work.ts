@@ -12,17 +12,21 @@ import { claimFromXml } from '../../work/xml-claim';
 
 const runIdOf = (req: ApiRequest) => Number(req.params.runId);
 
-/** Lists the claims in the worker's recentTasks; the claims stand even if that write fails. */
+/** Lists claims in the worker's recentTasks; never throws: the claims stand even if that write fails. */
+function recorder(req: ApiRequest, taskQueueId: string, worker: { workerGroup: string; workerId: string }) {
+  return (runs: { taskId: string; runId: number }[]) =>
+    req.services.workers.claimed(taskQueueId, worker.workerGroup, worker.workerId, runs).catch((err) => {
+      req.services.log.warn('recent-tasks-write-failed', { taskQueueId, ...worker, error: String((err as Error)?.message ?? err) });
+    });
+}
+
 async function recordClaims<C extends { status: { taskId: string }; runId: number }>(
   req: ApiRequest,
   taskQueueId: string,
   worker: { workerGroup: string; workerId: string },
   claims: C[],
 ): Promise<C[]> {
-  const runs = claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId }));
-  await req.services.workers.claimed(taskQueueId, worker.workerGroup, worker.workerId, runs).catch((err) => {
-    req.services.log.warn('recent-tasks-write-failed', { taskQueueId, ...worker, error: String((err as Error)?.message ?? err) });
-  });
+  await recorder(req, taskQueueId, worker)(claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId })));
   return claims;
 }
 
@@ -108,7 +112,7 @@ export const workRoutes: RouteDef[] = [
       // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
       const tq = req.params.taskQueueId;
       if (xmlMessage !== undefined) return ok({ tasks: await recordClaims(req, tq, worker, await claimFromXml(req.services, tq, worker, xmlMessage)) });
-      return ok({ tasks: await recordClaims(req, tq, worker, await claimWork(req.services, tq, worker, tasks)) });
+      return ok({ tasks: await claimWork(req.services, tq, worker, tasks, undefined, recorder(req, tq, worker)) });
     },
   },
   {
