@@ -6,7 +6,6 @@
  */
 import { StorageConflict } from '../storage/storage';
 import { groupRowKey } from './groups';
-import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 
 /** Entity-group transactions hold at most 100 operations. */
@@ -46,26 +45,29 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
-  // A task that never resolved (or whose row was never written) still has its group's open row.
-  if (!t || !isResolved(taskState(t))) await d.groups.close(taskGroupId, taskId);
-  // The member row, and the meta row with it in one transaction when the group has expired too
-  // (the meta row's expires is the latest of its members', so only the last member removes it).
-  const groups = d.storage.table('TaskGroups');
-  if (meta && new Date(meta.expires) <= now) {
-    try {
-      await groups.transact([
-        { op: 'delete', partitionKey: taskGroupId, rowKey: taskId },
-        { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
-      ]);
-    } catch (err) {
-      // The member was gone already (a repeat after a crash), or the group changed: one by one.
-      if (!(err instanceof StorageConflict)) throw err;
+  // The group's open row goes beside the member rows: a task that never resolved still has it, and
+  // so may one whose resolution committed while the group step after it was cut off by a crash.
+  const removeMembers = async (): Promise<void> => {
+    // The member row, and the meta row with it in one transaction when the group has expired too
+    // (the meta row's expires is the latest of its members', so only the last member removes it).
+    const groups = d.storage.table('TaskGroups');
+    if (meta && new Date(meta.expires) <= now) {
+      try {
+        await groups.transact([
+          { op: 'delete', partitionKey: taskGroupId, rowKey: taskId },
+          { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+        ]);
+      } catch (err) {
+        // The member was gone already (a repeat after a crash), or the group changed: one by one.
+        if (!(err instanceof StorageConflict)) throw err;
+        await d.groups.removeMember(taskGroupId, taskId);
+        await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
+      }
+    } else {
       await d.groups.removeMember(taskGroupId, taskId);
-      await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
     }
-  } else {
-    await d.groups.removeMember(taskGroupId, taskId);
-  }
+  };
+  await Promise.all([d.groups.close(taskGroupId, taskId), removeMembers()]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }

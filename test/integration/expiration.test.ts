@@ -59,10 +59,10 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
     await expectError(q.task(gone), 404, 'ResourceNotFound');
     await expectError(q.status(gone), 404, 'ResourceNotFound');
   }
-  // Group g keeps its meta row and its live member; group h is gone entirely.
+  // Group g keeps its meta row and its live member (with its open row: z is unresolved); group h is gone entirely.
   const list = await q.listTaskGroup(g);
   expect(list.tasks.map((t: any) => t.status.taskId)).toEqual([z]);
-  expect(await partition('TaskGroups', g)).toEqual([`${g}/${z}`, `${g}/~group~${g}`].sort());
+  expect(await partition('TaskGroups', g)).toEqual([`${g}/${z}`, `${g}/~group~${g}`, `${g}/~open~${z}`].sort());
   expect(await partition('TaskGroups', h)).toEqual([]);
   await expectError(q.getTaskGroup(h), 404, 'ResourceNotFound');
   // Edges of the expired tasks are gone in both directions; the live dependent keeps its own.

@@ -147,17 +147,20 @@ test('a simple lifecycle costs few storage transactions', async () => {
   expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1, 'deadline.delete': 1, 'TaskGroups.delete': 1 });
   // Critical path (calls one after another): createTask's before-effects side by side, then the
   // row, then its two index writes; claimWork's hint poll, the claim trigger (beside the row
-  // read, here cached), the row, then index, hint delete and recentTasks side by side.
-  expect(m.path).toEqual({ createTask: 3, claimWork: 4, reportCompleted: 2 });
+  // read, here cached), the row, then index, hint delete and recentTasks side by side; the
+  // report's row, then the open row's delete (with the claim trigger's and the index writes),
+  // then the deadline trigger's delete, which guards the group step until it is done.
+  expect(m.path).toEqual({ createTask: 3, claimWork: 4, reportCompleted: 3 });
   // Expiry only: task read beside the group's meta read, member and meta delete in one group
-  // transaction, task and history in one transaction (history keys come from the task's
+  // transaction beside the open row's delete (a crash may have cut off the group step after the
+  // resolution), task and history in one transaction (history keys come from the task's
   // historySeq), expiry row delete.
   const bg = core(m.background);
   expect(bg['claim.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(5);
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(6);
   // With the operator index rows: one transaction per partition (task queue, resolved, latest).
-  expect(m.backgroundHandlers).toBe(8);
+  expect(m.backgroundHandlers).toBe(9);
   // Events, with no subscription: recorded on the history rows of the same transactions (no call),
   // no sweep trigger, no delivery. The only call is the subscription list, re-read by each
   // instance at most every SUBSCRIPTION_CACHE_MS: at most one per lifecycle here.
