@@ -121,6 +121,7 @@ test('a race that already did the work turns a report into an idempotent repeat 
 
 test('a final report: the group bookkeeping before the deadline trigger drop; if it fails, the trigger stays', async () => {
   const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  claimed.task.runs[0].uploads = true; // it created an s3 artifact: the report commits its uploads too
   const report = (x: TaskRecord) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW);
   const ok = fakes(claimed.task);
   await execute(ok.d, 'T1', report, claimed.task);
@@ -145,7 +146,7 @@ test('a report of a run that created no s3 artifact makes no upload-commit call'
   const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
   const f = fakes(claimed.task);
   await execute(f.d, 'T1', (x) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW), claimed.task);
-  expect(f.calls).toEqual(['write', 'claim.drop c1', 'deadline.drop dl']);
+  expect(f.calls).toEqual(['write', 'claim.drop c1', 'group.close T1/T1', 'group.resolved? T1', 'deadline.drop dl']);
 });
 
 test('a refusal performs nothing and writes nothing', async () => {
