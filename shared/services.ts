@@ -19,6 +19,7 @@ import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions } from './events/subscriptions';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
+import { SYNC_DEPENDENCIES } from './tasks/create';
 
 /**
  * Message leases. Not operator settings: production uses the defaults; crash-safety tests shorten
@@ -37,6 +38,8 @@ export interface Tuning {
   hintRepairEveryS: number;
   /** Events not delivered this long after their write are delivered by the reaper (shared/events/outbox.ts). */
   eventSweepDelayS: number;
+  /** createTask tracks up to this many dependencies before answering, more in the background (shared/tasks/create.ts). */
+  syncDependencies: number;
 }
 
 /**
@@ -54,6 +57,7 @@ export const DEFAULT_TUNING: Tuning = {
   hintRepairEveryS: 5 * 60,
   // Delivery normally follows the write within milliseconds; the sweep only catches a crash in between.
   eventSweepDelayS: 60,
+  syncDependencies: SYNC_DEPENDENCIES,
 };
 
 export interface Services extends TaskDeps {
@@ -130,6 +134,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     wakeListeners,
     events,
     checkTask: opts.checkTask,
+    background: new Set(),
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
   };
 }

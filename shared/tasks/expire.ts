@@ -7,6 +7,7 @@
 import { StorageConflict } from '../storage/storage';
 import { groupRowKey } from './groups';
 import type { TaskDeps } from './deps';
+import { depKey } from './dependencies';
 
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
@@ -42,7 +43,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
     } while (continuation);
   }
   // This task in its dependencies' dependents lists.
-  for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
+  for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
   await d.groups.removeMember(taskGroupId, taskId);
   const meta = await d.groups.meta(taskGroupId);
   // The meta row's expires is the latest of its members', so only the last member to expire removes it.
