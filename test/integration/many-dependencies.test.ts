@@ -132,14 +132,14 @@ test('a create with many dependencies, failed after any storage call and retried
   }
 }, 600_000);
 
-/** Six completed and six running dependencies on the shared Azurite, and the claims of the running ones. */
+/** Three completed and three running dependencies (more than `c` tracks before answering), and the claims of the running ones. */
 async function someDependencies(): Promise<{ done: string[]; waiting: string[]; claims: Map<string, any> }> {
   const depQueue = uniqueQueue();
-  const done = Array.from({ length: 6 }, () => slugid());
-  const waiting = Array.from({ length: 6 }, () => slugid());
+  const done = Array.from({ length: 3 }, () => slugid());
+  const waiting = Array.from({ length: 3 }, () => slugid());
   for (const id of [...done, ...waiting]) await b.queue().createTask(id, taskDef(depQueue));
   const claims = new Map<string, any>();
-  while (claims.size < 12) for (const cl of await claim(b, depQueue, W1, 32)) claims.set(cl.status.taskId, cl);
+  while (claims.size < 6) for (const cl of await claim(b, depQueue, W1, 32)) claims.set(cl.status.taskId, cl);
   for (const id of done) await b.queue(claims.get(id).credentials).reportCompleted(id, 0);
   return { done, waiting, claims };
 }
@@ -167,7 +167,7 @@ for (const retries of [4, 0]) {
       { warm: () => c.auth().currentScopes(), max: 150 },
     );
     // The request's calls (trigger, row, requirements, checks) and the background's (edges, flag reads, deletes).
-    expect(ops.length).toBeGreaterThan(12 * 3);
+    expect(ops.length).toBeGreaterThan(6 * 3);
     expect(ops).toEqual(
       expect.arrayContaining(['resolved.put', 'Tasks.transaction', 'TaskDeps.transaction', 'Tasks.get', 'TaskDeps.upsert', 'TaskDeps.delete']),
     );
