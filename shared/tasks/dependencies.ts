@@ -20,6 +20,12 @@ const MAX_BATCH = 100;
  * order; edges are independent of each other.
  */
 const EDGE_CONCURRENCY = 32;
+/**
+ * Requirement-row transactions in flight. They all go to one partition, which Azure serves at about
+ * 2,000 entities/s, and Azurite runs one transaction at a time: 32 of 100 rows queued past the 10 s
+ * storage-call deadline.
+ */
+const REQUIREMENT_CONCURRENCY = 4;
 
 export const reqKey = (required: string, dependent: string) => `r-${required}~${dependent}`;
 export const depKey = (dependent: string, required: string) => `d-${dependent}~${required}`;
@@ -75,7 +81,7 @@ export async function writeRequirements(d: TaskDeps, task: TaskRecord): Promise<
   const { dependencies: deps, expires } = task.definition;
   const chunks: string[][] = [];
   for (let i = 0; i < deps.length; i += MAX_BATCH) chunks.push(deps.slice(i, i + MAX_BATCH));
-  await mapLimit(chunks, EDGE_CONCURRENCY, (chunk) =>
+  await mapLimit(chunks, REQUIREMENT_CONCURRENCY, (chunk) =>
     table.transact(chunk.map((r) => ({ op: 'upsert', entity: { partitionKey: task.taskId, rowKey: reqKey(r, task.taskId), expires } }))),
   );
 }
