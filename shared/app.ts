@@ -46,6 +46,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
   const close = async () => {
     const svc = await built?.catch(() => undefined);
     if (svc) stopPollers(svc);
+    await Promise.allSettled([...(svc?.background ?? [])]);
   };
   return { routes: routeTable, timers: timerFunctions(services), services, close };
 }

@@ -22,6 +22,7 @@ import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
 import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
+import { SYNC_DEPENDENCIES } from './tasks/create';
 
 /** The rows that exist whenever a task or group does: how several accounts find one stored before an account was added. */
 const ACCOUNT_ROOTS: AccountRoots = {
@@ -46,6 +47,8 @@ export interface Tuning {
   hintRepairEveryS: number;
   /** Events not delivered this long after their write are delivered by the reaper (shared/events/outbox.ts). */
   eventSweepDelayS: number;
+  /** createTask tracks up to this many dependencies before answering, more in the background (shared/tasks/create.ts). */
+  syncDependencies: number;
 }
 
 /**
@@ -63,6 +66,7 @@ export const DEFAULT_TUNING: Tuning = {
   hintRepairEveryS: 5 * 60,
   // Delivery normally follows the write within milliseconds; the sweep only catches a crash in between.
   eventSweepDelayS: 60,
+  syncDependencies: SYNC_DEPENDENCIES,
 };
 
 export interface Services extends TaskDeps {
@@ -148,6 +152,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     wakeListeners,
     events,
     checkTask: opts.checkTask,
+    background: new Set(),
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
     groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
     redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),

@@ -3,7 +3,8 @@
  * duplicates, stale messages and overlapping reaper instances are harmless.
  */
 import type { Services } from '../services';
-import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger } from '../tasks/triggers';
+import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
+import { finishTracking } from '../tasks/create';
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
 import { expireTask, TaskExpiryData } from '../tasks/expire';
 import type { ExpiryRow } from '../tasks/expiry';
@@ -33,8 +34,9 @@ export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promis
   return result;
 }
 
-export async function handleResolved(svc: Services, t: ResolvedTrigger): Promise<TriggerResult> {
-  await finishResolution(svc, t.taskId);
+export async function handleResolved(svc: Services, t: ResolvedTrigger | TrackingTrigger): Promise<TriggerResult> {
+  if ('tracking' in t) await finishTracking(svc, t.taskId);
+  else await finishResolution(svc, t.taskId);
 }
 
 /** Delivers the events of a write a crash interrupted before their delivery (shared/events/outbox.ts). */

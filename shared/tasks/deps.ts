@@ -23,6 +23,10 @@ export interface TaskDeps {
     maxTaskDeadlineDays: number;
     deadlineDelayS: number;
   };
+  /** Work that outlives its request (createTask's background tracking); closing the app waits for it. */
+  background?: Set<Promise<void>>;
+  /** Test knobs (shared/services.ts Tuning); production uses the defaults. */
+  tuning?: { syncDependencies?: number };
   /** Commits a resolved run's pending uploads (shared/artifacts/commit.ts); idempotent. */
   uploads: { commit: (taskId: string, runId: number) => Promise<void> };
   /** Wakes this instance's claimWork pollers for a task queue (no-op where none run). */

@@ -7,6 +7,7 @@
 import { StorageConflict } from '../storage/storage';
 import { groupRowKey } from './groups';
 import type { TaskDeps } from './deps';
+import { depKey } from './dependencies';
 
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
@@ -44,7 +45,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
     } while (continuation);
   }
   // This task in its dependencies' dependents lists.
-  for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, `d-${taskId}`);
+  for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
   // The group's open row goes beside the member rows: a task that never resolved still has it, and
   // so may one whose resolution committed while the group step after it was cut off by a crash.
   const removeMembers = async (): Promise<void> => {

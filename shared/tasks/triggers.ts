@@ -17,6 +17,11 @@ export interface ResolvedTrigger {
   taskId: string;
   runId: number;
 }
+/** Shares the `resolved` queue: finish tracking the dependencies of a task created with many (shared/tasks/create.ts). */
+export interface TrackingTrigger {
+  taskId: string;
+  tracking: true;
+}
 
 /** Trigger messages never expire on their own: the handler deletes them when done. */
 function delayS(at: Date, now: Date): number {
@@ -66,6 +71,14 @@ export class Triggers {
    */
   async resolved(taskId: string, runId: number): Promise<TriggerRef> {
     return this.storage.trigger('resolved').put({ taskId, runId } satisfies ResolvedTrigger, { visibilityS: this.resolvedNetDelayS });
+  }
+
+  /**
+   * The safety net of a createTask that tracks its dependencies after answering: fires later unless
+   * `done` deletes it first, so the tracking is finished even if the instance dies midway.
+   */
+  async tracking(taskId: string): Promise<TriggerRef> {
+    return this.storage.trigger('resolved').put({ taskId, tracking: true } satisfies TrackingTrigger, { visibilityS: this.resolvedNetDelayS });
   }
 
   /** Deletes a safety-net trigger whose work is done; failing to is harmless (it fires as a no-op). */

@@ -45,7 +45,7 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
 
   expect((await q.listTaskGroup(g)).tasks).toHaveLength(3);
   expect((await q.listDependentTasks(x)).tasks.map((t: any) => t.status.taskId).sort()).toEqual([y, longLived].sort());
-  expect(await partition('TaskDeps', y)).toEqual([`${y}/r-${x}`]);
+  expect(await partition('TaskDeps', y)).toEqual([`${y}/r-${x}~${y}`]);
 
   await waitUntil(expires, 300);
   await reapUntil(
@@ -68,7 +68,7 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
   // Edges of the expired tasks are gone in both directions; the live dependent keeps its own.
   expect(await partition('TaskDeps', x)).toEqual([]);
   expect(await partition('TaskDeps', y)).toEqual([]);
-  expect(await partition('TaskDeps', longLived)).toEqual([`${longLived}/r-${x}`]);
+  expect(await partition('TaskDeps', longLived)).toEqual([`${longLived}/r-${x}~${longLived}`]);
   await expectError(q.listDependentTasks(x), 404, 'ResourceNotFound');
   expect((await q.status(longLived)).status.state).toBe('exception');
   expect((await q.task(z)).taskGroupId).toBe(g);
