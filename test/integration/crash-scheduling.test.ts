@@ -41,7 +41,7 @@ test('changeTaskPriority of a pending task, client retries: the new priority, cl
     expect((await status(b, taskId)).priority).toBe('high');
     await claimableOnce(tq, taskId);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.update']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction'])); // the row and its `prioritized` history entry
 }, 180_000);
 
 test('declareWorkerGone, client retries: one retry run, claimable once', async () => {
