@@ -7,6 +7,7 @@ import { AzureStorage } from './azure';
 import { MemoryStorage } from './memory';
 import { AccountRoots, AccountsStorage } from './accounts';
 import { StorageMeter } from './counter';
+import { MAX_TRANSACTION_ACTIONS, StorageConflict } from './port';
 import type { Queue, Storage, Table } from './port';
 
 export * from './port';
@@ -39,4 +40,22 @@ export function createStorage(
   const meter = new StorageMeter();
   const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account }));
   return new AccountsStorage(accounts, opts.roots, { hintLifetimeMs: opts.hintLifetimeMs, now: opts.now });
+}
+
+/**
+ * Deletes rows of one partition, up to 100 per entity-group transaction (a single row by itself).
+ * A transaction fails whole if one of its rows is already gone (another deleter, or a repeat after
+ * a crash): that chunk is then deleted row by row, which ignores missing rows.
+ */
+export async function deleteRows(table: Table, partitionKey: string, rowKeys: string[]): Promise<void> {
+  for (let i = 0; i < rowKeys.length; i += MAX_TRANSACTION_ACTIONS) {
+    const chunk = rowKeys.slice(i, i + MAX_TRANSACTION_ACTIONS);
+    try {
+      if (chunk.length === 1) await table.delete(partitionKey, chunk[0]);
+      else await table.transact(chunk.map((rowKey) => ({ op: 'delete', partitionKey, rowKey })));
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+      for (const rk of chunk) await table.delete(partitionKey, rk);
+    }
+  }
 }

@@ -4,12 +4,12 @@
  * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
  * reapers sweeping the same row at once do no harm.
  */
-import { StorageConflict } from '../storage/storage';
+import { StorageConflict, deleteRows } from '../storage/storage';
 import { groupRowKey } from './groups';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
 
-/** Entity-group transactions hold at most 100 operations. */
+/** Edge rows read per page (an entity-group transaction's worth). */
 const MAX_BATCH = 100;
 
 /** What the expiry index row of a task carries, so the sweep works even after the task row is gone. */
@@ -36,7 +36,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
     let continuation: string | undefined;
     do {
       const page = await edges.page({ partitionKey: taskId, select: ['RowKey'] }, MAX_BATCH, continuation);
-      await deleteAll(
+      await deleteRows(
         edges,
         taskId,
         page.items.map((r) => r.rowKey),
@@ -71,19 +71,6 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   await Promise.all([d.groups.close(taskGroupId, taskId), removeMembers()]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
-}
-
-/** Deletes rows of one partition in batches; falls back to single deletes if someone else raced us. */
-async function deleteAll(table: ReturnType<TaskDeps['storage']['table']>, pk: string, rowKeys: string[]): Promise<void> {
-  for (let i = 0; i < rowKeys.length; i += MAX_BATCH) {
-    const chunk = rowKeys.slice(i, i + MAX_BATCH);
-    try {
-      await table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: pk, rowKey: rk })));
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      for (const rk of chunk) await table.delete(pk, rk);
-    }
-  }
 }
 
 async function ignoreConflict(p: Promise<unknown>): Promise<void> {

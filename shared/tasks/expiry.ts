@@ -6,7 +6,7 @@
  * <now>` returns exactly the rows that are due (every row of a past day, and today's rows up to
  * now), so a sweep costs one query per page plus the deletes of what actually expired.
  */
-import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict } from '../storage/storage';
+import { Entity, MAX_TRANSACTION_ACTIONS, Storage, deleteRows } from '../storage/storage';
 
 export interface ExpiryRow {
   partitionKey: string;
@@ -101,20 +101,6 @@ export class ExpiryIndex {
   async removeAll(rows: { partitionKey: string; rowKey: string }[]): Promise<void> {
     const byDay = new Map<string, string[]>();
     for (const r of rows) byDay.set(r.partitionKey, [...(byDay.get(r.partitionKey) ?? []), r.rowKey]);
-    await Promise.all(
-      [...byDay].map(async ([pk, keys]) => {
-        for (let i = 0; i < keys.length; i += MAX_TRANSACTION_ACTIONS) {
-          const chunk = keys.slice(i, i + MAX_TRANSACTION_ACTIONS);
-          try {
-            if (chunk.length === 1) await this.table.delete(pk, chunk[0]);
-            else await this.table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: pk, rowKey: rk })));
-          } catch (err) {
-            // Another sweeper removed one first: the rest one by one.
-            if (!(err instanceof StorageConflict)) throw err;
-            for (const rk of chunk) await this.table.delete(pk, rk);
-          }
-        }
-      }),
-    );
+    await Promise.all([...byDay].map(([pk, keys]) => deleteRows(this.table, pk, keys)));
   }
 }

@@ -2,13 +2,11 @@
  * Loading and changing task rows. Every change is a read-modify-write guarded by the row's ETag;
  * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
  */
-import { Entity, Storage, StorageConflict } from '../storage/storage';
+import { Entity, Storage, StorageConflict, deleteRows } from '../storage/storage';
 import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
 export const MAX_MODIFY_ATTEMPTS = 10;
-/** Entity-group transactions hold at most 100 operations. */
-const MAX_BATCH = 100;
 /**
  * Task rows this instance read or wrote last, kept so its next transition of the task (the claim
  * after a create, the report after a claim) skips the read: at most this many rows...
@@ -178,16 +176,6 @@ export class TaskStore {
     const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
     if (before) await this.observer!.written(before, undefined);
     const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), taskRowKey(taskId)];
-    for (let i = 0; i < keys.length; i += MAX_BATCH) {
-      const chunk = keys.slice(i, i + MAX_BATCH);
-      try {
-        if (chunk.length === 1) await this.table.delete(taskId, chunk[0]);
-        else await this.table.transact(chunk.map((rk) => ({ op: 'delete', partitionKey: taskId, rowKey: rk })));
-      } catch (err) {
-        // A row was already gone (another deleter): fall back to one by one.
-        if (!(err instanceof StorageConflict)) throw err;
-        for (const rk of chunk) await this.table.delete(taskId, rk);
-      }
-    }
+    await deleteRows(this.table, taskId, keys);
   }
 }

@@ -137,7 +137,6 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
         'Expiry.query',
         'Tasks.get',
         'TaskDeps.query',
-        'TaskDeps.transaction',
         'TaskDeps.delete',
         'TaskGroups.get',
         'TaskGroups.transaction',
