@@ -3,7 +3,7 @@
  * and task creators would.
  */
 import { Instance, newTaskId, sleep, taskDef } from './harness';
-import { MeterDelta, meterWindow, percentile, round, runLoops } from './stats';
+import { MeterDelta, latencySummary, meterWindow, round, runLoops } from './stats';
 import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
@@ -91,10 +91,7 @@ export async function pickupLatency(claimer: Instance, creator: Instance, taskQu
     }
   }
   return {
-    samples: latencies.length,
-    p50Ms: round(percentile(latencies, 50), 1),
-    p95Ms: round(percentile(latencies, 95), 1),
-    maxMs: round(Math.max(...latencies), 1),
+    ...latencySummary(latencies),
     errors,
   };
 }
@@ -398,10 +395,7 @@ export async function eventLatency(inst: Instance, taskQueueId: string, lifecycl
     }
   }
   return {
-    samples: latencies.length,
-    p50Ms: round(percentile(latencies, 50), 1),
-    p95Ms: round(percentile(latencies, 95), 1),
-    maxMs: round(Math.max(...latencies), 1),
+    ...latencySummary(latencies),
     storage: meter.stop(),
     lifecycles: done,
     errors,

@@ -59,3 +59,13 @@ export async function runLoops(concurrency: number, body: (loop: number) => Prom
     }),
   );
 }
+
+/** Sample count and p50/p95/max of latencies in ms, rounded to 0.1 ms. */
+export function latencySummary(latencies: number[]): { samples: number; p50Ms: number; p95Ms: number; maxMs: number } {
+  return {
+    samples: latencies.length,
+    p50Ms: round(percentile(latencies, 50), 1),
+    p95Ms: round(percentile(latencies, 95), 1),
+    maxMs: round(Math.max(...latencies), 1),
+  };
+}
