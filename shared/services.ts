@@ -16,7 +16,7 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
-import { EventRecorder, eventsObserver } from './events/recorder';
+import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
 import { createSubscriptionQueue } from './storage/subscription-queues';
@@ -139,7 +139,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, eventsObserver(opsObserver(storage, log, now), events)),
+    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
     pending: new PendingQueues(storage, clients.issuerAccessToken()),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,
@@ -154,6 +154,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     checkTask: opts.checkTask,
     background: new Set(),
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
+    taskEvents: taskEventEffects(events),
     groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
     redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
   };

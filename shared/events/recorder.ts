@@ -1,20 +1,19 @@
 /**
  * The hook points that make every committed change publish its events, never lost:
  *
- *   before the write   `prepare*`  put a sweep trigger (only if events have somewhere to go)
- *   with the write     `rowsFor`   the events ride on the transition's history rows
- *   after the commit   `written` / `delivered*`  deliver, then drop the sweep trigger
+ *   before the write   `prepare*`  decide the guard: the write's claim-expiry or deadline trigger,
+ *                                  or a sweep trigger put now (only if events have somewhere to go)
+ *   with the write     `outbox`    the events ride on the transition's history rows
+ *   after the commit   `deliver` / `delivered`  deliver, then drop the sweep trigger
  *   reaper             `sweep`     deliver what a crash between commit and delivery left
  *
- * They plug into TaskStore through a TaskObserver (eventsObserver: TaskStore.insert/replace, which
- * the executor's writes go through) and into createArtifact and sealTaskGroup directly. They are not
- * executor effects yet: the events ride on the history rows the history observer makes in the same
- * write, so they move into effects together with history.
+ * Task writes reach them as executor effects (`taskEvents`, the TaskEvents port of
+ * shared/tasks/deps.ts); createArtifact and sealTaskGroup call them directly.
  */
 import type { Storage, Entity } from '../storage/storage';
 import type { TaskRecord } from '../tasks/model';
-import type { TaskObserver } from '../tasks/store';
-import type { TriggerRef } from '../tasks/triggers';
+import type { TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
+import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
   QueueEvent,
@@ -42,9 +41,11 @@ export interface RecorderOptions {
 export interface PreparedEvents {
   events: QueueEvent[];
   trigger?: TriggerRef;
+  /** The write's deadline trigger guards them (shared/tasks/triggers.ts DeadlineTrigger.sweep). */
+  deadlineSweep?: DeadlineSweep;
   /**
    * No sweep trigger of its own: the write ends a running run, whose claim-expiry trigger is
-   * dropped only after this delivery (TaskObserver.settled) and, if it fires first, delivers the
+   * dropped only after this delivery (the executor's `after` effects wait for it) and, if it fires first, delivers the
    * events again (`redeliverRun`). A failed delivery puts a sweep trigger before the drop.
    */
   guard?: { taskId: string; seqs: number[] };
@@ -67,10 +68,10 @@ const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-ex
  * or a running run it ends (its trigger is dropped only after this write's delivery). A run's
  * claim and end are guarded by the same trigger; it delivers both again if it fires (`redeliverRun`).
  */
-export function claimGuard(before: TaskRecord | undefined, after: TaskRecord): { runId: number; ended: boolean } | undefined {
+export function claimGuard(before: TaskRecord | undefined, after: TaskRecord, putsClaim = false): { runId: number; ended: boolean } | undefined {
   for (const a of after.runs) {
     const b = before?.runs[a.runId];
-    if (b?.state === 'pending' && a.state === 'running' && a.claimTrigger) return { runId: a.runId, ended: false };
+    if (b?.state === 'pending' && a.state === 'running' && (putsClaim || a.claimTrigger)) return { runId: a.runId, ended: false };
     if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
   }
   return undefined;
@@ -95,12 +96,13 @@ export class EventRecorder {
    * delivery and fallback sweep trigger both failed (then its guard must stay); otherwise the sweep
    * retries what failed.
    */
-  async delivered(p: PreparedEvents | undefined): Promise<void> {
-    if (!p || !p.events.length) return;
+  async delivered(p: PreparedEvents | undefined): Promise<boolean> {
+    if (!p || !p.events.length) return false;
     try {
       const claim = p.alsoClaimOf === undefined || !p.guard ? [] : (await this.runEvents(p.guard.taskId, p.alsoClaimOf)).claim;
       await this.dispatcher.deliver([...claim, ...p.events]);
       await dropSweepTrigger(this.storage, p.trigger);
+      return true;
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
       if (p.guard) {
@@ -108,16 +110,25 @@ export class EventRecorder {
         const sweep: SweepTrigger = p.alsoClaimOf === undefined ? { kind: 'task', taskId, seqs } : { kind: 'run', taskId, runId: p.alsoClaimOf };
         await putSweepTrigger(this.storage, sweep, this.opts.sweepDelayS());
       }
+      return false;
     }
   }
 
   // ---- tasks ----
 
-  async prepareTask(before: TaskRecord | undefined, after: TaskRecord): Promise<PreparedEvents> {
+  /**
+   * A task write's events, computed from the rows before and after (so before the history
+   * observer bumps `after.historySeq`: both number from `before`), and their guard: a run's
+   * claim-expiry trigger (`claimGuard`), else the deadline trigger the write puts (`puts.deadline`:
+   * createTask, rerunTask; one update after delivery instead of a sweep trigger's put and delete),
+   * else a sweep trigger.
+   */
+  async prepareTask(before: TaskRecord | undefined, after: TaskRecord, puts: WritePuts = { deadline: false, claim: false }): Promise<PreparedEvents> {
     const events = taskEvents(before, after);
     const seqs = events.map((e) => e.seq);
-    const guard = claimGuard(before, after);
-    if (guard && (await this.dispatcher.interested(events))) {
+    const guard = claimGuard(before, after, puts.claim);
+    if ((guard || puts.deadline) && (await this.dispatcher.interested(events))) {
+      if (!guard) return { events, deadlineSweep: { seqs, delayS: this.opts.sweepDelayS() } };
       const reason = after.runs[guard.runId].reasonResolved;
       const alsoClaimOf = guard.ended && reason && ENDED_WITHOUT_WORKER.has(reason) ? guard.runId : undefined;
       return { events, guard: { taskId: after.taskId, seqs }, ...(alsoClaimOf === undefined ? {} : { alsoClaimOf }) };
@@ -202,34 +213,15 @@ export class EventRecorder {
   }
 }
 
-/**
- * Wraps the history observer: events ride on its history rows, a sweep trigger is put before each
- * write that has events, and they are delivered once the write has taken effect.
- */
-export function eventsObserver(inner: TaskObserver, recorder: EventRecorder): TaskObserver {
-  const prepared = new WeakMap<TaskRecord, PreparedEvents>();
-  const guarded = new WeakMap<TaskRecord, Promise<void>>();
+/** The executor's view of the recorder (shared/tasks/deps.ts): a task write's events as its effects. */
+export function taskEventEffects(recorder: EventRecorder): TaskEvents {
+  const of = (w: WriteEvents) => w as PreparedEvents & WriteEvents;
   return {
-    async prepare(before: TaskRecord | undefined, after: TaskRecord): Promise<void> {
-      await inner.prepare?.(before, after);
-      prepared.set(after, await recorder.prepareTask(before, after));
+    async prepare(before, after, puts) {
+      const p = await recorder.prepareTask(before, after, puts);
+      return Object.assign(p, { guarded: !!p.guard });
     },
-    rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
-      // Computed before the history observer bumps after.historySeq: both number from `before`.
-      const events = taskEvents(before, after);
-      const rows = inner.rowsFor(before, after);
-      attachToHistoryRows(rows, events);
-      return rows;
-    },
-    async written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
-      const p = after && prepared.get(after);
-      const delivery = recorder.delivered(p);
-      // A guarded write's after-effects (the drop of its guard) wait for this (see `settled`).
-      if (after && p?.guard) guarded.set(after, delivery);
-      await delivery.catch(() => undefined);
-      await inner.written(before, after);
-    },
-    settled: (after: TaskRecord) => guarded.get(after) ?? Promise.resolve(),
-    extraKeys: inner.extraKeys?.bind(inner),
+    outbox: (w, rows: Entity[]) => attachToHistoryRows(rows, of(w).events),
+    deliver: (w) => recorder.delivered(of(w)),
   };
 }

@@ -17,7 +17,12 @@ import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
 import { HookStore } from '../hooks/store';
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
-  return resolveDeadline(svc, t.taskId, t.deadline);
+  if (!t.sweep) return resolveDeadline(svc, t.taskId, t.deadline);
+  // It also guards a write's events, whose delivery did not re-arm it: deliver them (again) first.
+  await handleEventSweep(svc, { kind: 'task', taskId: t.taskId, seqs: t.sweep });
+  const result = await resolveDeadline(svc, t.taskId, t.deadline);
+  // Not due yet: it shows again at the deadline, without the sweep.
+  return result ? { ...result, body: { taskId: t.taskId, deadline: t.deadline } satisfies DeadlineTrigger } : result;
 }
 
 export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<TriggerResult> {

@@ -61,7 +61,8 @@ async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Servic
           const result = body ? await handle(svc, body) : undefined;
           if (result && result.retryAfterS > 0) {
             // Not due yet by our clock: show it again when it is.
-            await q.release(m.messageId, m.popReceipt, result.retryAfterS);
+            if (result.body === undefined) await q.release(m.messageId, m.popReceipt, result.retryAfterS);
+            else await q.rearm(m.messageId, m.popReceipt, result.body, result.retryAfterS);
             stats.deferred++;
             return;
           }

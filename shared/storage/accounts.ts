@@ -411,6 +411,10 @@ class SpreadQueue implements Queue {
     const [account, id] = untag(messageId, this.plain);
     await this.byAccount.get(account)?.release(id, popReceipt, visibilityS);
   }
+  async rearm(messageId: string, popReceipt: string, body: unknown, visibilityS: number): Promise<string | undefined> {
+    const [account, id] = untag(messageId, this.plain);
+    return this.byAccount.get(account)?.rearm(id, popReceipt, body, visibilityS);
+  }
   async approximateCount(): Promise<number> {
     return (await Promise.all(this.queues.map((q) => q.approximateCount()))).reduce((a, b) => a + b, 0);
   }

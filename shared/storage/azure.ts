@@ -363,6 +363,22 @@ class AzureQueue implements Queue {
     });
   }
 
+  async rearm(messageId: string, popReceipt: string, body: unknown, visibilityS: number): Promise<string | undefined> {
+    const text = Buffer.from(JSON.stringify(body)).toString('base64');
+    return this.call('update', async (abortSignal) => {
+      try {
+        const r = await this.client.updateMessage(messageId, popReceipt, text, Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))), {
+          abortSignal,
+        });
+        return r.popReceipt;
+      } catch (err) {
+        const s = statusOf(err);
+        if (s === 404 || s === 400) return undefined;
+        throw err;
+      }
+    });
+  }
+
   async peek(count: number): Promise<{ messageText: string }[]> {
     return this.call('peek', async (abortSignal) => {
       const r = await this.client.peekMessages({ numberOfMessages: Math.max(1, Math.min(MAX_DEQUEUE, count)), abortSignal });

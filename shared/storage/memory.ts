@@ -399,6 +399,18 @@ class MemoryQueue implements Queue {
     });
   }
 
+  rearm(messageId: string, popReceipt: string, body: unknown, visibilityS: number): Promise<string | undefined> {
+    return this.call('update', () => {
+      this.mustExist();
+      const m = this.find(messageId, popReceipt);
+      if (!m) return undefined;
+      m.text = Buffer.from(JSON.stringify(body)).toString('base64');
+      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.popReceipt = crypto.randomBytes(12).toString('base64');
+      return m.popReceipt;
+    });
+  }
+
   approximateCount(): Promise<number> {
     return this.call('properties', () => (this.exists ? this.live().length : 0));
   }

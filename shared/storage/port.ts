@@ -160,6 +160,11 @@ export interface Queue {
   delete(messageId: string, popReceipt: string): Promise<void>;
   /** `<label>.update`: makes a leased message visible again after `visibilityS`; a stale receipt is ignored. */
   release(messageId: string, popReceipt: string, visibilityS?: number): Promise<void>;
+  /**
+   * `<label>.update`: replaces a message's body and shows it after `visibilityS`; its new pop
+   * receipt (the old one stops working), or undefined for a stale receipt.
+   */
+  rearm(messageId: string, popReceipt: string, body: unknown, visibilityS: number): Promise<string | undefined>;
   /** `<label>.properties`: approximate number of messages (0 if the queue is missing). */
   approximateCount(): Promise<number>;
   /** `<label>.peek`: up to `count` (≤32) visible messages from the front, without leasing them. */

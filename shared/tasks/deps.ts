@@ -1,13 +1,47 @@
 /**
  * What the task domain functions need, passed in as one argument.
  */
-import type { Storage } from '../storage/storage';
+import type { Entity, Storage } from '../storage/storage';
+import type { TaskRecord } from './model';
 import type { TaskStore } from './store';
 import type { PendingQueues } from './pending';
-import type { Triggers } from './triggers';
+import type { DeadlineSweep, Triggers } from './triggers';
 import type { TaskGroups } from './groups';
 import type { ExpiryIndex } from './expiry';
 import type { Logger } from '../log';
+
+/**
+ * How one task write's events travel (shared/events/recorder.ts makes them; the executor applies
+ * them): opaque to the executor beyond these two facts.
+ */
+export interface WriteEvents {
+  /** The deadline trigger the write puts also guards its events, as this sweep (no trigger of their own). */
+  deadlineSweep?: DeadlineSweep;
+  /** A claim-expiry trigger that the write's `after` effects drop guards them: those wait for their delivery. */
+  guarded: boolean;
+}
+
+/** Triggers a write puts before it (its `before` effects), which can guard its events. */
+export interface WritePuts {
+  deadline: boolean;
+  claim: boolean;
+}
+
+/**
+ * Events as effects of task writes: derived purely from the rows before and after, recorded on the
+ * write's history rows (same transaction), delivered after the commit.
+ */
+export interface TaskEvents {
+  /**
+   * Before the write (and its `before` effects): the events and how they are guarded until
+   * delivered (the claim-expiry or deadline trigger the write puts, or a sweep trigger put now).
+   */
+  prepare(before: TaskRecord | undefined, after: TaskRecord, puts: WritePuts): Promise<WriteEvents>;
+  /** The outbox: adds the events to the write's history rows. */
+  outbox(w: WriteEvents, historyRows: Entity[]): void;
+  /** After the commit: true if delivered. Throws only if a guarded write's events are neither delivered nor swept (its guard must stay). */
+  deliver(w: WriteEvents): Promise<boolean>;
+}
 
 export interface TaskDeps {
   storage: Storage;
@@ -36,6 +70,8 @@ export interface TaskDeps {
    * unresolved task left (shared/events/recorder.ts); throws if that could not be delivered.
    */
   groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }) => Promise<void>;
+  /** Events of task writes; without, writes publish nothing (tools, benches of the bare store). */
+  taskEvents?: TaskEvents;
   /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
   redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
 }

@@ -6,15 +6,16 @@
  *    claim-expiry trigger, an unresolved task's deadline trigger, a resolution's safety net). Put
  *    before the write, so a crash leaves at most a stale message, never a state without its message.
  *  - `with`: rows of the task's own partition written in the same entity-group transaction as the
- *    task row (history rows are added by the store's observer; outbox rows belong here).
- *  - `after`: cleanup and dispatch once the write took effect (drop triggers, wake pollers, commit
- *    uploads, propagate to dependents, delete the safety net, log). Lost in a crash, they are
+ *    task row (history rows are added by the store's observer, and the write's events by the
+ *    executor onto them: the outbox).
+ *  - `after`: cleanup and dispatch once the write took effect (deliver its events, drop triggers,
+ *    wake pollers, commit uploads, propagate to dependents, delete the safety net, log). Lost in a crash, they are
  *    redone by a client retry (an idempotent repeat owes them again) or a trigger.
  * An effect's identity is its content: the executor performs a `before` effect once per call even
  * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
  */
 import type { Entity } from '../storage/storage';
-import type { TriggerRef } from './triggers';
+import type { DeadlineSweep, TriggerRef } from './triggers';
 import type { Priority } from './vocabulary';
 
 export type Effect =
@@ -33,8 +34,11 @@ export type Effect =
     }
   /** The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`. */
   | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string }
-  /** The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. */
-  | { phase: 'before'; kind: 'put-deadline-trigger'; taskId: string; deadline: string }
+  /**
+   * The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. `sweep`:
+   * it also guards the write's events until their delivery re-arms it (set by the executor).
+   */
+  | { phase: 'before'; kind: 'put-deadline-trigger'; taskId: string; deadline: string; sweep?: DeadlineSweep }
   /** Fires later to finish propagation a crash cut short, unless `delete-safety-net` removes it. */
   | { phase: 'before'; kind: 'put-safety-net'; taskId: string; runId: number }
   /** The expiry index row: every row a createTask may leave behind is found when the task expires. */

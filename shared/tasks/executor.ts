@@ -7,11 +7,12 @@
  * Crash ordering lives here: whatever a state needs exists before the row says so.
  */
 import * as slugid from 'slugid';
-import { TaskDeps } from './deps';
+import { TaskDeps, WriteEvents } from './deps';
 import { Effect, effectKey, safetyNetOf } from './effects';
 import { MAX_MODIFY_ATTEMPTS } from './store';
 import { TaskRecord } from './model';
 import type { TriggerRef } from './triggers';
+import type { Entity } from '../storage/storage';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
@@ -59,7 +60,8 @@ export async function execute(
   const performed: Performed = new Map();
   const { early, alongside } = options;
   early?.ref.catch(() => undefined); // awaited below when needed; a refusal never looks at it
-  const afterAll = (effects: Effect[], task: TaskRecord) => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined);
+  const afterAll = (effects: Effect[], task: TaskRecord, w?: WriteEvents) =>
+    withEvents(d, w, task, () => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined));
   // The row as this instance last saw it saves the read when still current: the guarded write
   // proves it, and anything but a write is decided again on a fresh read.
   let current = known ?? d.tasks.recentRow?.(taskId);
@@ -83,10 +85,11 @@ export async function execute(
     if (early && !performed.has(effectKey(early.effect)) && result.effects.some((e) => effectKey(e) === effectKey(early.effect))) {
       performed.set(effectKey(early.effect), await early.ref);
     }
-    await performBefore(d, result, performed);
-    const rows = result.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
     const next = result.next;
-    const written = await d.tasks.replace(current, next, rows, () => afterAll(result.effects, next));
+    const { w, effects } = await prepareEvents(d, current, next, result.effects);
+    await performBefore(d, { next, effects }, performed);
+    const rows = effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
+    const written = await d.tasks.replace(current, next, rows, () => afterAll(effects, next, w), outboxOf(d, w));
     if (written === 'etag') continue;
     if (written === 'missing') return undefined;
     return { task: next, changed: true };
@@ -97,9 +100,59 @@ export async function execute(
 /** Creates a task row from `create`'s step. False when the taskId is taken (nothing `after` is done). */
 export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
   const performed: Performed = new Map();
-  await performBefore(d, step, performed);
-  const rows = step.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-  return d.tasks.insert(step.next, rows, () => performAfter(d, step.effects, step.next, performed));
+  const { w, effects } = await prepareEvents(d, undefined, step.next, step.effects);
+  await performBefore(d, { next: step.next, effects }, performed);
+  const rows = effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
+  return d.tasks.insert(step.next, rows, () => withEvents(d, w, step.next, () => performAfter(d, effects, step.next, performed)), outboxOf(d, w));
+}
+
+/**
+ * The write's events (shared/events/recorder.ts), derived from the rows before and after, and
+ * how they are guarded: a deadline trigger the write puts anyway carries their sweep.
+ */
+async function prepareEvents(
+  d: TaskDeps,
+  before: TaskRecord | undefined,
+  next: TaskRecord,
+  effects: Effect[],
+): Promise<{ w?: WriteEvents; effects: Effect[] }> {
+  if (!d.taskEvents) return { effects };
+  const puts = { deadline: effects.some((e) => e.kind === 'put-deadline-trigger'), claim: effects.some((e) => e.kind === 'put-claim-trigger') };
+  const w = await d.taskEvents.prepare(before, next, puts);
+  const sweep = w.deadlineSweep;
+  if (!sweep) return { w, effects };
+  return { w, effects: effects.map((e) => (e.kind === 'put-deadline-trigger' ? { ...e, sweep } : e)) };
+}
+
+function outboxOf(d: TaskDeps, w: WriteEvents | undefined): ((rows: Entity[]) => void) | undefined {
+  return w && ((rows) => d.taskEvents!.outbox(w, rows));
+}
+
+/**
+ * After the commit: delivers the write's events side by side with `after`, or before it when a
+ * trigger that `after` drops guards them (a failed delivery then keeps the guard: `after` is not
+ * run). Delivered events a deadline trigger swept re-arm it for the deadline.
+ */
+async function withEvents(d: TaskDeps, w: WriteEvents | undefined, task: TaskRecord, after: () => Promise<void>): Promise<void> {
+  if (!w) return after();
+  const delivery = d.taskEvents!.deliver(w).then(async (delivered) => {
+    const ref = task.deadlineTrigger;
+    if (!delivered || !w.deadlineSweep || !ref) return;
+    const fresh = await d.triggers.rearmDeadline(ref, task.taskId, task.definition.deadline).catch((err) => {
+      // It fires after the sweep delay and delivers them again: a duplicate, never a loss.
+      d.log.warn('deadline-rearm-failed', { taskId: task.taskId, error: String(err?.message ?? err) });
+      return undefined;
+    });
+    if (!fresh) return;
+    d.tasks.amendRecent(task.taskId, (t) => {
+      if (t.deadlineTrigger?.messageId === ref.messageId) t.deadlineTrigger = fresh;
+    });
+  });
+  if (w.guarded) {
+    await delivery;
+    return after();
+  }
+  await Promise.all([delivery, after()]);
 }
 
 /**
@@ -107,7 +160,7 @@ export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
  * each once per call; trigger refs go into the row they guard. If one fails, the row is not
  * written, and what the others put is at most a stale message or index row, as after a crash.
  */
-async function performBefore(d: TaskDeps, step: Step, performed: Performed): Promise<void> {
+async function performBefore(d: TaskDeps, step: Pick<Step, 'next' | 'effects'>, performed: Performed): Promise<void> {
   const todo = new Map<string, Effect>();
   for (const e of step.effects) if (e.phase === 'before' && !performed.has(effectKey(e))) todo.set(effectKey(e), e);
   const settled = await Promise.allSettled([...todo].map(async ([key, e]) => performed.set(key, await before(d, e))));
@@ -129,7 +182,7 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
     case 'put-claim-trigger':
       return d.triggers.claim(e.taskId, e.runId, e.takenUntil);
     case 'put-deadline-trigger':
-      return d.triggers.deadline(e.taskId, e.deadline);
+      return d.triggers.deadline(e.taskId, e.deadline, e.sweep);
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':

@@ -100,7 +100,8 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
 }
 
 /** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
-export type TriggerResult = void | { retryAfterS: number };
+/** `body`: what the trigger says when it shows again (replaced with the delay: one call). */
+export type TriggerResult = void | { retryAfterS: number; body?: unknown };
 
 async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result, known?: TaskRecord): Promise<TriggerResult> {
   const r = await execute(d, taskId, transition, known);

@@ -25,22 +25,18 @@ function rowBytes(row: Entity): number {
 /**
  * Hooks around task writes (shared/ops/observer.ts): rows for the task's own partition written in
  * the same entity-group transaction as the task row (history), then a follow-up after the write
- * took effect (indexes, events; must not throw).
+ * took effect (indexes; must not throw). Events are the executor's (shared/tasks/executor.ts).
  */
 export interface TaskObserver {
-  /** Before each write attempt (e.g. a sweep trigger for its events); may be called again after an ETag race. */
-  prepare?(before: TaskRecord | undefined, after: TaskRecord): Promise<void>;
   /** May set `after.historySeq`; rows must be in partition `after.taskId`. */
   rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
   written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
   /** Row keys to delete with the task (its history). */
   extraKeys?(taskId: string, known?: TaskRecord): Promise<string[]>;
-  /**
-   * Settles once what must precede the caller's after-effects is done (events guarded by a trigger
-   * those effects drop); rejects if it could not be, and then they do not run.
-   */
-  settled?(after: TaskRecord): Promise<void>;
 }
+
+/** Adds the write's events to the history rows the observer made for it (shared/tasks/executor.ts). */
+export type Outbox = (historyRows: Entity[]) => void;
 
 export class TaskStore {
   constructor(
@@ -84,13 +80,22 @@ export class TaskStore {
   }
 
   /**
+   * A trigger ref of the task that changed after its write (a re-armed deadline trigger): the row
+   * kept here carries it into this instance's next write of the task. Another instance's write
+   * keeps the old ref, whose drop then fails harmlessly (the trigger fires and finds nothing to do).
+   */
+  amendRecent(taskId: string, amend: (t: TaskRecord) => void): void {
+    const t = this.recent.get(taskId);
+    if (t) amend(t);
+  }
+
+  /**
    * Inserts a new task row with `rows` of its partition; returns false if the taskId is taken.
    * `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
-  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>): Promise<boolean> {
-    await this.observer?.prepare?.(undefined, t);
+  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox): Promise<boolean> {
     try {
-      const extra = [...(this.observer?.rowsFor(undefined, t) ?? []), ...rows];
+      const extra = [...this.historyRows(undefined, t, outbox), ...rows];
       const row = encodeTask(t);
       t.etag = await this.write(t.taskId, row, extra);
       this.keep(t, row);
@@ -98,7 +103,7 @@ export class TaskStore {
       if (err instanceof StorageConflict) return false;
       throw err;
     }
-    await Promise.all([this.observer?.written(undefined, t), this.then(t, alongside)]);
+    await Promise.all([this.observer?.written(undefined, t), alongside?.()]);
     return true;
   }
 
@@ -108,10 +113,15 @@ export class TaskStore {
    * 'missing' when the task is gone. `alongside` runs once the row is written, side by side with
    * the observer's follow-up.
    */
-  async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>): Promise<'written' | 'etag' | 'missing'> {
-    await this.observer?.prepare?.(current, next);
+  async replace(
+    current: TaskRecord,
+    next: TaskRecord,
+    rows: Entity[] = [],
+    alongside?: () => Promise<void>,
+    outbox?: Outbox,
+  ): Promise<'written' | 'etag' | 'missing'> {
     try {
-      const extra = [...(this.observer?.rowsFor(current, next) ?? []), ...rows];
+      const extra = [...this.historyRows(current, next, outbox), ...rows];
       const row = encodeTask(next);
       next.etag = await this.write(current.taskId, row, extra, current.etag!);
       this.keep(next, row);
@@ -120,14 +130,14 @@ export class TaskStore {
       if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
       throw err;
     }
-    await Promise.all([this.observer?.written(current, next), this.then(next, alongside)]);
+    await Promise.all([this.observer?.written(current, next), alongside?.()]);
     return 'written';
   }
 
-  /** `alongside` once the observer has settled what must come first (see TaskObserver.settled). */
-  private async then(after: TaskRecord, alongside?: () => Promise<void>): Promise<void> {
-    await this.observer?.settled?.(after);
-    await alongside?.();
+  private historyRows(before: TaskRecord | undefined, after: TaskRecord, outbox?: Outbox): Entity[] {
+    const rows = this.observer?.rowsFor(before, after) ?? [];
+    outbox?.(rows);
+    return rows;
   }
 
   /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */

@@ -7,6 +7,18 @@ import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
 export interface DeadlineTrigger {
   taskId: string;
   deadline: string;
+  /**
+   * The events (history seqs) of the write that put it, not yet delivered: the trigger fires after
+   * the sweep delay and the reaper delivers them, unless their delivery re-armed it first
+   * (`rearmDeadline`). One call guards them instead of a sweep trigger's put and delete.
+   */
+  sweep?: number[];
+}
+
+/** A deadline trigger that also sweeps a write's events (shared/events/recorder.ts). */
+export interface DeadlineSweep {
+  seqs: number[];
+  delayS: number;
 }
 export interface ClaimTrigger {
   taskId: string;
@@ -43,9 +55,27 @@ export class Triggers {
     private readonly resolvedNetDelayS: number,
   ) {}
 
-  async deadline(taskId: string, deadline: string): Promise<TriggerRef> {
-    const at = new Date(new Date(deadline).getTime() + this.deadlineDelayS * 1000);
-    return this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: delayS(at, this.now()) });
+  private deadlineAt(deadline: string): Date {
+    return new Date(new Date(deadline).getTime() + this.deadlineDelayS * 1000);
+  }
+
+  async deadline(taskId: string, deadline: string, sweep?: DeadlineSweep): Promise<TriggerRef> {
+    const untilDeadline = delayS(this.deadlineAt(deadline), this.now());
+    if (!sweep) return this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: untilDeadline });
+    return this.storage
+      .trigger('deadline')
+      .put({ taskId, deadline, sweep: sweep.seqs } satisfies DeadlineTrigger, { visibilityS: Math.min(untilDeadline, sweep.delayS) });
+  }
+
+  /**
+   * The events a deadline trigger swept were delivered: it becomes a plain deadline trigger again,
+   * due at the deadline. Its new ref, or undefined if it was received meanwhile (the reaper then
+   * delivers them again and re-arms it itself).
+   */
+  async rearmDeadline(ref: TriggerRef, taskId: string, deadline: string): Promise<TriggerRef | undefined> {
+    const body: DeadlineTrigger = { taskId, deadline };
+    const popReceipt = await this.storage.trigger('deadline').rearm(ref.messageId, ref.popReceipt, body, delayS(this.deadlineAt(deadline), this.now()));
+    return popReceipt ? { messageId: ref.messageId, popReceipt } : undefined;
   }
 
   async claim(taskId: string, runId: number, takenUntil: string): Promise<TriggerRef> {

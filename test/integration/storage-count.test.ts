@@ -7,6 +7,7 @@
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
 import { claimOne, reapUntil, uniqueQueue } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
+import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 
 let svc: TestService;
 /** Another instance on the same storage: the test's own probes go through it, off svc's meter. */
@@ -173,4 +174,33 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Everything, operator indexes included: a regression anywhere shows here.
   // Requests: createTask 7, claimWork 6, reportCompleted 6 (operator read models included).
   expect(totals.createTask + totals.claimWork + totals.reportCompleted).toBeLessThanOrEqual(19);
+}, 60_000);
+
+test('with one subscription matching everything: one queue put per event, one more call per event-guard, the group read', async () => {
+  const bindings = EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
+  await svc.services.events.dispatcher.subscriptions.create({ subscriptionId: 'storage-count', bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
+  await svc.services.events.dispatcher.subscriptions.refresh();
+  try {
+    const tq = uniqueQueue();
+    await lifecycle(tq, 2500);
+    const m = await lifecycle(tq, 2500);
+    const events = (c: Counts) =>
+      Object.fromEntries(Object.entries(core(c)).filter(([k]) => /^(events|subscription)\./.test(k) || k === 'TaskGroups.query' || k === 'deadline.update'));
+    // task-defined and task-pending; the deadline trigger guarded them (put with the sweep delay)
+    // and is re-armed for the deadline once they were delivered: one call instead of a sweep
+    // trigger's put and delete.
+    expect(events(m.createTask)).toEqual({ 'subscription.put': 2, 'deadline.update': 1 });
+    // task-running, guarded by the run's claim-expiry trigger.
+    expect(events(m.claimWork)).toEqual({ 'subscription.put': 1 });
+    // task-completed and task-group-resolved, after the read that finds the group without unresolved tasks.
+    expect(events(m.reportCompleted)).toEqual({ 'subscription.put': 2, 'TaskGroups.query': 1 });
+    // The re-armed trigger's new receipt reached the report's write: it deleted the trigger, which never fires.
+    expect(m.reportCompleted['deadline.delete']).toBe(1);
+    const bg = core(m.background);
+    expect(bg['deadline.delete'] ?? 0).toBe(0);
+    expect(bg['events.put'] ?? 0).toBe(0);
+    expect(bg['subscription.put'] ?? 0).toBe(0);
+  } finally {
+    await svc.services.events.dispatcher.subscriptions.delete('storage-count');
+  }
 }, 60_000);
