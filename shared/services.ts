@@ -155,7 +155,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     background: new Set(),
     wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
     taskEvents: taskEventEffects(events),
-    groupResolved: (g) => events.groupResolved(g, (id) => groups.hasOpen(id)),
+    groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),
     redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
   };
 }

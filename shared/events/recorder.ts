@@ -172,17 +172,18 @@ export class EventRecorder {
 
   /**
    * task-group-resolved, once the open row of the task whose resolution `g` names is gone (the
-   * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left.
-   * Nobody listening: not even the read. Throws if the delivery failed, so the caller keeps the
+   * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left
+   * (`empty`: known from the close itself, no read). Nobody listening: not even the read. Throws if the delivery failed, so the caller keeps the
    * task's deadline trigger, which repeats this when it fires.
    */
   async groupResolved(
     g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number },
     hasOpen: (taskGroupId: string) => Promise<boolean>,
+    empty = false,
   ): Promise<void> {
     const event = groupResolvedEvent(g.taskGroupId, g.schedulerId, g);
     if (!(await this.dispatcher.interested([event]))) return;
-    if (await hasOpen(g.taskGroupId)) return;
+    if (!empty && (await hasOpen(g.taskGroupId))) return;
     await this.dispatcher.deliver([event]);
   }
 

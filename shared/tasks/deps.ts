@@ -67,9 +67,10 @@ export interface TaskDeps {
   wake: (taskQueueId: string) => void;
   /**
    * After a task's group open row is gone: publishes task-group-resolved if the group has no
-   * unresolved task left (shared/events/recorder.ts); throws if that could not be delivered.
+   * unresolved task left (`empty`: known without a read, shared/tasks/groups.ts `close`;
+   * shared/events/recorder.ts); throws if that could not be delivered.
    */
-  groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }) => Promise<void>;
+  groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }, empty: boolean) => Promise<void>;
   /** Events of task writes; without, writes publish nothing (tools, benches of the bare store). */
   taskEvents?: TaskEvents;
   /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */

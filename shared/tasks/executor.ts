@@ -31,8 +31,8 @@ export interface Executed {
   changed: boolean;
 }
 
-/** What a call performed so far: `before` effects by identity, with their trigger refs. */
-type Performed = Map<string, TriggerRef | undefined>;
+/** What a call performed so far: `before` effects by identity, with their trigger refs (or the group's ETag). */
+type Performed = Map<string, TriggerRef | string | undefined>;
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
@@ -169,12 +169,14 @@ async function performBefore(d: TaskDeps, step: Pick<Step, 'next' | 'effects'>, 
   for (const e of step.effects) {
     if (e.phase !== 'before') continue;
     const ref = performed.get(effectKey(e));
-    if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
-    if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
+    if (typeof ref === 'string') {
+      if (e.kind === 'add-group-member') step.next.groupEtag = ref;
+    } else if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
+    else if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
   }
 }
 
-async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
+async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | string | undefined> {
   switch (e.kind) {
     case 'put-hint':
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
@@ -192,8 +194,7 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
       });
       return undefined;
     case 'add-group-member':
-      await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
-      return undefined;
+      return d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
     case 'reopen-group':
       await d.groups.reopen(e.taskGroupId, e.taskId, e.expires);
       return undefined;
@@ -240,15 +241,15 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
     case 'delete-safety-net': {
       // Only a net this call put; a repeat that found the work done put none.
       const ref = performed.get(effectKey(safetyNetOf(e)));
-      if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
+      if (ref && typeof ref !== 'string')
+        await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
       return;
     }
     case 'release-key':
       await releaseKey(d, e.key, e.taskId, e.runId, rehinter(d), task);
       return;
     case 'close-group':
-      await d.groups.close(e.taskGroupId, e.taskId);
-      await d.groupResolved?.(e);
+      await d.groupResolved?.(e, await d.groups.close(e.taskGroupId, e.taskId, e.groupEtag));
       return;
     case 'log':
       d.log.info(e.event, e.fields);

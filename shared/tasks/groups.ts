@@ -5,8 +5,13 @@
  * rerun) tells whether the group has unresolved tasks with one short key-range read, however large
  * the group (task-group-resolved); rows are deleted and inserted, never counted, so concurrent
  * resolutions in one group do not contend.
+ *
+ * The common group has one task (its taskGroupId is its taskId): the task that created the meta row
+ * keeps the meta row's ETag, every later member changes it (it merges the meta row in its own
+ * transaction), so the creator's resolution can delete its open row on the condition that the ETag
+ * is unchanged and know, without a read, that the group is now without unresolved tasks.
  */
-import { Storage, StorageConflict } from '../storage/storage';
+import { Storage, StorageConflict, TableAction } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -35,14 +40,25 @@ export class TaskGroups {
     return this.storage.table('TaskGroups');
   }
 
-  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string }) | undefined> {
+  /** `joined`: a task other than the group's creator joined it. */
+  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true }) | undefined> {
     const r = await this.table.get(taskGroupId, groupRowKey(taskGroupId));
     if (!r) return undefined;
-    return { taskGroupId, schedulerId: r.schedulerId as string, expires: r.expires as string, sealed: (r.sealed as string) || undefined, etag: r.etag };
+    return {
+      taskGroupId,
+      schedulerId: r.schedulerId as string,
+      expires: r.expires as string,
+      sealed: (r.sealed as string) || undefined,
+      etag: r.etag,
+      ...(r.joined ? { joined: true } : {}),
+    };
   }
 
-  /** Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group. */
-  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<void> {
+  /**
+   * Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group.
+   * The meta row's ETag if this call created the group (see `close`).
+   */
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<string | undefined> {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
     const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
     const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
@@ -51,8 +67,8 @@ export class TaskGroups {
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open]);
-          return;
+          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open]);
+          return etag;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
           known = await this.meta(taskGroupId);
@@ -70,15 +86,26 @@ export class TaskGroups {
             { op: 'upsert', entity: member },
             open,
           ]);
-          return;
+          return undefined;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
           known = await this.meta(taskGroupId);
           continue;
         }
       }
-      await this.table.transact([{ op: 'upsert', entity: member }, open]);
-      return;
+      try {
+        // The first members after the creator change the meta row's ETag (telling the creator's
+        // resolution that the group has another member); later ones find `joined` and leave it
+        // alone, so a large group's members do not all write one row.
+        const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), joined: true };
+        const members: TableAction[] = [{ op: 'upsert', entity: member }, open];
+        await this.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...members]);
+        return undefined;
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+        known = await this.meta(taskGroupId); // the group expired meanwhile: create it again
+        continue;
+      }
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
@@ -93,9 +120,27 @@ export class TaskGroups {
     await this.table.upsert({ partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires });
   }
 
-  /** The task resolved: written after the task row says so (repeating it is harmless). */
-  async close(taskGroupId: string, taskId: string): Promise<void> {
+  /**
+   * The task resolved: written after the task row says so (repeating it is harmless). With
+   * `metaEtag` (the task created the group, `addMember`), one transaction also checks that no other
+   * task joined since: true then, as the group is now without unresolved tasks (no read needed).
+   */
+  async close(taskGroupId: string, taskId: string, metaEtag?: string): Promise<boolean> {
+    if (metaEtag) {
+      try {
+        // Merging the meta row changes its ETag: a repeat of this (a crash before the event) reads instead.
+        const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId) };
+        await this.table.transact([
+          { op: 'delete', partitionKey: taskGroupId, rowKey: openRowKey(taskId) },
+          { op: 'update', entity: touch, mode: 'Merge', etag: metaEtag },
+        ]);
+        return true;
+      } catch (err) {
+        if (!(err instanceof StorageConflict)) throw err;
+      }
+    }
     await this.table.delete(taskGroupId, openRowKey(taskId));
+    return false;
   }
 
   /** Whether any task of the group is unresolved: the first open row, if any (one short range read). */

@@ -85,6 +85,8 @@ export interface TaskRecord {
   historySeq?: number;
   /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
   deadlineTrigger?: TriggerRef;
+  /** The task created its group: the group meta row's ETag then (shared/tasks/groups.ts `close`). */
+  groupEtag?: string;
   /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
   continuation?: string;
   /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
@@ -189,6 +191,7 @@ export function encodeTask(t: TaskRecord): Entity {
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
+    ...(t.groupEtag ? { groupEtag: t.groupEtag } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
     ...(t.continuation ? { continuation: t.continuation } : {}),
     state: taskState(t),
@@ -217,6 +220,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
+    ...(e.groupEtag ? { groupEtag: e.groupEtag as string } : {}),
     ...(e.priority ? { priority: e.priority as Priority } : {}),
     ...(e.continuation ? { continuation: e.continuation as string } : {}),
     etag: e.etag,
