@@ -7,6 +7,8 @@
  * - A sweep trigger (queue `events`, visible after a delay) is put *before* a write whose events
  *   have somewhere to go, and deleted once they were delivered. If the process dies in between,
  *   the reaper receives the trigger and delivers what the write committed, found by key (no scans).
+ *   A write that puts a claim-expiry or deadline trigger anyway lets that one guard its events
+ *   instead (shared/events/recorder.ts).
  * - Artifact and group events are not task writes: their trigger carries the event itself, and
  *   the row the write creates (artifact, sealed group) is the proof that it committed.
  */

@@ -1,7 +1,9 @@
 /**
- * The one executor of task transitions: load (or use a known row) -> transition -> `before`
- * effects (side by side) -> ETag-guarded write with the `with` rows -> `after` effects (side by
- * side with the operator index writes). On an ETag race it
+ * The one executor of task transitions: load (or use a known row) -> transition -> the write's
+ * events and their guard (`TaskEvents`, derived from the rows before and after) -> `before`
+ * effects (side by side) -> ETag-guarded write with the `with` rows and the events on its history
+ * rows -> delivery of the events and the `after` effects (side by side with the operator index
+ * writes; after the delivery when a trigger they drop guards it). On an ETag race it
  * reloads and recomputes the transition and its effects; a `before` effect already performed in
  * an earlier attempt (same content: ids and `now` are fixed per call) is not performed again.
  * Crash ordering lives here: whatever a state needs exists before the row says so.

@@ -3,7 +3,7 @@
  * effect order around the write, recomputation after an ETag race without repeating `before`
  * effects, and refusals that perform nothing.
  */
-import { execute } from '../../shared/tasks/executor';
+import { execute, executeCreate } from '../../shared/tasks/executor';
 import * as T from '../../shared/tasks/transitions';
 import { effect } from '../../shared/tasks/effects';
 import type { TaskDeps } from '../../shared/tasks/deps';
@@ -41,7 +41,7 @@ function pendingTask(): TaskRecord {
 }
 
 /** Fakes recording every call in order; `rows` are the stored versions, `races` ETag losses to inject. */
-function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: boolean } = {}) {
+function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: boolean; events?: { deadline?: boolean; deliverFails?: boolean } } = {}) {
   const calls: string[] = [];
   let stored = initial;
   const races = [...(opts.races ?? [])];
@@ -55,20 +55,67 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
     pending: { put: async (_q: string, _p: string, taskId: string, runId: number, hintId: string) => void calls.push(`hint ${taskId}/${runId} ${hintId}`) },
     triggers: {
       claim: async (_t: string, runId: number) => (calls.push(`claim.put ${runId}`), { messageId: `c${++n}`, popReceipt: 'p' }),
-      deadline: async () => (calls.push('deadline.put'), { messageId: `d${++n}`, popReceipt: 'p' }),
+      deadline: async (_t: string, _d: string, sweep?: { seqs: number[] }) => (
+        calls.push(sweep ? `deadline.put sweep ${sweep.seqs}` : 'deadline.put'),
+        { messageId: `d${++n}`, popReceipt: 'p' }
+      ),
+      rearmDeadline: async (ref: { messageId: string }) => (calls.push(`deadline.rearm ${ref.messageId}`), { messageId: ref.messageId, popReceipt: 'p2' }),
       resolved: async () => (calls.push('net.put'), { messageId: `r${++n}`, popReceipt: 'p' }),
       drop: async (kind: string, ref?: { messageId: string }) => void calls.push(`${kind}.drop ${ref?.messageId}`),
       done: async (ref: { messageId: string }) => void calls.push(`net.delete ${ref.messageId}`),
     },
-    groups: { close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`) },
+    groups: {
+      close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`),
+      addMember: async (g: string, taskId: string) => (calls.push(`group.add ${g}/${taskId}`), 'g-etag'),
+    },
+    expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
     groupResolved: async (g: { taskGroupId: string }) => {
       calls.push(`group.resolved? ${g.taskGroupId}`);
       if (opts.groupFails) throw new Error('delivery failed');
     },
+    // A write's events: the guard the recorder would choose (claim or deadline trigger), the outbox, the delivery.
+    taskEvents: opts.events && {
+      prepare: async (_b: TaskRecord | undefined, _a: TaskRecord, puts: { deadline: boolean; claim: boolean }) => {
+        const deadlineSweep = opts.events!.deadline && puts.deadline ? { seqs: [1, 2], delayS: 60 } : undefined;
+        calls.push('events.prepare');
+        return { guarded: !deadlineSweep, ...(deadlineSweep ? { deadlineSweep } : {}) };
+      },
+      outbox: (_w: unknown, rows: { event?: string }[]) => rows.forEach((r) => (r.event = 'e')),
+      deliver: async () => {
+        calls.push('events.deliver');
+        if (opts.events!.deliverFails) throw new Error('delivery failed');
+        return true;
+      },
+    },
     tasks: {
       load: async () => (calls.push('load'), structuredClone(stored)),
-      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = [], alongside?: () => Promise<void>) => {
-        calls.push(['write', ...rows.map((r) => r.rowKey)].join(' '));
+      amendRecent: (_id: string, amend: (t: TaskRecord) => void) => {
+        calls.push('amend');
+        amend(stored);
+      },
+      insert: async (
+        t: TaskRecord,
+        rows: { rowKey: string }[] = [],
+        alongside?: () => Promise<void>,
+        outbox?: (rows: { rowKey: string; event?: string }[]) => void,
+      ) => {
+        const history = [{ rowKey: 'h1' } as { rowKey: string; event?: string }];
+        outbox?.(history);
+        calls.push(['insert', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : ''))].join(' '));
+        stored = { ...structuredClone(t), etag: 'e0' };
+        await alongside?.();
+        return true;
+      },
+      replace: async (
+        current: TaskRecord,
+        next: TaskRecord,
+        rows: { rowKey: string }[] = [],
+        alongside?: () => Promise<void>,
+        outbox?: (rows: { rowKey: string; event?: string }[]) => void,
+      ) => {
+        const history = outbox ? [{ rowKey: 'h' } as { rowKey: string; event?: string }] : [];
+        outbox?.(history);
+        calls.push(['write', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : ''))].join(' '));
         const race = races.shift();
         if (race) {
           stored = { ...race, etag: `${current.etag}+` };
@@ -167,4 +214,41 @@ test('`with` rows go into the write of the task row, on every attempt', async ()
   await execute(f.d, 'T1', withOutbox, t);
   expect(f.calls).toEqual(['write outbox-1', 'load', 'write outbox-0']);
   expect(f.stored().hasDependents).toBe(true);
+});
+
+test("events: on the write's history rows; a guarded delivery precedes the after effects, and its failure keeps the guard", async () => {
+  const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+  const running = { ...claimed.task, etag: 'e1' };
+  const report = (x: TaskRecord) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW);
+  // The claim-expiry trigger guards the report's events: it is dropped only after they were delivered.
+  const f = fakes(running, { events: {} });
+  await execute(f.d, 'T1', report, running);
+  expect(f.calls.slice(0, 3)).toEqual(['events.prepare', 'write h+event', 'events.deliver']);
+  expect(f.calls.indexOf('claim.drop c1')).toBeGreaterThan(f.calls.indexOf('events.deliver'));
+  const failing = fakes(running, { events: { deliverFails: true } });
+  await expect(execute(failing.d, 'T1', report, running)).rejects.toThrow('delivery failed');
+  expect(failing.calls).toEqual(['events.prepare', 'write h+event', 'events.deliver']);
+});
+
+test('events of a create: its deadline trigger carries their sweep and is re-armed once they were delivered', async () => {
+  const t = pendingTask();
+  const step = T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW);
+  const f = fakes(t, { events: { deadline: true } });
+  expect(await executeCreate(f.d, step)).toBe(true);
+  expect(f.calls.filter((c) => c.startsWith('deadline') || c.startsWith('events') || c.startsWith('insert') || c === 'amend')).toEqual([
+    'events.prepare',
+    'deadline.put sweep 1,2',
+    'insert h1+event',
+    'events.deliver',
+    'deadline.rearm d1',
+    'amend',
+  ]);
+  // The re-armed trigger's new receipt goes into the row this instance writes next; the group's
+  // ETag (the task created its group) is kept for the resolution's close.
+  expect(f.stored().deadlineTrigger).toEqual({ messageId: 'd1', popReceipt: 'p2' });
+  expect(f.stored().groupEtag).toBe('g-etag');
+  // Not delivered: not re-armed, so the trigger shows after the sweep delay and the reaper delivers them.
+  const failing = fakes(t, { events: { deadline: true, deliverFails: true } });
+  await executeCreate(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
+  expect(failing.calls.some((c) => c.startsWith('deadline.rearm'))).toBe(false);
 });
