@@ -95,7 +95,7 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
       },
       insert: async (
         t: TaskRecord,
-        rows: { rowKey: string }[] = [],
+        rows: { rowKey: string; event?: string }[] = [],
         alongside?: () => Promise<void>,
         outbox?: (rows: { rowKey: string; event?: string }[]) => void,
       ) => {
@@ -109,7 +109,7 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
       replace: async (
         current: TaskRecord,
         next: TaskRecord,
-        rows: { rowKey: string }[] = [],
+        rows: { rowKey: string; event?: string }[] = [],
         alongside?: () => Promise<void>,
         outbox?: (rows: { rowKey: string; event?: string }[]) => void,
       ) => {
