@@ -44,9 +44,10 @@ export interface PreparedEvents {
   /** The write's deadline trigger guards them (shared/tasks/triggers.ts DeadlineTrigger.sweep). */
   deadlineSweep?: DeadlineSweep;
   /**
-   * No sweep trigger of its own: the write ends a running run, whose claim-expiry trigger is
-   * dropped only after this delivery (the executor's `after` effects wait for it) and, if it fires first, delivers the
-   * events again (`redeliverRun`). A failed delivery puts a sweep trigger before the drop.
+   * No sweep trigger of its own: the write claims or ends a run, whose claim-expiry trigger is
+   * dropped only after this delivery (the executor's `after` effects wait for it) and, if it
+   * fires first, delivers the events again (`redeliverRun`). A failed delivery puts a sweep
+   * trigger before the drop.
    */
   guard?: { taskId: string; seqs: number[] };
   /** The write ended this run without its worker (cancel, deadline, claim expiry, worker gone): its task-running is delivered again. */
@@ -173,8 +174,9 @@ export class EventRecorder {
   /**
    * task-group-resolved, once the open row of the task whose resolution `g` names is gone (the
    * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left
-   * (`empty`: known from the close itself, no read). Nobody listening: not even the read. Throws if the delivery failed, so the caller keeps the
-   * task's deadline trigger, which repeats this when it fires.
+   * (`empty`: known from the close itself, no read). Nobody listening: not even the read. Throws
+   * if the delivery failed, so the caller keeps the task's deadline trigger, which repeats this
+   * when it fires.
    */
   async groupResolved(
     g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number },
