@@ -112,6 +112,18 @@ test('reportException with a retry, and cancelTask', async () => {
   });
 }, 240_000);
 
+test("rerunTask: its new deadline trigger guards the new run's task-pending", async () => {
+  const ops = await sweep(async (faulty) => {
+    const tq = uniqueQueue();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    await svc.queue().cancelTask(taskId);
+    await faulty(() => noRetry().rerunTask(taskId));
+    await expectDelivered(taskId);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['deadline.put', 'Tasks.transaction', 'subscription.put', 'deadline.update']));
+}, 240_000);
+
 test('createArtifact and sealTaskGroup', async () => {
   await sweep(async (faulty) => {
     const tq = uniqueQueue();
