@@ -139,7 +139,7 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
       });
       return undefined;
     case 'add-group-member':
-      await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
+      await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires, e.created);
       return undefined;
     case 'reopen-group':
       await d.groups.reopen(e.taskGroupId, e.taskId, e.expires);

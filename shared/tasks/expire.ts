@@ -5,7 +5,8 @@
  * reapers sweeping the same row at once do no harm.
  */
 import { StorageConflict, deleteRows } from '../storage/storage';
-import { groupRowKey } from './groups';
+import { groupRowKey, latestRowKey, openRowKey } from './groups';
+import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
 
@@ -46,29 +47,27 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
-  // The group's open row goes beside the member rows: a task that never resolved still has it, and
-  // so may one whose resolution committed while the group step after it was cut off by a crash.
-  const removeMembers = async (): Promise<void> => {
-    // The member row, and the meta row with it in one transaction when the group has expired too
-    // (the meta row's expires is the latest of its members', so only the last member removes it).
-    const groups = d.storage.table('TaskGroups');
-    if (meta && new Date(meta.expires) <= now) {
-      try {
-        await groups.transact([
-          { op: 'delete', partitionKey: taskGroupId, rowKey: taskId },
-          { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
-        ]);
-      } catch (err) {
-        // The member was gone already (a repeat after a crash), or the group changed: one by one.
-        if (!(err instanceof StorageConflict)) throw err;
-        await d.groups.removeMember(taskGroupId, taskId);
-        await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
-      }
-    } else {
-      await d.groups.removeMember(taskGroupId, taskId);
+  // The member row, the group's latest row of this task, and the open row of a task that never
+  // resolved, in one transaction; with them the meta row when the group has expired too (its expires
+  // is the latest of its members', so only the last member removes it). A resolved task's open row
+  // went with its resolution (the `resolved` safety net finishes that step after a crash).
+  const groups = d.storage.table('TaskGroups');
+  const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(!t || !isResolved(taskState(t)) ? [openRowKey(taskId)] : [])];
+  if (meta && new Date(meta.expires) <= now) {
+    try {
+      await groups.transact([
+        ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+        { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+      ]);
+    } catch (err) {
+      // A row was gone already (a repeat after a crash, a task from before latest rows), or the group changed: one by one.
+      if (!(err instanceof StorageConflict)) throw err;
+      await deleteRows(groups, taskGroupId, keys);
+      await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
     }
-  };
-  await Promise.all([d.groups.close(taskGroupId, taskId), removeMembers()]);
+  } else {
+    await deleteRows(groups, taskGroupId, keys);
+  }
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }

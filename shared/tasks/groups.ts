@@ -6,7 +6,7 @@
  * the group (task-group-resolved); rows are deleted and inserted, never counted, so concurrent
  * resolutions in one group do not contend.
  */
-import { Storage, StorageConflict } from '../storage/storage';
+import { Storage, StorageConflict, deleteRows } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -24,6 +24,14 @@ const MEMBERS_END = '~';
 /** Open rows: `~open~<taskId>`, after every member row ('~' sorts after slugid characters). */
 const OPEN_PREFIX = '~open~';
 export const openRowKey = (taskId: string): string => `${OPEN_PREFIX}${taskId}`;
+/**
+ * The group's tasks newest created first (operator query listTaskGroupLatest): `~new~<inverted
+ * created>~<taskId>`, written in the member's transaction, so this read model costs no call.
+ */
+export const LATEST_PREFIX = '~new~';
+/** Largest epoch milliseconds inverted (year 2286): fixed-width, newest-first keys (as shared/ops/keys.ts). */
+const MAX_MS = 9_999_999_999_999;
+export const latestRowKey = (taskId: string, created: string): string => `${LATEST_PREFIX}${String(MAX_MS - Date.parse(created)).padStart(13, '0')}~${taskId}`;
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
@@ -42,16 +50,17 @@ export class TaskGroups {
   }
 
   /** Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group. */
-  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<void> {
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): Promise<void> {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
     const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
+    const latest = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: latestRowKey(taskId, created), expires } };
     const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
     // A task that starts its own group (the common case) needs no read.
     let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open]);
+          await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open, latest]);
           return;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -69,6 +78,7 @@ export class TaskGroups {
             { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires }, mode: 'Merge', etag: known!.etag },
             { op: 'upsert', entity: member },
             open,
+            latest,
           ]);
           return;
         } catch (err) {
@@ -77,15 +87,19 @@ export class TaskGroups {
           continue;
         }
       }
-      await this.table.transact([{ op: 'upsert', entity: member }, open]);
+      await this.table.transact([{ op: 'upsert', entity: member }, open, latest]);
       return;
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
 
-  /** Removes a task from its group; `open`: also its open row (a task that never resolved). */
-  async removeMember(taskGroupId: string, taskId: string, open = false): Promise<void> {
-    await Promise.all([this.table.delete(taskGroupId, taskId), open ? this.table.delete(taskGroupId, openRowKey(taskId)) : undefined]);
+  /**
+   * Removes a task from its group; `open`: also its open row (a task that never resolved); `created`:
+   * also its latest row. One transaction when all are there, else row by row (deletes ignore missing rows).
+   */
+  async removeMember(taskGroupId: string, taskId: string, open = false, created?: string): Promise<void> {
+    const keys = [taskId, ...(open ? [openRowKey(taskId)] : []), ...(created ? [latestRowKey(taskId, created)] : [])];
+    await deleteRows(this.table, taskGroupId, keys);
   }
 
   /** The task is unresolved again (rerun): written before the task row says so. */
