@@ -10,6 +10,12 @@ import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
 
+/**
+ * By this long after a resolution its group step (the open row's delete) is done: its guard trigger
+ * (deadline, due QUEUE_DEADLINE_DELAY_S after the deadline, or the `resolved` safety net, minutes
+ * after the resolution) fires before the expiry phase of a reaper pass then, and redoes it after a crash.
+ */
+export const GROUP_STEP_SETTLED_MS = 3600_000;
 /** Edge rows read per page (an entity-group transaction's worth). */
 const MAX_BATCH = 100;
 
@@ -50,24 +56,32 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   // The member row, the group's latest row of this task, and the open row of a task that never
   // resolved, in one transaction; with them the meta row when the group has expired too (its expires
   // is the latest of its members', so only the last member removes it). A resolved task's open row
-  // went with its resolution (the `resolved` safety net finishes that step after a crash).
+  // went with its resolution, or, if a crash cut that step off, with its guard trigger (deadline or
+  // `resolved` safety net) soon after; only a task resolved less than GROUP_STEP_SETTLED_MS ago
+  // (which may expire before its guard fires) has its open row deleted too, beside the transaction.
   const groups = d.storage.table('TaskGroups');
-  const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(!t || !isResolved(taskState(t)) ? [openRowKey(taskId)] : [])];
-  if (meta && new Date(meta.expires) <= now) {
-    try {
-      await groups.transact([
-        ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-        { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
-      ]);
-    } catch (err) {
-      // A row was gone already (a repeat after a crash, a task from before latest rows), or the group changed: one by one.
-      if (!(err instanceof StorageConflict)) throw err;
+  const unresolved = !t || !isResolved(taskState(t));
+  const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(unresolved ? [openRowKey(taskId)] : [])];
+  const resolvedAt = t?.runs[t.runs.length - 1]?.resolved;
+  const closeToo = !unresolved && !(resolvedAt && now.getTime() - Date.parse(resolvedAt) >= GROUP_STEP_SETTLED_MS);
+  const removeRows = async (): Promise<void> => {
+    if (meta && new Date(meta.expires) <= now) {
+      try {
+        await groups.transact([
+          ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+          { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+        ]);
+      } catch (err) {
+        // A row was gone already (a repeat after a crash, a task from before latest rows), or the group changed: one by one.
+        if (!(err instanceof StorageConflict)) throw err;
+        await deleteRows(groups, taskGroupId, keys);
+        await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
+      }
+    } else {
       await deleteRows(groups, taskGroupId, keys);
-      await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
     }
-  } else {
-    await deleteRows(groups, taskGroupId, keys);
-  }
+  };
+  await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, removeRows()]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }

@@ -8,6 +8,7 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid } f
 import { claimOne, reapUntil, uniqueQueue } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
 import { RECENT_TASKS_WRITE_MS } from '../../shared/ops/workers';
+import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 
 let svc: TestService;
 /** Another instance on the same storage: the test's own probes go through it, off svc's meter. */
@@ -81,7 +82,12 @@ async function lifecycle(tq: string, lifetimeMs: number, measured = true) {
   const t3 = performance.now();
   const path = { createTask: criticalPath(t0, t1), claimWork: criticalPath(t1, t2), reportCompleted: criticalPath(t2, t3) };
   // Background: every pass costs a fixed IDLE_PASS_CALLS (see expiration.test.ts);
-  // what the lifecycle adds on top is what its handlers do.
+  // what the lifecycle adds on top is what its handlers do. A task usually expires long after it
+  // resolved: the service's clock runs GROUP_STEP_SETTLED_MS ahead from here (so the expiry
+  // no longer doubts that the resolution's group step is done).
+  const services = svc.services as { now: () => Date };
+  const realNow = services.now;
+  services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
   let passes = 0;
   await reapUntil(
     svc,
@@ -96,6 +102,7 @@ async function lifecycle(tq: string, lifetimeMs: number, measured = true) {
   await new Promise((r) => setTimeout(r, Math.max(1200, measured ? t2 + RECENT_TASKS_WRITE_MS + 500 - performance.now() : 0)));
   await runReaper(svc.services);
   passes++;
+  services.now = realNow;
   const s4 = at();
   const background = diff(s4, s3);
   return {
