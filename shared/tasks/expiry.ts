@@ -39,15 +39,29 @@ export class ExpiryIndex {
     return { partitionKey: expires.slice(0, 10), rowKey: `${expires}~${kind}~${id}` };
   }
 
-  /** Records that `kind/id` expires at `expires` (an ISO date from `toJSON()`). Idempotent. */
-  async record(kind: string, id: string, expires: string, data: Record<string, unknown> = {}): Promise<void> {
-    const row = { ...ExpiryIndex.keys(kind, id, expires), kind, id, expires, data: JSON.stringify(data) };
-    await new Promise<void>((resolve, reject) => {
-      const list = this.waiting.get(row.partitionKey) ?? [];
-      list.push({ row, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      this.waiting.set(row.partitionKey, list);
-      if (!this.busy.has(row.partitionKey)) void this.drain(row.partitionKey);
-    });
+  /**
+   * Records that `kind/id` expires at `expires` (an ISO date from `toJSON()`), and with it, in the
+   * same write, that each of `also` does too (they share the day partition). Idempotent.
+   */
+  async record(kind: string, id: string, expires: string, data: Record<string, unknown> = {}, also: { kind: string; id: string }[] = []): Promise<void> {
+    const rows = [{ kind, id, data }, ...also.map((a) => ({ ...a, data: {} }))].map((r) => ({
+      ...ExpiryIndex.keys(r.kind, r.id, expires),
+      kind: r.kind,
+      id: r.id,
+      expires,
+      data: JSON.stringify(r.data),
+    }));
+    const pk = rows[0].partitionKey;
+    const list = this.waiting.get(pk) ?? [];
+    const stored = rows.map(
+      (row) =>
+        new Promise<void>((resolve, reject) => {
+          list.push({ row, done: (err) => (err === undefined ? resolve() : reject(err)) });
+        }),
+    );
+    this.waiting.set(pk, list);
+    if (!this.busy.has(pk)) void this.drain(pk);
+    await Promise.all(stored);
   }
 
   /**

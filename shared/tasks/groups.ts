@@ -33,6 +33,13 @@ export const LATEST_PREFIX = '~new~';
 const MAX_MS = 9_999_999_999_999;
 export const latestRowKey = (taskId: string, created: string): string => `${LATEST_PREFIX}${String(MAX_MS - Date.parse(created)).padStart(13, '0')}~${taskId}`;
 
+/**
+ * Expiry-index kind of a group's rows (shared/tasks/expire.ts): each task records one at its own
+ * expires beside its task row, in the same write; the one at the group's expires (the latest of its
+ * members') removes the group's partition.
+ */
+export const EXPIRY_KIND_GROUP = 'task-group';
+
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
 
