@@ -134,13 +134,14 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':
-      // With it, in the same write, its group's row at this expires (EXPIRY_KIND_GROUP, shared/tasks/expire.ts).
+      // With it, in the same write (the group's partition), its group's row at this expires (EXPIRY_KIND_GROUP, shared/tasks/expire.ts).
       await d.expiry.record(
         'task',
         e.taskId,
         e.expires,
         { taskGroupId: e.taskGroupId, dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [], groupRow: true },
         [{ kind: EXPIRY_KIND_GROUP, id: e.taskGroupId }],
+        e.taskGroupId,
       );
       return undefined;
     case 'add-group-member':
