@@ -13,16 +13,14 @@ test('rows spread over the buckets of their day; rows recorded together share on
   const expires = '2026-11-23T10:00:00.000Z';
   for (let i = 0; i < 64; i++) await index.record('task', `t${i}`, expires, {}, [{ kind: 'task-group', id: `g${i}` }], `g${i}`);
   // A row written before buckets existed (its partition is the bare day).
-  await storage
-    .table('Expiry')
-    .upsert({
-      partitionKey: '2026-11-22',
-      rowKey: '2026-11-22T01:00:00.000Z~task~old',
-      kind: 'task',
-      id: 'old',
-      expires: '2026-11-22T01:00:00.000Z',
-      data: '{}',
-    });
+  await storage.table('Expiry').upsert({
+    partitionKey: '2026-11-22',
+    rowKey: '2026-11-22T01:00:00.000Z~task~old',
+    kind: 'task',
+    id: 'old',
+    expires: '2026-11-22T01:00:00.000Z',
+    data: '{}',
+  });
   const writes = storage.meter.snapshot().byOp;
   expect(writes['Expiry.transaction']).toBe(64); // each task's two rows in one transaction
   expect(writes['Expiry.upsert'] ?? 0).toBe(1);
