@@ -498,6 +498,8 @@ export async function listResolved(storage: Storage, taskQueueId: string | undef
 
 /** Partition queries of a fan-out that run at once (each is one storage call). */
 const FAN_OUT_CONCURRENCY = 16;
+/** Rows per fan-out page: each task queue's partition gives up to this many, all held at once. */
+const FAN_OUT_MAX_PAGE = 100;
 /** Fan-out continuation tokens: this prefix, then the last row's key after the common prefix, base64url. */
 const CURSOR_PREFIX = 'ix.';
 
@@ -507,7 +509,8 @@ const CURSOR_PREFIX = 'ix.';
  * `limit` rows after the cursor, so the first `limit` of the merge are exactly the next page.
  * The continuation names the last row returned.
  */
-async function mergedPage(storage: Storage, queues: string[], prefix: string, range: KeyRange, where: Condition[], limit: number, continuation?: string) {
+async function mergedPage(storage: Storage, queues: string[], prefix: string, range: KeyRange, where: Condition[], pageSize: number, continuation?: string) {
+  const limit = Math.min(pageSize, FAN_OUT_MAX_PAGE);
   let rowKey: KeyRange = range;
   if (continuation !== undefined) {
     const from = prefix + decodeCursor(continuation);
