@@ -7,14 +7,19 @@
  *     `c~<started>~<taskId>~<runId>`                  claimed (running) runs, oldest first
  *     `r~<inverted resolved>~<taskId>~<runId>`        resolved runs, newest first
  *     `w~<wg>~<wid>~<inverted started>~<taskId>~<runId>`  each worker's claims, newest first
- * - partition `resolved`: `<inverted resolved>~<taskId>~<runId>`, resolved runs of every queue;
- * - partition `latest`: `n~<name>~<inverted created>~<taskId>` and `g~<taskGroupId>~…`.
+ *     `n~<name>~<inverted created>~<taskId>`          tasks by name, newest first
+ * - partition `queues`: one row per task queue that has index rows (what the queries across task
+ *   queues fan out over), written once per process per QUEUE_SEEN_TTL_MS;
+ * - by task group, newest first: a `~new~` row in the group's TaskGroups partition, written in the
+ *   transaction that adds the member (shared/tasks/groups.ts).
  *
  * Every key is a function of the task record, so any writer computes the same keys. A transition
  * costs one entity-group transaction in its task queue's partition (delete the old state's row,
- * create the new one, record the worker's claim), plus one upsert in `resolved` when a run resolves
- * and one transaction in `latest` when a task is created. Concurrent task writes share these
- * transactions per partition (IndexBatcher), so under load a partition costs one call per group.
+ * create the new one, record the worker's claim, the by-name row at creation); nothing else. There
+ * is no deployment-wide partition (no hot spot): resolved runs of every queue and tasks by name are
+ * read by fanning out over the task queues' partitions and merging by key. Concurrent task writes
+ * share these transactions per partition (IndexBatcher), so under load a partition costs one call
+ * per group.
  *
  * Consistency: the task row is the truth; index rows are written after it. Two writers of the same
  * task can land out of order (e.g. a retry's pending row written after another instance already
@@ -33,10 +38,12 @@
 import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableAction } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
-import { inverted, part, prefixRange } from './keys';
+import { badArgs } from '../errors';
+import { LATEST_PREFIX } from '../tasks/groups';
+import { fromInverted, inverted, part, prefixRange } from './keys';
 
-export const RESOLVED_PK = 'resolved';
-export const LATEST_PK = 'latest';
+/** The partition listing the task queues that have index rows. */
+export const QUEUES_PK = 'queues';
 /** Table pages hold at most 1000 rows. */
 const PAGE = 1000;
 
@@ -117,10 +124,6 @@ function resolvedRow(t: TaskRecord, r: Run): Entity {
   return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `r~${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
 }
 
-function globalResolvedRow(t: TaskRecord, r: Run): Entity {
-  return { partitionKey: RESOLVED_PK, rowKey: `${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
-}
-
 export function workerPrefix(workerGroup: string, workerId: string): string {
   return `w~${workerGroup}~${workerId}~`;
 }
@@ -140,14 +143,12 @@ function workerRow(t: TaskRecord, r: Run): Entity {
   };
 }
 
-function latestRows(t: TaskRecord): Entity[] {
+const namePrefix = (name: string) => `n~${part(name)}~`;
+
+/** The task by name, in its task queue's partition (written with the task's first index row). */
+function nameRow(t: TaskRecord): Entity {
   const d = t.definition;
-  const when = inverted(d.created);
-  const facts = { ...base(t), created: d.created };
-  return [
-    { partitionKey: LATEST_PK, rowKey: `n~${part(d.metadata.name)}~${when}~${t.taskId}`, ...facts },
-    { partitionKey: LATEST_PK, rowKey: `g~${d.taskGroupId}~${when}~${t.taskId}`, ...facts },
-  ];
+  return { partitionKey: queuePk(d.taskQueueId), rowKey: `${namePrefix(d.metadata.name)}${inverted(d.created)}~${t.taskId}`, ...base(t), created: d.created };
 }
 
 // ---- what a write changes ----
@@ -173,15 +174,15 @@ export function indexOps(before: TaskRecord | undefined, after: TaskRecord | und
     for (const r of t.runs) {
       if (r.state === 'pending') ops.push({ op: 'purge', row: pendingRow(t, r) });
       if (r.state === 'running') ops.push({ op: 'purge', row: claimedRow(t, r) });
-      if (isResolvedRun(r)) ops.push({ op: 'purge', row: resolvedRow(t, r) }, { op: 'purge', row: globalResolvedRow(t, r) });
+      if (isResolvedRun(r)) ops.push({ op: 'purge', row: resolvedRow(t, r) });
       if (r.started && r.workerGroup) ops.push({ op: 'purge', row: workerRow(t, r) });
     }
-    for (const row of latestRows(t)) ops.push({ op: 'purge', row });
+    ops.push({ op: 'purge', row: nameRow(t) });
     return group(ops);
   }
   const t = after;
   if (!before) {
-    for (const row of latestRows(t)) ops.push({ op: 'upsert', row });
+    ops.push({ op: 'upsert', row: nameRow(t) });
     if (t.runs.length === 0) ops.push({ op: 'create', row: unscheduledRow(t) });
   } else if (before.runs.length === 0 && t.runs.length > 0) {
     ops.push({ op: 'remove', row: unscheduledRow(before) });
@@ -194,7 +195,7 @@ export function indexOps(before: TaskRecord | undefined, after: TaskRecord | und
     if (a.state === 'pending') ops.push({ op: 'create', row: pendingRow(t, a) });
     if (a.state === 'running') ops.push({ op: 'create', row: claimedRow(t, a) }, { op: 'create', row: workerRow(t, a) });
     if (isResolvedRun(a)) {
-      ops.push({ op: 'upsert', row: resolvedRow(t, a) }, { op: 'upsert', row: globalResolvedRow(t, a) });
+      ops.push({ op: 'upsert', row: resolvedRow(t, a) });
       if (a.started && a.workerGroup) ops.push({ op: 'upsert', row: workerRow(t, a) });
     }
   }
@@ -331,6 +332,42 @@ export class IndexBatcher {
   }
 }
 
+/**
+ * How long a process trusts that it has listed a task queue in `queues` (one upsert per queue per
+ * process per hour: the row never changes, so rewriting it only covers a lost first write).
+ */
+export const QUEUE_SEEN_TTL_MS = 3600_000;
+/** Bounds the registry cache's memory (an entry is a task queue id and a time). */
+const MAX_QUEUES_SEEN = 10_000;
+
+/** Lists task queues in the `queues` partition, which the queries across task queues fan out over. */
+export class QueueRegistry {
+  private readonly seen = new Map<string, number>();
+
+  constructor(private readonly storage: Storage) {}
+
+  /** Records `taskQueueId` unless this process did within QUEUE_SEEN_TTL_MS; before its first index row. */
+  async ensure(taskQueueId: string): Promise<void> {
+    const at = this.seen.get(taskQueueId);
+    if (at !== undefined && Date.now() - at < QUEUE_SEEN_TTL_MS) return;
+    await this.storage.table('Indexes').upsert({ partitionKey: QUEUES_PK, rowKey: queuePk(taskQueueId), taskQueueId });
+    if (this.seen.size >= MAX_QUEUES_SEEN) this.seen.clear();
+    this.seen.set(taskQueueId, Date.now());
+  }
+}
+
+/** Every task queue that has (or had) index rows, from the `queues` partition (1,000 per call). */
+export async function indexedQueues(storage: Storage): Promise<string[]> {
+  const out: string[] = [];
+  let continuation: string | undefined;
+  do {
+    const page = await storage.table('Indexes').page({ partitionKey: QUEUES_PK, select: ['taskQueueId'] }, PAGE, continuation);
+    for (const r of page.items) out.push(r.taskQueueId as string);
+    continuation = page.continuation;
+  } while (continuation);
+  return out;
+}
+
 /** Takes from the front of `list` the writers that fit one transaction (≤ 100 actions, each key once). */
 function takeGroup(list: Waiting[]): Waiting[] {
   const group: Waiting[] = [];
@@ -449,11 +486,70 @@ function resolvedFilter(pk: string, prefix: string, w: Window): Query {
   return { partitionKey: pk, rowKey: timeRange(prefix, w), where: w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : [] };
 }
 
-/** Resolved runs, newest first: of one task queue, or of all (taskQueueId undefined). */
+/** Resolved runs, newest first: of one task queue, or of all (taskQueueId undefined: fanned out over every task queue). */
 export async function listResolved(storage: Storage, taskQueueId: string | undefined, w: Window, limit: number, continuation?: string) {
-  const filter = taskQueueId ? resolvedFilter(queuePk(taskQueueId), 'r~', w) : resolvedFilter(RESOLVED_PK, '', w);
-  const page = await storage.table('Indexes').page(filter, limit, continuation);
+  if (!taskQueueId) {
+    const where: Condition[] = w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : [];
+    return mergedPage(storage, await indexedQueues(storage), 'r~', timeRange('r~', w), where, limit, continuation);
+  }
+  const page = await storage.table('Indexes').page(resolvedFilter(queuePk(taskQueueId), 'r~', w), limit, continuation);
   return { rows: page.items.map(clean), continuation: page.continuation };
+}
+
+/** Partition queries of a fan-out that run at once (each is one storage call). */
+const FAN_OUT_CONCURRENCY = 16;
+/** Rows per fan-out page: each task queue's partition gives up to this many, all held at once. */
+const FAN_OUT_MAX_PAGE = 100;
+/** Fan-out continuation tokens: this prefix, then the last row's key after the common prefix, base64url. */
+const CURSOR_PREFIX = 'ix.';
+
+/**
+ * One page of rows with keys `<prefix><suffix>` in `range`, from the partitions of all `queues`,
+ * merged by key (the suffixes sort the same way in every partition). Each partition gives up to
+ * `limit` rows after the cursor, so the first `limit` of the merge are exactly the next page.
+ * The continuation names the last row returned.
+ */
+async function mergedPage(storage: Storage, queues: string[], prefix: string, range: KeyRange, where: Condition[], pageSize: number, continuation?: string) {
+  const limit = Math.min(pageSize, FAN_OUT_MAX_PAGE);
+  let rowKey: KeyRange = range;
+  if (continuation !== undefined) {
+    const from = prefix + decodeCursor(continuation);
+    rowKey = { lt: range.lt, ...(range.ge !== undefined && range.ge > from ? { ge: range.ge } : { gt: from }) };
+  }
+  const rows: Record<string, unknown>[] = [];
+  let more = false;
+  const todo = [...queues];
+  const worker = async () => {
+    for (let tq = todo.pop(); tq !== undefined; tq = todo.pop()) {
+      let got = 0;
+      let token: string | undefined;
+      do {
+        const page = await storage.table('Indexes').page({ partitionKey: queuePk(tq), rowKey, where }, limit - got, token);
+        rows.push(...page.items);
+        got += page.items.length;
+        token = page.continuation;
+      } while (token && got < limit);
+      if (token) more = true;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(FAN_OUT_CONCURRENCY, queues.length) }, worker));
+  rows.sort((a, b) => ((a.rowKey as string) < (b.rowKey as string) ? -1 : (a.rowKey as string) > (b.rowKey as string) ? 1 : 0));
+  const taken = rows.slice(0, limit);
+  if (rows.length > limit) more = true;
+  const last = taken[taken.length - 1];
+  return { rows: taken.map(clean), continuation: more && last ? encodeCursor((last.rowKey as string).slice(prefix.length)) : undefined };
+}
+
+function encodeCursor(suffix: string): string {
+  return CURSOR_PREFIX + Buffer.from(suffix, 'utf8').toString('base64url');
+}
+
+/** A client's fan-out continuation token: 400 unless one we gave out could look like it. */
+function decodeCursor(token: string): string {
+  const body = token.startsWith(CURSOR_PREFIX) ? token.slice(CURSOR_PREFIX.length) : '';
+  const suffix = /^[A-Za-z0-9_-]+$/.test(body) ? Buffer.from(body, 'base64url').toString('utf8') : '';
+  if (!/^\d{13}~[^~]/.test(suffix)) throw badArgs('continuationToken is not valid');
+  return suffix;
 }
 
 /** A worker's claims (newest first), with each run's current state. */
@@ -527,9 +623,21 @@ export async function workerStateCounts(
   return { running, ...resolved };
 }
 
-/** Tasks by name or by task group, newest created first. */
+/**
+ * Tasks by name (fanned out over every task queue) or by task group (its TaskGroups partition),
+ * newest created first: taskId and created (the caller loads each task for the rest).
+ */
 export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
-  const prefix = by.name !== undefined ? `n~${part(by.name)}~` : `g~${by.taskGroupId}~`;
-  const page = await storage.table('Indexes').page({ partitionKey: LATEST_PK, rowKey: prefixRange(prefix) }, limit, continuation);
-  return { rows: page.items.map(clean), continuation: page.continuation };
+  if (by.name !== undefined) {
+    const prefix = namePrefix(by.name);
+    const r = await mergedPage(storage, await indexedQueues(storage), prefix, prefixRange(prefix), [], limit, continuation);
+    return { rows: r.rows.map((x) => ({ taskId: x.taskId, created: x.created! })), continuation: r.continuation };
+  }
+  const page = await storage
+    .table('TaskGroups')
+    .page({ partitionKey: by.taskGroupId!, rowKey: prefixRange(LATEST_PREFIX), select: ['RowKey'] }, limit, continuation);
+  return {
+    rows: page.items.map((x) => ({ taskId: x.rowKey.split('~').pop()!, created: fromInverted(x.rowKey.slice(LATEST_PREFIX.length).split('~')[0]) })),
+    continuation: page.continuation,
+  };
 }

@@ -9,12 +9,13 @@ import type { TaskObserver } from '../tasks/store';
 import type { Logger } from '../log';
 import { currentActor } from './actor';
 import { HistoryEntry, historyKeys, historyRowKey, historyRows } from './history';
-import { IndexBatcher, indexOps, repairOps } from './indexes';
+import { IndexBatcher, QueueRegistry, indexOps, repairOps } from './indexes';
 
 export function opsObserver(storage: Storage, log: Logger, now: () => Date): TaskObserver {
   // Entries computed for a write, logged once the write has taken effect.
   const pending = new WeakMap<TaskRecord, HistoryEntry[]>();
   const batcher = new IndexBatcher(storage);
+  const queues = new QueueRegistry(storage);
   return {
     rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
       const { rows, entries } = historyRows(before, after, now().toJSON(), currentActor()?.actor);
@@ -31,6 +32,7 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
         log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }
       try {
+        if (after) await queues.ensure(task.definition.taskQueueId); // no call once this process has listed it
         const repair = repairOps(before, after);
         await Promise.all(
           [...indexOps(before, after)].map(([pk, ops]) =>

@@ -11,9 +11,10 @@
  * quarantine anyway) and refreshes lastDateActive/expires only when lastDateActive is older than
  * SEEN_INTERVAL_MS, as an ETag-guarded merge, so concurrent instances write it at most once per
  * interval between them. A worker's recent tasks (getWorker, and listWorkers' latestTask) are a
- * list on this row, appended in claim order (the order claimWork returns its claims) with one
- * ETag-guarded merge per call that claimed something: the index rows' time keys cannot order
- * claims made in the same millisecond.
+ * list on this row, appended in claim order (the order claimWork returns its claims) with an
+ * ETag-guarded merge: the index rows' time keys cannot order claims made in the same millisecond.
+ * An instance writes it at most once per RECENT_TASKS_WRITE_MS per worker: claims in between wait
+ * in memory and go out together (this instance shows them at once; others up to that much later).
  */
 import { Condition, Query, Storage, StorageConflict, StoredEntity } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
@@ -102,6 +103,13 @@ function recentOf(r: { recentTasks?: string }): TaskRun[] | undefined {
   return r.recentTasks === undefined || r.recentTasks === null ? undefined : JSON.parse(r.recentTasks);
 }
 
+/** `known` with `runs` appended (each claim once), the last RECENT_TASKS. */
+function withRuns(known: TaskRun[], runs: TaskRun[]): TaskRun[] {
+  const out = known.map(({ taskId, runId }) => ({ taskId, runId }));
+  for (const { taskId, runId } of runs) if (!out.some((k) => k.taskId === taskId && k.runId === runId)) out.push({ taskId, runId });
+  return out.slice(-RECENT_TASKS);
+}
+
 const later = (a: string, b: string) => (a > b ? a : b);
 const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toJSON();
 
@@ -113,6 +121,18 @@ const plus = (d: Date, ms: number) => new Date(d.getTime() + ms).toJSON();
 export const SEEN_CACHE_MS = 15_000;
 /** Bounds the cache's memory (a row is a few hundred bytes). */
 const MAX_SEEN_CACHE = 10_000;
+/**
+ * A worker that keeps claiming costs one recentTasks write per this interval per instance, not one
+ * per claimWork call; getWorker through another instance lags by at most this (plus a write's time).
+ */
+export const RECENT_TASKS_WRITE_MS = 5_000;
+
+/** This instance's last recentTasks write of a worker, and the claims made since that wait for the next. */
+interface RecentWrite {
+  at: number;
+  waiting: TaskRun[];
+  timer?: ReturnType<typeof setTimeout>;
+}
 
 export class WorkerRegistry {
   private readonly seenCache = new Map<string, { at: number; row: WorkerRow }>();
@@ -199,12 +219,69 @@ export class WorkerRegistry {
     return { ...row, ...update, etag };
   }
 
+  private readonly recentWrites = new Map<string, RecentWrite>();
+
   /**
-   * Appends claims to the worker's recentTasks in the given order (the claimWork response's),
-   * keeping the last RECENT_TASKS; a claim already listed (a replayed claimWork) is not repeated.
-   * One merge guarded by the ETag of the row `seen` returned, re-read only when that lost a race.
+   * Records claims in the worker's recentTasks, in the given order (the claimWork response's). The
+   * first claims after RECENT_TASKS_WRITE_MS are written at once; later ones wait for the end of
+   * that interval and go out together (a timer), so a busy worker costs one write per interval.
    */
   async claimed(taskQueueId: string, workerGroup: string, workerId: string, runs: TaskRun[]): Promise<void> {
+    if (!runs.length) return;
+    const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
+    const w = this.recentWrites.get(key);
+    if (w && Date.now() - w.at < RECENT_TASKS_WRITE_MS) {
+      w.waiting.push(...runs);
+      w.timer ??= setTimeout(() => void this.flushRecent(taskQueueId, workerGroup, workerId), w.at + RECENT_TASKS_WRITE_MS - Date.now());
+      w.timer.unref?.();
+      return;
+    }
+    const waiting = w?.waiting ?? [];
+    if (w?.timer) clearTimeout(w.timer);
+    if (this.recentWrites.size >= MAX_SEEN_CACHE && !w) this.recentWrites.clear(); // bounded; a dropped entry only costs a write
+    this.recentWrites.set(key, { at: Date.now(), waiting: [] });
+    try {
+      await this.appendRecent(taskQueueId, workerGroup, workerId, [...waiting, ...runs]);
+    } catch (err) {
+      // Kept, before any claims that came meanwhile, for the worker's next claim, which writes at once.
+      const now = this.recentWrites.get(key);
+      if (now) {
+        now.waiting = [...waiting, ...runs, ...now.waiting];
+        now.at = 0;
+      }
+      throw err;
+    }
+  }
+
+  /** Writes the claims waiting for a worker (the interval's timer). */
+  private async flushRecent(taskQueueId: string, workerGroup: string, workerId: string): Promise<void> {
+    const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
+    const w = this.recentWrites.get(key);
+    if (!w) return;
+    const runs = w.waiting;
+    w.timer = undefined;
+    w.waiting = [];
+    w.at = Date.now();
+    try {
+      await this.appendRecent(taskQueueId, workerGroup, workerId, runs);
+    } catch {
+      // Kept for the worker's next claim, which then writes at once.
+      w.waiting = [...runs, ...w.waiting];
+      w.at = 0;
+    }
+  }
+
+  /** Claims of this worker made on this instance and not written yet (shown by getWorker here at once). */
+  private waitingRecent(taskQueueId: string, workerGroup: string, workerId: string): TaskRun[] {
+    return this.recentWrites.get(`${taskQueueId}\n${workerGroup}~${workerId}`)?.waiting ?? [];
+  }
+
+  /**
+   * Appends claims to the worker's recentTasks in the given order, keeping the last RECENT_TASKS; a
+   * claim already listed (a replayed claimWork) is not repeated. One merge guarded by the ETag of the
+   * row `seen` returned, re-read only when that lost a race.
+   */
+  private async appendRecent(taskQueueId: string, workerGroup: string, workerId: string, runs: TaskRun[]): Promise<void> {
     if (!runs.length) return;
     const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
     let row: WorkerRow | undefined = this.seenCache.get(key)?.row;
@@ -213,9 +290,8 @@ export class WorkerRegistry {
       if (!row) return; // expired and deleted meanwhile: nothing to record on
       // A row from before the list existed starts from its claims in the index.
       const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
-      const fresh = runs.filter((r) => !known.some((k) => k.taskId === r.taskId && k.runId === r.runId));
-      if (!fresh.length) return;
-      const recentTasks = JSON.stringify([...known, ...fresh.map(({ taskId, runId }) => ({ taskId, runId }))].slice(-RECENT_TASKS));
+      const recentTasks = JSON.stringify(withRuns(known, runs));
+      if (recentTasks === JSON.stringify(known)) return;
       try {
         const etag = await this.workers.merge({ partitionKey: row.partitionKey, rowKey: row.rowKey, recentTasks }, row.etag);
         const cached = this.seenCache.get(key);
@@ -306,7 +382,8 @@ export class WorkerRegistry {
     if (!row || (Date.parse(row.expires) < this.now().getTime() && !this.isQuarantined(row))) {
       throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
     }
-    return this.response(row, recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS)));
+    const recent = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
+    return this.response(row, withRuns(recent, this.waitingRecent(taskQueueId, workerGroup, workerId)));
   }
 
   /** Rows written before recentTasks existed: their claims from the index, newest first reversed. */
@@ -348,7 +425,10 @@ export class WorkerRegistry {
     const page = await this.workers.page<WorkerRow>({ partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
     const workers = await Promise.all(
       page.items.map(async (w) => {
-        const latest = (recentOf(w) ?? (await this.recentFromIndex(taskQueueId, w.workerGroup, w.workerId, 1))).slice(-1)[0];
+        const waiting = this.waitingRecent(taskQueueId, w.workerGroup, w.workerId);
+        const latest = waiting.length
+          ? waiting[waiting.length - 1]
+          : (recentOf(w) ?? (await this.recentFromIndex(taskQueueId, w.workerGroup, w.workerId, 1))).slice(-1)[0];
         return {
           workerGroup: w.workerGroup,
           workerId: w.workerId,

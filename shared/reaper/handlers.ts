@@ -6,7 +6,8 @@ import type { Services } from '../services';
 import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
 import { finishTracking } from '../tasks/create';
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
-import { expireTask, TaskExpiryData } from '../tasks/expire';
+import { expireGroup, expireTask, TaskExpiryData } from '../tasks/expire';
+import { EXPIRY_KIND_GROUP } from '../tasks/groups';
 import type { ExpiryRow } from '../tasks/expiry';
 import { expireSubscription } from '../events/sweep';
 import type { SweepTrigger } from '../events/outbox';
@@ -56,6 +57,7 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
+  [EXPIRY_KIND_GROUP]: (svc, row) => expireGroup(svc, row.id),
   [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
   [EXPIRY_KIND_TASK]: expireIndexedTask,
   [EXPIRY_KIND_NAMESPACE]: expireNamespaces,

@@ -128,7 +128,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     const existing = await d.tasks.load(taskId);
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
     // Our group rows went in first: take back an open row the task does not have (read after it was written).
-    if (existing.definition.taskGroupId !== taskGroupId) await d.groups.removeMember(taskGroupId, taskId, true);
+    if (existing.definition.taskGroupId !== taskGroupId) await d.groups.removeMember(taskGroupId, taskId, true, definition.created);
     else if (isResolved(taskState(existing))) await d.groups.close(taskGroupId, taskId);
     if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
@@ -141,7 +141,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   if (background) return trackInBackground(d, task, net!);
   const tracked = await trackDependencies(d, task, taskTracking(d));
   if (tracked.missing.length || tracked.expiring.length) {
-    await d.groups.removeMember(taskGroupId, taskId, true);
+    await d.groups.removeMember(taskGroupId, taskId, true, definition.created);
     throw refusedDependencies(tracked);
   }
   return taskStatus((await d.tasks.load(taskId)) ?? task);
@@ -179,7 +179,7 @@ async function trackInBackground(d: TaskDeps, task: TaskRecord, net: TriggerRef)
   const checked = await checkRequired(d, task);
   if (checked.missing.length || checked.expiring.length) {
     await removeTracked(d, task, false);
-    await d.groups.removeMember(task.definition.taskGroupId, task.taskId, true);
+    await d.groups.removeMember(task.definition.taskGroupId, task.taskId, true, task.definition.created);
     await d.triggers.done(net).catch(() => undefined); // otherwise it finds no task
     throw refusedDependencies(checked);
   }
@@ -203,5 +203,5 @@ export async function finishTracking(d: TaskDeps, taskId: string): Promise<void>
   const t = await d.tasks.load(taskId);
   if (!t || t.runs.length > 0) return;
   const tracked = await trackDependencies(d, t, taskTracking(d));
-  if (tracked.missing.length || tracked.expiring.length) await d.groups.removeMember(t.definition.taskGroupId, taskId, true);
+  if (tracked.missing.length || tracked.expiring.length) await d.groups.removeMember(t.definition.taskGroupId, taskId, true, t.definition.created);
 }

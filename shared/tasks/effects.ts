@@ -44,7 +44,7 @@ export type Effect =
   /** The expiry index row: every row a createTask may leave behind is found when the task expires. */
   | { phase: 'before'; kind: 'record-expiry'; taskId: string; expires: string; taskGroupId: string; dependencies: string[] }
   /** Membership of the task group (may refuse: sealed group, other schedulerId); the executor keeps the group's ETag as `next.groupEtag` if it created the group. */
-  | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string }
+  | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string; created: string }
   /** The task is unresolved again (rerun): its group's open row exists before the row says so. */
   | { phase: 'before'; kind: 'reopen-group'; taskGroupId: string; taskId: string; expires: string }
   // ---- with ----
@@ -95,13 +95,14 @@ export const effect = {
     taskGroupId,
     dependencies,
   }),
-  addGroupMember: (taskGroupId: string, taskId: string, schedulerId: string, expires: string): Effect => ({
+  addGroupMember: (taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): Effect => ({
     phase: 'before',
     kind: 'add-group-member',
     taskGroupId,
     taskId,
     schedulerId,
     expires,
+    created,
   }),
   reopenGroup: (taskGroupId: string, taskId: string, expires: string): Effect => ({ phase: 'before', kind: 'reopen-group', taskGroupId, taskId, expires }),
   row: (entity: Entity): Effect => ({ phase: 'with', kind: 'row', entity }),

@@ -18,6 +18,7 @@ import type { Entity } from '../storage/storage';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
+import { EXPIRY_KIND_GROUP } from './groups';
 
 /**
  * Dependencies the expiry row carries, so that a task row that never got written (a refused or
@@ -190,13 +191,18 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | string | und
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':
-      await d.expiry.record('task', e.taskId, e.expires, {
-        taskGroupId: e.taskGroupId,
-        dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [],
-      });
+      // With it, in the same write (the group's partition), its group's row at this expires (EXPIRY_KIND_GROUP, shared/tasks/expire.ts).
+      await d.expiry.record(
+        'task',
+        e.taskId,
+        e.expires,
+        { taskGroupId: e.taskGroupId, dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [], groupRow: true },
+        [{ kind: EXPIRY_KIND_GROUP, id: e.taskGroupId }],
+        e.taskGroupId,
+      );
       return undefined;
     case 'add-group-member':
-      return d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires);
+      return d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires, e.created);
     case 'reopen-group':
       await d.groups.reopen(e.taskGroupId, e.taskId, e.expires);
       return undefined;

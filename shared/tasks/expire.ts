@@ -5,10 +5,17 @@
  * reapers sweeping the same row at once do no harm.
  */
 import { StorageConflict, deleteRows } from '../storage/storage';
-import { groupRowKey } from './groups';
+import { groupRowKey, latestRowKey, openRowKey } from './groups';
+import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
 
+/**
+ * By this long after a resolution its group step (the open row's delete) is done: its guard trigger
+ * (deadline, due QUEUE_DEADLINE_DELAY_S after the deadline, or the `resolved` safety net, minutes
+ * after the resolution) fires before the expiry phase of a reaper pass then, and redoes it after a crash.
+ */
+export const GROUP_STEP_SETTLED_MS = 3600_000;
 /** Edge rows read per page (an entity-group transaction's worth). */
 const MAX_BATCH = 100;
 
@@ -16,12 +23,15 @@ const MAX_BATCH = 100;
 export interface TaskExpiryData {
   taskGroupId: string;
   dependencies: string[];
+  /** The task's group has its own expiry row (EXPIRY_KIND_GROUP): the task's expiry leaves the group's rows to it. */
+  groupRow?: boolean;
 }
 
 export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData): Promise<void> {
   const now = d.now();
-  // The group's meta row is read beside the task row: the expiry row names the group.
-  const [t, metaOfData] = await Promise.all([d.tasks.load(taskId), d.groups.meta(data.taskGroupId)]);
+  // The group's meta row is read beside the task row (the expiry row names the group), unless the
+  // group has its own expiry row.
+  const [t, metaOfData] = await Promise.all([d.tasks.load(taskId), data.groupRow ? undefined : d.groups.meta(data.taskGroupId)]);
   if (t && new Date(t.definition.expires) > now) {
     // The index row of a createTask that lost to a different definition: the real task has its own.
     if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId, true);
@@ -29,7 +39,6 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   const deps = t?.definition.dependencies ?? data.dependencies;
   const taskGroupId = t?.definition.taskGroupId ?? data.taskGroupId;
-  const meta = taskGroupId === data.taskGroupId ? metaOfData : await d.groups.meta(taskGroupId);
   const edges = d.storage.table('TaskDeps');
   // Rows in this task's partition: what it waited for (r-*) and who waited for it (d-*).
   if (!t || deps.length || t.hasDependents) {
@@ -46,29 +55,44 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
-  // The group's open row goes beside the member rows: a task that never resolved still has it, and
-  // so may one whose resolution committed while the group step after it was cut off by a crash.
-  const removeMembers = async (): Promise<void> => {
-    // The member row, and the meta row with it in one transaction when the group has expired too
-    // (the meta row's expires is the latest of its members', so only the last member removes it).
-    const groups = d.storage.table('TaskGroups');
+  // The open row of a task that never resolved goes now (it would keep a live group from counting
+  // as resolved). A resolved task's went with its resolution, or, if a crash cut that step off, with
+  // its guard trigger (deadline, or the `resolved` safety net) soon after; only a task resolved less
+  // than GROUP_STEP_SETTLED_MS ago (which may expire before its guard fires) has it deleted too.
+  const unresolved = !t || !isResolved(taskState(t));
+  const resolvedAt = t?.runs[t.runs.length - 1]?.resolved;
+  const closeToo = unresolved || !(resolvedAt && now.getTime() - Date.parse(resolvedAt) >= GROUP_STEP_SETTLED_MS);
+  if (data.groupRow && taskGroupId === data.taskGroupId) {
+    // Its member and latest rows go with the rest of the group's partition, at the group's expiry
+    // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
+    // index rows.
+    await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? d.tasks.delete(taskId, t) : undefined]);
+    return;
+  }
+  // Older expiry rows (no group row): the member row, the group's latest row of this task, and the
+  // open row of an unresolved task, in one transaction; with them the meta row when the group has
+  // expired too (its expires is the latest of its members', so only the last member removes it).
+  const meta = taskGroupId === data.taskGroupId && !data.groupRow ? metaOfData : await d.groups.meta(taskGroupId);
+  const groups = d.storage.table('TaskGroups');
+  const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(unresolved ? [openRowKey(taskId)] : [])];
+  const removeRows = async (): Promise<void> => {
     if (meta && new Date(meta.expires) <= now) {
       try {
         await groups.transact([
-          { op: 'delete', partitionKey: taskGroupId, rowKey: taskId },
+          ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
           { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
         ]);
       } catch (err) {
-        // The member was gone already (a repeat after a crash), or the group changed: one by one.
+        // A row was gone already (a repeat after a crash, a task from before latest rows), or the group changed: one by one.
         if (!(err instanceof StorageConflict)) throw err;
-        await d.groups.removeMember(taskGroupId, taskId);
+        await deleteRows(groups, taskGroupId, keys);
         await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
       }
     } else {
-      await d.groups.removeMember(taskGroupId, taskId);
+      await deleteRows(groups, taskGroupId, keys);
     }
   };
-  await Promise.all([d.groups.close(taskGroupId, taskId), removeMembers()]);
+  await Promise.all([closeToo && !unresolved ? d.groups.close(taskGroupId, taskId) : undefined, removeRows()]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
 }
@@ -78,5 +102,44 @@ async function ignoreConflict(p: Promise<unknown>): Promise<void> {
     await p;
   } catch (err) {
     if (!(err instanceof StorageConflict)) throw err;
+  }
+}
+
+/** Rows of a group partition read per page when it expires (a table page's worth). */
+const GROUP_PAGE = 1000;
+
+/**
+ * A group's expiry row came due (one per distinct member expires): once the meta row's expires has
+ * passed (it is the latest of every member's), every row of the partition goes, 100 per
+ * transaction, the meta row in the last one, guarded by its ETag (a task joining meanwhile extends
+ * it; its own group row comes later). An earlier row, or a repeat, finds it not due or gone.
+ */
+export async function expireGroup(d: TaskDeps, taskGroupId: string): Promise<void> {
+  const groups = d.storage.table('TaskGroups');
+  const keys: string[] = [];
+  let meta: { expires: string; etag: string } | undefined;
+  let continuation: string | undefined;
+  do {
+    const page = await groups.page({ partitionKey: taskGroupId }, GROUP_PAGE, continuation);
+    for (const r of page.items) {
+      if (r.rowKey === groupRowKey(taskGroupId)) meta = { expires: r.expires as string, etag: r.etag };
+      else keys.push(r.rowKey);
+    }
+    continuation = page.continuation;
+  } while (continuation);
+  if (meta && new Date(meta.expires) > d.now()) return;
+  const last = keys.splice(Math.max(0, keys.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
+  await deleteRows(groups, taskGroupId, keys);
+  if (!meta) return deleteRows(groups, taskGroupId, last);
+  try {
+    await groups.transact([
+      ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+      { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+    ]);
+  } catch (err) {
+    // A row was gone already (a repeat), or a task joined: row by row, the meta row only if unchanged.
+    if (!(err instanceof StorageConflict)) throw err;
+    await deleteRows(groups, taskGroupId, last);
+    await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
   }
 }

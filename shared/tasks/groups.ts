@@ -11,7 +11,7 @@
  * transaction), so the creator's resolution can delete its open row on the condition that the ETag
  * is unchanged and know, without a read, that the group is now without unresolved tasks.
  */
-import { Storage, StorageConflict, TableAction } from '../storage/storage';
+import { Storage, StorageConflict, TableAction, deleteRows } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -29,6 +29,21 @@ const MEMBERS_END = '~';
 /** Open rows: `~open~<taskId>`, after every member row ('~' sorts after slugid characters). */
 const OPEN_PREFIX = '~open~';
 export const openRowKey = (taskId: string): string => `${OPEN_PREFIX}${taskId}`;
+/**
+ * The group's tasks newest created first (operator query listTaskGroupLatest): `~new~<inverted
+ * created>~<taskId>`, written in the member's transaction, so this read model costs no call.
+ */
+export const LATEST_PREFIX = '~new~';
+/** Largest epoch milliseconds inverted (year 2286): fixed-width, newest-first keys (as shared/ops/keys.ts). */
+const MAX_MS = 9_999_999_999_999;
+export const latestRowKey = (taskId: string, created: string): string => `${LATEST_PREFIX}${String(MAX_MS - Date.parse(created)).padStart(13, '0')}~${taskId}`;
+
+/**
+ * Expiry-index kind of a group's rows (shared/tasks/expire.ts): each task records one at its own
+ * expires beside its task row, in the same write; the one at the group's expires (the latest of its
+ * members') removes the group's partition.
+ */
+export const EXPIRY_KIND_GROUP = 'task-group';
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
@@ -58,16 +73,17 @@ export class TaskGroups {
    * Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group.
    * The meta row's ETag if this call created the group (see `close`).
    */
-  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string): Promise<string | undefined> {
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): Promise<string | undefined> {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
     const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
+    const latest = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: latestRowKey(taskId, created), expires } };
     const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
     // A task that starts its own group (the common case) needs no read.
     let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open]);
+          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open, latest]);
           return etag;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -85,6 +101,7 @@ export class TaskGroups {
             { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires }, mode: 'Merge', etag: known!.etag },
             { op: 'upsert', entity: member },
             open,
+            latest,
           ]);
           return undefined;
         } catch (err) {
@@ -98,7 +115,7 @@ export class TaskGroups {
         // resolution that the group has another member); later ones find `joined` and leave it
         // alone, so a large group's members do not all write one row.
         const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), joined: true };
-        const members: TableAction[] = [{ op: 'upsert', entity: member }, open];
+        const members: TableAction[] = [{ op: 'upsert', entity: member }, open, latest];
         await this.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...members]);
         return undefined;
       } catch (err) {
@@ -110,9 +127,13 @@ export class TaskGroups {
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
 
-  /** Removes a task from its group; `open`: also its open row (a task that never resolved). */
-  async removeMember(taskGroupId: string, taskId: string, open = false): Promise<void> {
-    await Promise.all([this.table.delete(taskGroupId, taskId), open ? this.table.delete(taskGroupId, openRowKey(taskId)) : undefined]);
+  /**
+   * Removes a task from its group; `open`: also its open row (a task that never resolved); `created`:
+   * also its latest row. One transaction when all are there, else row by row (deletes ignore missing rows).
+   */
+  async removeMember(taskGroupId: string, taskId: string, open = false, created?: string): Promise<void> {
+    const keys = [taskId, ...(open ? [openRowKey(taskId)] : []), ...(created ? [latestRowKey(taskId, created)] : [])];
+    await deleteRows(this.table, taskGroupId, keys);
   }
 
   /** The task is unresolved again (rerun): written before the task row says so. */

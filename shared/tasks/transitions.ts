@@ -184,7 +184,7 @@ export function create(input: CreateInput, now: Date): Step {
   const next: TaskRecord = { taskId, definition: def, runs: [], retriesLeft: def.retries, takenUntil: '', hasDependents: false, dependentsNotified: -1 };
   const effects: Effect[] = [
     effect.recordExpiry(taskId, def.expires, def.taskGroupId, def.dependencies),
-    effect.addGroupMember(def.taskGroupId, taskId, def.schedulerId, def.expires),
+    effect.addGroupMember(def.taskGroupId, taskId, def.schedulerId, def.expires, def.created),
     effect.putDeadlineTrigger(taskId, def.deadline),
   ];
   if (def.dependencies.length === 0) {

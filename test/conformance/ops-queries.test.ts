@@ -170,6 +170,30 @@ test('the latest task of a name or of a task group', async () => {
   await expectError(ops().listTasksByName({}), 400, 'InvalidRequestArguments');
 });
 
+test('resolved runs and names across task queues merge newest first over pages; their tokens are checked', async () => {
+  // Runs resolved alternately in two task queues (cancelTask resolves a pending task at once).
+  const [a, b] = [uniqueQueue(), uniqueQueue()];
+  const since = new Date(Date.now() - 1000).toJSON();
+  const order: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const id = slugid();
+    await svc.queue().createTask(id, taskDef(i % 2 ? b : a));
+    await svc.queue().cancelTask(id);
+    order.push(id);
+  }
+  const mine = (await all((qs) => ops().listResolvedTasks(qs), 'tasks', { since }, 1)).filter((t) => t.taskQueueId === a || t.taskQueueId === b);
+  expect(mine.map((t) => t.taskId)).toEqual([...order].reverse());
+  // A task by name in a task queue that has nothing but unscheduled tasks is found too.
+  const name = `waiting-${slugid()}`;
+  const blocked = slugid();
+  await svc.queue().createTask(blocked, taskDef(uniqueQueue(), { metadata: meta(name), dependencies: [order[0]], requires: 'all-completed' }));
+  expect((await ops().listTasksByName({ name })).tasks.map((t: any) => [t.taskId, t.status.state])).toEqual([[blocked, 'unscheduled']]);
+  for (const token of ['garbage', 'ix.', 'ix.Zm9v', Buffer.from('{"nextPartitionKey":"x"}').toString('base64')]) {
+    await expectError(ops().listResolvedTasks({ continuationToken: token }), 400, 'InvalidRequestArguments');
+    await expectError(ops().listTasksByName({ name, continuationToken: token }), 400, 'InvalidRequestArguments');
+  }
+});
+
 test('counts by state per task queue and per worker', async () => {
   const c = await ops().taskQueueStateCounts(F.tq);
   expect(c).toMatchObject({ taskQueueId: F.tq, since: expect.any(String) });

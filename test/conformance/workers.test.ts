@@ -5,6 +5,7 @@
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { encodeKey } from '../../shared/storage/keys';
+import { RECENT_TASKS_WRITE_MS } from '../../shared/ops/workers';
 
 const POLL_S = 1;
 let svc: TestService;
@@ -50,16 +51,29 @@ test('claimWork registers the worker and its task queue; later calls read nothin
   expect((await q.getTaskQueue(tq)).taskQueueId).toBe(tq);
 
   // Later calls: no worker-row read while the instance's short cache of the row is fresh
-  // (SEEN_CACHE_MS); no write for an empty poll, one (recentTasks) for a call that claimed.
+  // (SEEN_CACHE_MS); no write for an empty poll; for calls that claimed, one recentTasks write per
+  // RECENT_TASKS_WRITE_MS: the first claim's at once, the next ones together at the interval's end.
   const [writes, reads] = [workerWrites(), workerReads()];
   expect((await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks).toEqual([]);
   expect(workerWrites() - writes).toBe(0);
+  const started = Date.now();
+  const claimed: { taskId: string; runId: number }[] = [];
   for (let i = 0; i < 3; i++) {
     await q.createTask(slugid(), taskDef(tq));
-    expect((await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks).toHaveLength(1);
+    const [c] = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks;
+    claimed.push({ taskId: c.status.taskId, runId: c.runId });
   }
-  expect(workerWrites() - writes).toBe(3);
+  expect(Date.now() - started).toBeLessThan(RECENT_TASKS_WRITE_MS); // else the test proves nothing
+  expect(workerWrites() - writes).toBe(1);
   expect(workerReads() - reads).toBe(0);
+  // This instance shows every claim at once; another one (the stored row) the first, then all of
+  // them once the interval has passed.
+  expect((await q.getWorker('prov', wt, 'wg', 'w1')).recentTasks).toEqual(claimed);
+  const stored = async () => JSON.parse(((await svc.services.storage.table('Workers').get(encodeKey(tq), 'wg~w1'))!.recentTasks as string) ?? '[]');
+  expect(await stored()).toEqual(claimed.slice(0, 1));
+  await new Promise((r) => setTimeout(r, started + RECENT_TASKS_WRITE_MS + 1000 - Date.now()));
+  expect(await stored()).toEqual(claimed);
+  expect(workerWrites() - writes).toBe(2);
   expect((await q.getWorker('prov', wt, 'wg', 'w1')).lastDateActive).toBe(w.lastDateActive);
 
   // Once lastDateActive is older than the interval, the next call refreshes it (one guarded write).

@@ -8,6 +8,7 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid, ex
 import { reapUntil, uniqueQueue, waitUntil } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
+import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import type { Query } from '../../shared/storage/storage';
 
 let svc: TestService;
@@ -59,10 +60,18 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
     await expectError(q.task(gone), 404, 'ResourceNotFound');
     await expectError(q.status(gone), 404, 'ResourceNotFound');
   }
-  // Group g keeps its meta row and its live member (with its open row: z is unresolved); group h is gone entirely.
+  // Group g keeps its meta row and its live member (with its open row: z is unresolved); the
+  // expired members' member and latest rows stay until the group expires (listings skip them), their
+  // open rows are gone. Group h (expired with its only task) is gone entirely.
   const list = await q.listTaskGroup(g);
   expect(list.tasks.map((t: any) => t.status.taskId)).toEqual([z]);
-  expect(await partition('TaskGroups', g)).toEqual([`${g}/${z}`, `${g}/~group~${g}`, `${g}/~open~${z}`].sort());
+  const reference = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
+  const ops = new (svc.tc.createClient(reference, 'QueueOps'))({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+  expect((await ops.listTaskGroupLatest(g)).tasks.map((t: any) => t.taskId)).toEqual([z]);
+  const inG = await partition('TaskGroups', g);
+  expect(inG.filter((r) => r.includes('~open~'))).toEqual([`${g}/~open~${z}`]);
+  expect(inG).toEqual(expect.arrayContaining([`${g}/${x}`, `${g}/${y}`, `${g}/${z}`, `${g}/~group~${g}`]));
+  expect(inG.filter((r) => r.includes('~new~'))).toHaveLength(3);
   expect(await partition('TaskGroups', h)).toEqual([]);
   await expectError(q.getTaskGroup(h), 404, 'ResourceNotFound');
   // Edges of the expired tasks are gone in both directions; the live dependent keeps its own.
@@ -79,6 +88,51 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
   const left = await rows('Expiry', { rowKey: { ge: '' } });
   expect(left.some((r) => r.endsWith(`~task~${z}`))).toBe(true);
   expect(left.some((r) => r.endsWith(`~task~${x}`) || r.endsWith(`~task~${w}`))).toBe(false);
+});
+
+test("a group's rows go together once its last member expires: two calls for the group, none per member", async () => {
+  // A deployment of its own: its reaper pass sees no other test's expiry rows.
+  const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
+  try {
+    const q = own.queue();
+    const keys = async (table: 'TaskGroups' | 'Tasks', pk: string) => (await own.services.storage.table(table).page({ partitionKey: pk }, 1000)).items;
+    const deadline = soon(3000);
+    const expires = soon(5000);
+    const g = slugid();
+    const members = Array.from({ length: 5 }, () => slugid());
+    // The first member names the group after itself (no read), the others join it.
+    for (const id of [g, ...members]) await q.createTask(id, taskDef(uniqueQueue(), { taskGroupId: g, deadline, expires }));
+    expect((await keys('TaskGroups', g)).length).toBe(1 + 6 * 3); // meta; member, open and latest rows each
+    // Resolved at the deadline first (that reads whether the group is resolved), then measured.
+    await waitUntil(deadline, 300);
+    await reapUntil(own, async () => (await Promise.all([g, ...members].map((id) => q.status(id)))).every((r) => r.status.state === 'exception'));
+    await waitUntil(expires, 300);
+    const before = own.services.storage.meter.snapshot().byOp;
+    // As usual, the tasks expire long after they resolved (the clock an hour ahead): their open rows
+    // went with the resolution.
+    const services = own.services as { now: () => Date };
+    const realNow = services.now;
+    services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+    try {
+      await runReaper(own.services); // one pass: its sweep page holds all 7 expiry rows
+    } finally {
+      services.now = realNow;
+    }
+    const after = own.services.storage.meter.snapshot().byOp;
+    expect(await keys('TaskGroups', g)).toEqual([]);
+    for (const id of [g, ...members]) expect(await keys('Tasks', id)).toEqual([]);
+    const used = (op: string) => (after[op] ?? 0) - (before[op] ?? 0);
+    // The group: one partition read and one transaction (its six tasks share one group expiry row,
+    // recorded beside each task's); no member reads the group's meta row or deletes a row of it.
+    expect(used('TaskGroups.query')).toBe(1);
+    expect(used('TaskGroups.transaction')).toBe(1);
+    expect(used('TaskGroups.get')).toBe(0);
+    expect(used('TaskGroups.delete')).toBe(0);
+    expect(used('Tasks.get')).toBe(6);
+    await expectError(q.getTaskGroup(g), 404, 'ResourceNotFound');
+  } finally {
+    await own.close();
+  }
 });
 
 test('a pass with nothing to expire costs a fixed handful of calls, whatever is stored', async () => {
@@ -138,10 +192,10 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
         'Tasks.get',
         'TaskDeps.query',
         'TaskDeps.delete',
-        'TaskGroups.get',
+        'TaskGroups.query',
         'TaskGroups.transaction',
         'Tasks.transaction',
-        'Expiry.delete',
+        'Expiry.transaction',
       ]),
     );
   } finally {

@@ -20,7 +20,7 @@ const expires = () => at;
 
 test('a group of one: its creator knows from the close that the group is empty; a repeat reads instead', async () => {
   const g = slugid();
-  const etag = await groups.addMember(g, g, 'sched', expires());
+  const etag = await groups.addMember(g, g, 'sched', expires(), new Date().toJSON());
   expect(etag).toEqual(expect.any(String));
   expect(await groups.close(g, g, etag)).toBe(true);
   expect(await groups.hasOpen(g)).toBe(false);
@@ -32,12 +32,12 @@ test('a group of one: its creator knows from the close that the group is empty; 
 test('a member that joined makes the creator read: open while the member is unresolved, empty after', async () => {
   const g = slugid();
   const [creator, member, third] = [slugid(), slugid(), slugid()];
-  const etag = await groups.addMember(g, creator, 'sched', expires());
-  expect(await groups.addMember(g, member, 'sched', expires())).toBeUndefined();
+  const etag = await groups.addMember(g, creator, 'sched', expires(), new Date().toJSON());
+  expect(await groups.addMember(g, member, 'sched', expires(), new Date().toJSON())).toBeUndefined();
   const afterJoin = (await groups.meta(g))!;
   expect(afterJoin.etag).not.toBe(etag);
   // Later members find the group joined already and leave its meta row alone (no hot row in a large group).
-  await groups.addMember(g, third, 'sched', expires());
+  await groups.addMember(g, third, 'sched', expires(), new Date().toJSON());
   expect((await groups.meta(g))!.etag).toBe(afterJoin.etag);
   await groups.close(g, third);
 
@@ -50,8 +50,8 @@ test('a member that joined makes the creator read: open while the member is unre
 test('the creator resolving last after a member: not proven by the close, found empty by the read', async () => {
   const g = slugid();
   const [creator, member] = [slugid(), slugid()];
-  const etag = await groups.addMember(g, creator, 'sched', expires());
-  await groups.addMember(g, member, 'sched', expires());
+  const etag = await groups.addMember(g, creator, 'sched', expires(), new Date().toJSON());
+  await groups.addMember(g, member, 'sched', expires(), new Date().toJSON());
   await groups.close(g, member);
   expect(await groups.hasOpen(g)).toBe(true);
   expect(await groups.close(g, creator, etag)).toBe(false);

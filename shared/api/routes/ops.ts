@@ -168,9 +168,11 @@ async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string
   const tasks = await Promise.all(
     r.rows.map(async (row) => {
       const t = await req.services.tasks.load(row.taskId);
-      return t
-        ? { taskId: row.taskId, name: row.name, taskQueueId: row.taskQueueId, taskGroupId: row.taskGroupId, created: row.created, status: taskStatus(t) }
-        : undefined;
+      // A row a refused or lost create left behind names a task that is gone or another one.
+      if (!t || Date.parse(t.definition.created) !== Date.parse(row.created)) return undefined;
+      if (by.taskGroupId !== undefined && t.definition.taskGroupId !== by.taskGroupId) return undefined;
+      const d = t.definition;
+      return { taskId: row.taskId, name: d.metadata.name, taskQueueId: d.taskQueueId, taskGroupId: d.taskGroupId, created: d.created, status: taskStatus(t) };
     }),
   );
   return ok({ tasks: tasks.filter((x) => x !== undefined), ...page(r.continuation) });
