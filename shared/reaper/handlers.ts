@@ -54,9 +54,36 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
   if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
 }
 
+/**
+ * The sweep's units of work: each row on its own, except a task's row and its group's row at the
+ * same expires (a task that created its own group writes both in one transaction, so they are
+ * adjacent in one day partition): together, so a group of one goes without its partition read.
+ */
+export function pairExpiryRows(rows: ExpiryRow[]): ExpiryRow[][] {
+  const groupRows = new Map(rows.filter((r) => r.kind === EXPIRY_KIND_GROUP).map((r) => [`${r.id}~${r.expires}`, r]));
+  // A group that another task of this page belongs to has been joined: its partition read it is.
+  const joined = new Set(rows.filter((r) => r.kind === 'task' && r.data.taskGroupId !== r.id).map((r) => r.data.taskGroupId));
+  const paired = new Set<ExpiryRow>();
+  const units: ExpiryRow[][] = [];
+  for (const r of rows) {
+    const g = r.kind === 'task' && r.data.taskGroupId === r.id && !joined.has(r.id) ? groupRows.get(`${r.id}~${r.expires}`) : undefined;
+    if (g && !paired.has(g)) {
+      paired.add(g).add(r);
+      units.push([r, g]);
+    }
+  }
+  for (const r of rows) if (!paired.has(r)) units.push([r]);
+  return units;
+}
+
+/** A task's row with its group's (pairExpiryRows): the group's partition is read only if the task could not remove it. */
+export async function expireTaskWithGroup(svc: Services, task: ExpiryRow, group: ExpiryRow): Promise<void> {
+  if (!(await expireTask(svc, task.id, task.data as unknown as TaskExpiryData, true))) await expireGroup(svc, group.id);
+}
+
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
-  task: (svc, row) => expireTask(svc, row.id, row.data as unknown as TaskExpiryData),
+  task: async (svc, row) => void (await expireTask(svc, row.id, row.data as unknown as TaskExpiryData)),
   [EXPIRY_KIND_GROUP]: (svc, row) => expireGroup(svc, row.id),
   [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
   [EXPIRY_KIND_TASK]: expireIndexedTask,

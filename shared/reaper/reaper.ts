@@ -12,7 +12,7 @@ import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import type { TriggerResult } from '../tasks/resolve';
 import { mapLimit } from '../limit';
-import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS } from './handlers';
+import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS, expireTaskWithGroup, pairExpiryRows } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
@@ -86,7 +86,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
     const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
     let stuck = 0;
     const done: typeof rows = [];
-    await mapLimit(rows, EXPIRY_CONCURRENCY, async (row) => {
+    await mapLimit(pairExpiryRows(rows), EXPIRY_CONCURRENCY, async ([row, group]) => {
       const expire = EXPIRERS[row.kind];
       if (!expire) {
         stuck++;
@@ -94,8 +94,9 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
         return;
       }
       try {
-        await expire(svc, row);
-        done.push(row);
+        if (group) await expireTaskWithGroup(svc, row, group);
+        else await expire(svc, row);
+        done.push(row, ...(group ? [group] : []));
       } catch (err) {
         stuck++;
         stats.failed++;

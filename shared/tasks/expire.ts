@@ -27,7 +27,12 @@ export interface TaskExpiryData {
   groupRow?: boolean;
 }
 
-export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData): Promise<void> {
+/**
+ * `groupDue`: the group's expiry row at this task's expires is due with this one (the reaper pairs
+ * them): a task that created its group and was never joined then removes the group's rows too, in
+ * one transaction without the partition read. True if it did (the group row is done).
+ */
+export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData, groupDue = false): Promise<boolean> {
   const now = d.now();
   // The group's meta row is read beside the task row (the expiry row names the group), unless the
   // group has its own expiry row.
@@ -35,7 +40,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   if (t && new Date(t.definition.expires) > now) {
     // The index row of a createTask that lost to a different definition: the real task has its own.
     if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId, true);
-    return;
+    return false;
   }
   const deps = t?.definition.dependencies ?? data.dependencies;
   const taskGroupId = t?.definition.taskGroupId ?? data.taskGroupId;
@@ -65,9 +70,14 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   if (data.groupRow && taskGroupId === data.taskGroupId) {
     // Its member and latest rows go with the rest of the group's partition, at the group's expiry
     // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
-    // index rows.
+    // index rows. A group of one (its open row's presence known: unresolved, or settled) goes with
+    // it when its row is due too; a crash between the two is finished by the repeat (expireGroup).
+    if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo)) {
+      const [gone] = await Promise.all([d.groups.removeAlone(taskGroupId, t.definition.created, unresolved), d.tasks.delete(taskId, t)]);
+      return gone;
+    }
     await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? d.tasks.delete(taskId, t) : undefined]);
-    return;
+    return false;
   }
   // Older expiry rows (no group row): the member row, the group's latest row of this task, and the
   // open row of an unresolved task, in one transaction; with them the meta row when the group has
@@ -95,6 +105,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   await Promise.all([closeToo && !unresolved ? d.groups.close(taskGroupId, taskId) : undefined, removeRows()]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
+  return false;
 }
 
 async function ignoreConflict(p: Promise<unknown>): Promise<void> {

@@ -45,6 +45,14 @@ export const latestRowKey = (taskId: string, created: string): string => `${LATE
  */
 export const EXPIRY_KIND_GROUP = 'task-group';
 
+/**
+ * A group created by its namesake task (taskGroupId === taskId) holds this row, and the meta row
+ * says so (`alone`), until another task joins: the first joiner deletes it in its own transaction.
+ * So the creator's expiry can delete the group's rows, this one included, in one transaction
+ * without reading the partition: the transaction fails if anyone ever joined (shared/tasks/expire.ts).
+ */
+export const aloneRowKey = (taskGroupId: string): string => `~alone~${taskGroupId}`;
+
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
 
@@ -55,8 +63,8 @@ export class TaskGroups {
     return this.storage.table('TaskGroups');
   }
 
-  /** `joined`: a task other than the group's creator joined it. */
-  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true }) | undefined> {
+  /** `joined`: a task other than the group's creator joined it; `alone`: the group holds its aloneRowKey row (until someone joined). */
+  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
     const r = await this.table.get(taskGroupId, groupRowKey(taskGroupId));
     if (!r) return undefined;
     return {
@@ -66,6 +74,7 @@ export class TaskGroups {
       sealed: (r.sealed as string) || undefined,
       etag: r.etag,
       ...(r.joined ? { joined: true } : {}),
+      ...(r.alone ? { alone: true } : {}),
     };
   }
 
@@ -77,13 +86,19 @@ export class TaskGroups {
     const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
     const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
     const latest = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: latestRowKey(taskId, created), expires } };
-    const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '' };
+    const ownGroup = taskGroupId === taskId;
+    const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '', ...(ownGroup ? { alone: true } : {}) };
+    const alone: TableAction[] = ownGroup ? [{ op: 'upsert', entity: { partitionKey: taskGroupId, rowKey: aloneRowKey(taskGroupId), expires } }] : [];
+    // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`); a
+    // concurrent first joiner's transaction then fails on the missing row and reads again.
+    const leaveAlone = (m: { alone?: true; joined?: true }): TableAction[] =>
+      m.alone && !m.joined ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: aloneRowKey(taskGroupId) }] : [];
     // A task that starts its own group (the common case) needs no read.
-    let known = taskGroupId === taskId ? undefined : await this.meta(taskGroupId);
+    let known = ownGroup ? undefined : await this.meta(taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
         try {
-          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open, latest]);
+          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open, latest, ...alone]);
           return etag;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
@@ -98,7 +113,8 @@ export class TaskGroups {
       if (new Date(expires) > new Date(known.expires)) {
         try {
           await this.table.transact([
-            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires }, mode: 'Merge', etag: known!.etag },
+            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires, joined: true }, mode: 'Merge', etag: known!.etag },
+            ...leaveAlone(known!),
             { op: 'upsert', entity: member },
             open,
             latest,
@@ -116,7 +132,7 @@ export class TaskGroups {
         // alone, so a large group's members do not all write one row.
         const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), joined: true };
         const members: TableAction[] = [{ op: 'upsert', entity: member }, open, latest];
-        await this.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...members]);
+        await this.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members]);
         return undefined;
       } catch (err) {
         if (!(err instanceof StorageConflict)) throw err;
@@ -134,6 +150,29 @@ export class TaskGroups {
   async removeMember(taskGroupId: string, taskId: string, open = false, created?: string): Promise<void> {
     const keys = [taskId, ...(open ? [openRowKey(taskId)] : []), ...(created ? [latestRowKey(taskId, created)] : [])];
     await deleteRows(this.table, taskGroupId, keys);
+  }
+
+  /**
+   * The expiry of a group's creator (taskGroupId === taskId) whose group nobody joined: its meta,
+   * alone, member and latest rows (and `open` row, if the task never resolved) in one transaction,
+   * no read. False if that fails (someone joined, the group predates alone rows, a row is gone
+   * already): then the partition read (expireGroup) finds what is left.
+   */
+  async removeAlone(taskGroupId: string, created: string, open: boolean): Promise<boolean> {
+    const keys = [
+      groupRowKey(taskGroupId),
+      aloneRowKey(taskGroupId),
+      taskGroupId,
+      latestRowKey(taskGroupId, created),
+      ...(open ? [openRowKey(taskGroupId)] : []),
+    ];
+    try {
+      await this.table.transact(keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })));
+      return true;
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+      return false;
+    }
   }
 
   /** The task is unresolved again (rerun): written before the task row says so. */
