@@ -135,6 +135,50 @@ test("a group's rows go together once its last member expires: two calls for the
   }
 });
 
+test('a task that named its group after itself takes the group along without reading it, unless another task joined', async () => {
+  const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
+  try {
+    const q = own.queue();
+    const keys = async (pk: string) => (await own.services.storage.table('TaskGroups').page({ partitionKey: pk }, 1000)).items.map((r) => r.rowKey);
+    const deadline = soon(3000);
+    const expires = soon(5000);
+    const [alone, joined, joiner] = [slugid(), slugid(), slugid()];
+    await q.createTask(alone, taskDef(uniqueQueue(), { deadline, expires }));
+    await q.createTask(joined, taskDef(uniqueQueue(), { deadline, expires }));
+    // The joiner outlives the group's creator: the group must stay for it.
+    await q.createTask(joiner, taskDef(uniqueQueue(), { taskGroupId: joined }));
+    expect(await keys(alone)).toContain(`~alone~${alone}`);
+    expect(await keys(joined)).not.toContain(`~alone~${joined}`); // the joiner took it away
+    await waitUntil(deadline, 300);
+    await reapUntil(own, async () => (await Promise.all([alone, joined].map((id) => q.status(id)))).every((r) => r.status.state === 'exception'));
+    await waitUntil(expires, 300);
+    const services = own.services as { now: () => Date };
+    const realNow = services.now;
+    services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+    const before = own.services.storage.meter.snapshot().byOp;
+    try {
+      await runReaper(own.services);
+    } finally {
+      services.now = realNow;
+    }
+    const after = own.services.storage.meter.snapshot().byOp;
+    const used = (op: string) => (after[op] ?? 0) - (before[op] ?? 0);
+    expect(await keys(alone)).toEqual([]);
+    await expectError(q.getTaskGroup(alone), 404, 'ResourceNotFound');
+    await expectError(q.status(joined), 404, 'ResourceNotFound');
+    // The joined group keeps its meta row and the joiner (the creator's member row stays until the
+    // group expires; listings skip it).
+    expect((await q.getTaskGroup(joined)).taskGroupId).toBe(joined);
+    expect((await q.listTaskGroup(joined)).tasks.map((t: any) => t.status.taskId)).toEqual([joiner]);
+    // The lone group: one transaction; the joined one: a failed transaction, then its partition read.
+    expect(used('TaskGroups.query')).toBe(1);
+    expect(used('TaskGroups.transaction')).toBe(2);
+    expect(used('TaskGroups.get')).toBe(0);
+  } finally {
+    await own.close();
+  }
+});
+
 test('a pass with nothing to expire costs a fixed handful of calls, whatever is stored', async () => {
   // A deployment of its own, so no trigger of the other tests can fire during the measurement.
   const fresh = await startTestService();
