@@ -48,7 +48,7 @@ test('createTask without dependencies', async () => {
   });
   expect(ops).toEqual(
     expect.arrayContaining([
-      'Expiry.upsert',
+      'Expiry.transaction',
       'TaskGroups.transaction',
       'deadline.put',
       'pending.create',

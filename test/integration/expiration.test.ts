@@ -246,3 +246,39 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
     await b.close();
   }
 }, 180_000);
+
+test('a group of one that goes with its task is cleaned up even if the sweep crashes after any storage call', async () => {
+  // A deployment of its own, its clock an hour ahead for the sweeps (the tasks expire long after they resolved).
+  const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
+  const services = own.services as { now: () => Date };
+  const realNow = services.now;
+  try {
+    const table = (name: 'Tasks' | 'TaskGroups' | 'Expiry') => own.services.storage.table(name);
+    const ops = await eachStorageCall(
+      own.services.storage.meter,
+      async (faulty) => {
+        const t = slugid();
+        const deadline = soon(1000);
+        await own.queue().createTask(t, taskDef(uniqueQueue(), { deadline, expires: soon(60_000) }));
+        await waitUntil(deadline, 100);
+        await reapUntil(own, async () => (await own.queue().status(t)).status.state === 'exception');
+        services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+        try {
+          await faulty(() => runReaper(own.services));
+          await reapUntil(own, async () => (await table('Tasks').page({ partitionKey: t }, 10)).items.length === 0);
+          await own.runReaper();
+          expect((await table('TaskGroups').page({ partitionKey: t }, 10)).items).toEqual([]);
+          expect((await table('Expiry').page({ rowKey: { lt: services.now().toJSON() } }, 10)).items).toEqual([]);
+        } finally {
+          services.now = realNow;
+        }
+      },
+      { warm: () => own.services.events.dispatcher.subscriptions.refresh() },
+    );
+    expect(ops).toEqual(expect.arrayContaining(['Expiry.query', 'Tasks.get', 'TaskGroups.transaction', 'Tasks.transaction', 'Expiry.transaction']));
+    expect(ops).not.toContain('TaskGroups.query');
+  } finally {
+    services.now = realNow;
+    await own.close();
+  }
+}, 180_000);
