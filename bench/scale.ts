@@ -112,6 +112,21 @@ function stripPrefix(tableName: string, prefix: string): string {
   return tableName.startsWith(prefix) ? tableName.slice(prefix.length) : tableName;
 }
 
+/** The task queue's pending queues (a queue hot spot of task-queue scope): how far its busiest shard carries it. */
+function pendingRows(m: ScaleModel): Row[] {
+  const shards = m.hotspots.filter((h) => h.kind === 'queue' && h.scope === 'task-queue');
+  if (!shards.length) return [];
+  const busiest = shards.reduce((a, b) => (a.limitOne <= b.limitOne ? a : b));
+  const total = shards.reduce((n, h) => n + h.perLifecycle, 0);
+  return [
+    {
+      metric: `one task queue's pending queues, ${m.pendingShards} shard(s): busiest shard (${busiest.perLifecycle} of ${round(total)} msg/lifecycle)`,
+      value: `${busiest.limitOne} lifecycles/s`,
+      target: `1 shard: ${Math.floor(AZURE_LIMITS.queueMessagesPerS / total)}`,
+    },
+  ];
+}
+
 /** Rows of the model for the report; `measuredPerSecond` turns per-lifecycle figures into rates at the measured throughput. */
 export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Row[]; rates: Row[] } {
   const many = `${m.accounts} accounts`;
@@ -132,6 +147,7 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
       const label = scope === 'task-queue' ? 'one task queue' : scope === 'spread' ? 'per account' : 'deployment-wide';
       return [{ metric: `first ${h.kind}, ${label}: ${h.where}`, value: `${h.limitOne} / ${h.limitMany} lifecycles/s`, target: `1 / ${m.accounts} accounts` }];
     }),
+    ...pendingRows(m),
     { metric: 'first limit reached, 1 account', value: `${m.first.one.perSecond} lifecycles/s`, target: m.first.one.what },
     { metric: `first limit reached, ${many}`, value: `${m.first.many.perSecond} lifecycles/s`, target: m.first.many.what },
   ];
