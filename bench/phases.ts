@@ -42,7 +42,10 @@ async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promis
  */
 async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number, workerId = WORKER.workerId): Promise<void> {
   await root.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
+  // Bounded, so a phase ends even when hints go missing (e.g. a create that failed half-way).
+  const until = Date.now() + STEP_TIMEOUT_MS;
   for (;;) {
+    if (Date.now() > until) throw new Error(`no task to claim from ${taskQueueId} within ${STEP_TIMEOUT_MS / 1000} s`);
     const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, workerId, tasks: 1 });
     if (!tasks.length) continue;
     const c = tasks[0];

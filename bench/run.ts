@@ -68,6 +68,12 @@ const PENDING_SHARDS = process.env.BENCH_PENDING_SHARDS || '1';
 /** The busiest partitions and queues listed from (b) and (c). */
 const BUSIEST_TOP = 12;
 
+/**
+ * A phase still running after this is reported as failed and the run goes on (its deployment is
+ * closed under it). (h)'s 50,000-task preload took 6.5 min on a loaded machine; three times that.
+ */
+const PHASE_TIMEOUT_MS = 20 * 60_000;
+
 const ALL_PHASES = 'abcdefgh';
 const selected = new Set(
   (process.env.BENCH_PHASES || ALL_PHASES)
@@ -94,8 +100,12 @@ async function main(): Promise<void> {
   const step = async <T>(id: string, title: string, fn: () => Promise<T>): Promise<T | undefined> => {
     if (!selected.has(id)) return undefined;
     phase(`(${id}) ${title}`);
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await fn();
+      const limit = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`phase (${id}) still running after ${PHASE_TIMEOUT_MS / 60_000} min`)), PHASE_TIMEOUT_MS);
+      });
+      return await Promise.race([fn(), limit]);
     } catch (err) {
       const error = String((err as Error)?.stack ?? err)
         .split('\n')
@@ -104,6 +114,8 @@ async function main(): Promise<void> {
       failures.push({ phase: id, error });
       phase(`(${id}) FAILED: ${error}`);
       return undefined;
+    } finally {
+      clearTimeout(timer);
     }
   };
   /** Starts instances of one new deployment, runs `fn`, then closes them and drops the deployment's storage. */
