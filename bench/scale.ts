@@ -31,6 +31,7 @@ export interface Hotspot {
 export interface ScaleModel {
   lifecycles: number;
   accounts: number;
+  pendingShards: number;
   txPerLifecycle: number;
   /** Transactions per lifecycle that always land on the first account (global tables, untracked calls). */
   globalTxPerLifecycle: number;
@@ -49,6 +50,8 @@ export function scaleModel(input: {
   taskQueueMarks: string[];
   prefix: string;
   accounts: number;
+  /** Pending storage queues per priority of the phase's task queue (each one is a separate queue below); default 1. */
+  pendingShards?: number;
 }): ScaleModel {
   const n = Math.max(1, input.lifecycles);
   const triggers = new Set<string>(TRIGGER_QUEUES.map((q) => `${input.prefix}-${q}`));
@@ -97,6 +100,7 @@ export function scaleModel(input: {
   return {
     lifecycles: input.lifecycles,
     accounts: input.accounts,
+    pendingShards: input.pendingShards ?? 1,
     txPerLifecycle: round(txPerLifecycle),
     globalTxPerLifecycle: round(globalTxPerLifecycle),
     hotspots,
@@ -108,6 +112,21 @@ function stripPrefix(tableName: string, prefix: string): string {
   return tableName.startsWith(prefix) ? tableName.slice(prefix.length) : tableName;
 }
 
+/** The task queue's pending queues (a queue hot spot of task-queue scope): how far its busiest shard carries it. */
+function pendingRows(m: ScaleModel): Row[] {
+  const shards = m.hotspots.filter((h) => h.kind === 'queue' && h.scope === 'task-queue');
+  if (!shards.length) return [];
+  const busiest = shards.reduce((a, b) => (a.limitOne <= b.limitOne ? a : b));
+  const total = shards.reduce((n, h) => n + h.perLifecycle, 0);
+  return [
+    {
+      metric: `one task queue's pending queues, ${m.pendingShards} shard(s): busiest shard (${busiest.perLifecycle} of ${round(total)} msg/lifecycle)`,
+      value: `${busiest.limitOne} lifecycles/s`,
+      target: `1 shard: ${Math.floor(AZURE_LIMITS.queueMessagesPerS / total)}`,
+    },
+  ];
+}
+
 /** Rows of the model for the report; `measuredPerSecond` turns per-lifecycle figures into rates at the measured throughput. */
 export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Row[]; rates: Row[] } {
   const many = `${m.accounts} accounts`;
@@ -115,6 +134,7 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
     round(accounts === 1 ? m.txPerLifecycle : m.globalTxPerLifecycle + (m.txPerLifecycle - m.globalTxPerLifecycle) / accounts);
   const model: Row[] = [
     { metric: 'storage tx per lifecycle (all accounts)', value: String(m.txPerLifecycle) },
+    { metric: 'pending storage queues per priority of the task queue (QUEUE_PENDING_SHARDS)', value: String(m.pendingShards) },
     { metric: 'of which always on the first account', value: String(m.globalTxPerLifecycle) },
     { metric: `account limit (${AZURE_LIMITS.accountTxPerS} tx/s), 1 account`, value: `${Math.floor(AZURE_LIMITS.accountTxPerS / busiest(1))} lifecycles/s` },
     {
@@ -127,6 +147,7 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
       const label = scope === 'task-queue' ? 'one task queue' : scope === 'spread' ? 'per account' : 'deployment-wide';
       return [{ metric: `first ${h.kind}, ${label}: ${h.where}`, value: `${h.limitOne} / ${h.limitMany} lifecycles/s`, target: `1 / ${m.accounts} accounts` }];
     }),
+    ...pendingRows(m),
     { metric: 'first limit reached, 1 account', value: `${m.first.one.perSecond} lifecycles/s`, target: m.first.one.what },
     { metric: `first limit reached, ${many}`, value: `${m.first.many.perSecond} lifecycles/s`, target: m.first.many.what },
   ];
@@ -136,4 +157,25 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
     target: `limit at ${h.limitOne} lc/s`,
   }));
   return { model, rates };
+}
+
+/**
+ * The busiest table partitions and queues of a measured window, by calls per second (tables also
+ * entities per second, what Azure's partition limit counts), against their Azure limit.
+ */
+export function busiestRates(partitions: Map<string, { calls: number; entities: number }>, seconds: number, top: number): Row[] {
+  const s = Math.max(0.001, seconds);
+  return [...partitions.entries()]
+    .sort((a, b) => b[1].entities - a[1].entities)
+    .slice(0, top)
+    .map(([key, t]) => {
+      const isQueue = key.startsWith('queue ');
+      const limit = isQueue ? AZURE_LIMITS.queueMessagesPerS : AZURE_LIMITS.partitionEntitiesPerS;
+      const perS = t.entities / s;
+      return {
+        metric: key,
+        value: isQueue ? `${round(perS, 1)} calls/s` : `${round(t.calls / s, 1)} calls/s, ${round(perS, 1)} entities/s`,
+        target: `${round((perS / limit) * 100, 1)}% of ${limit}/s`,
+      };
+    });
 }

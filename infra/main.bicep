@@ -167,6 +167,9 @@ param reaperStaleSeconds int = 300
 @minValue(1)
 param maxTaskDeadlineDays int = 5
 
+@description('QUEUE_PENDING_SHARDS: pending storage queues per task queue and priority (1-16; one carries about 2,000 hints/s), then optional `<taskQueueId>=<n>` overrides, whitespace-separated.')
+param pendingShards string = '1'
+
 @description('Deploy an Event Grid custom topic that receives every queue event as a CloudEvent 1.0 (QUEUE_EVENTGRID_ENDPOINT), published with the app identity.')
 param deployEventGridTopic bool = false
 
@@ -303,6 +306,7 @@ module functionApp 'modules/functionapp.bicep' = {
     reaperSchedule: reaperSchedule
     reaperStaleSeconds: reaperStaleSeconds
     maxTaskDeadlineDays: maxTaskDeadlineDays
+    pendingShards: pendingShards
     eventGridEndpoint: deployEventGridTopic ? eventGrid!.outputs.endpoint : ''
   }
 }

@@ -140,7 +140,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     clients,
     authenticator: new Authenticator(clients, now),
     tasks: new TaskStore(storage, opsObserver(storage, log, now)),
-    pending: new PendingQueues(storage, clients.issuerAccessToken()),
+    pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,
     expiry,

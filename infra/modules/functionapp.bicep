@@ -124,6 +124,9 @@ param maxTaskDeadlineDays int
 @description('QUEUE_EVENTGRID_ENDPOINT: Event Grid topic for queue events; empty: none.')
 param eventGridEndpoint string = ''
 
+@description('QUEUE_PENDING_SHARDS')
+param pendingShards string = '1'
+
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: planName
   location: location
@@ -234,6 +237,7 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_EVENTGRID_ENDPOINT: eventGridEndpoint
     QUEUE_EVENTGRID_KEY: ''
     QUEUE_EVENTGRID_CLIENT_ID: identityClientId
+    QUEUE_PENDING_SHARDS: pendingShards
   }
 }
 

@@ -4,6 +4,9 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { QueueServiceClient } from '@azure/storage-queue';
+import { TableServiceClient } from '@azure/data-tables';
+import { BlobServiceClient } from '@azure/storage-blob';
 import { DEVSTORE_ACCOUNT, DEVSTORE_KEY } from '../config';
 
 /** Azurite needs a few seconds to open its three ports on a busy machine. */
@@ -91,4 +94,27 @@ export async function startAzurite(opts: { quiet?: boolean } = {}): Promise<Azur
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
     },
   };
+}
+
+/**
+ * Deletes every queue, table and blob container whose name starts with `prefix`: a deployment
+ * that is done with (the bench between phases). Azurite's queue calls scan every message in the
+ * account, so messages a finished phase left behind would slow every later one.
+ */
+export async function dropPrefix(connectionString: string, prefix: string): Promise<{ queues: number; tables: number; containers: number }> {
+  const queues = QueueServiceClient.fromConnectionString(connectionString);
+  const tables = TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true });
+  const blobs = BlobServiceClient.fromConnectionString(connectionString);
+  const queueNames: string[] = [];
+  for await (const q of queues.listQueues({ prefix })) queueNames.push(q.name);
+  const tableNames: string[] = [];
+  for await (const t of tables.listTables()) if (t.name?.startsWith(prefix)) tableNames.push(t.name);
+  const containerNames: string[] = [];
+  for await (const c of blobs.listContainers({ prefix })) containerNames.push(c.name);
+  await Promise.all([
+    ...queueNames.map((n) => queues.deleteQueue(n)),
+    ...tableNames.map((n) => tables.deleteTable(n)),
+    ...containerNames.map((n) => blobs.deleteContainer(n)),
+  ]);
+  return { queues: queueNames.length, tables: tableNames.length, containers: containerNames.length };
 }

@@ -5,9 +5,9 @@
  * visible messages of its queue, gets a fresh hint. The run row names the hint that may claim it,
  * so the old one, should it come back, claims nothing: this can never allow two claims.
  *
- * Cost per check: one read of the TaskQueues table, one index query per task queue, and a peek and
- * a task read only where runs are that old. It runs every `hintRepairEveryS` per instance, the
- * first time one interval after the instance started.
+ * Cost per check: one read of the TaskQueues table, one index query per task queue, and a peek
+ * per priority shard and a task read only where runs are that old. It runs every
+ * `hintRepairEveryS` per instance, the first time one interval after the instance started.
  */
 import type { Services } from '../services';
 import { stalePending } from '../ops/indexes';
@@ -40,12 +40,15 @@ export async function repairHiddenHints(svc: Services): Promise<number> {
     const tasks = (await Promise.all(stale.map(async (s) => ({ ...s, task: await svc.tasks.load(s.taskId) })))).filter(
       (s) => s.task && s.task.runs.length - 1 === s.runId && s.task.runs[s.runId].state === 'pending',
     );
-    // One peek per priority: which hints are visible right now.
+    // One peek per priority shard in use: which hints are visible right now.
     const visible = new Map<string, Set<string> | 'backlog'>();
-    for (const priority of new Set(tasks.map((s) => priorityOf(s.task!)))) {
-      const msgs = await svc.pending.queue(q.taskQueueId, priority).peek(MAX_DEQUEUE);
+    const priorities = new Set(tasks.map((s) => priorityOf(s.task!)));
+    for (const { priority, shard } of (await svc.pending.usedQueues(q.taskQueueId)).filter((u) => priorities.has(u.priority))) {
+      const msgs = await svc.pending.queue(q.taskQueueId, priority, shard).peek(MAX_DEQUEUE);
+      const seen = visible.get(priority) ?? new Set<string>();
       // A full page means a backlog: the run's hint may simply be further back. Leave it.
-      visible.set(priority, msgs.length >= MAX_DEQUEUE ? 'backlog' : new Set(msgs.map((m) => decodeMessage<Hint>(m as never)?.hintId ?? '')));
+      if (seen === 'backlog' || msgs.length >= MAX_DEQUEUE) visible.set(priority, 'backlog');
+      else visible.set(priority, new Set([...seen, ...msgs.map((m) => decodeMessage<Hint>(m as never)?.hintId ?? '')]));
     }
     let n = 0;
     for (const s of tasks) {

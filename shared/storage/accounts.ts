@@ -57,11 +57,14 @@ export function tableHome(name: TableName, pk: string): Home {
   }
 }
 
-/** Pending queues are `<prefix>-<26 base32 of the task queue>-<level>`: all levels of a task queue sit together. */
-const PENDING_QUEUE = /^([a-z0-9]+-[a-z2-7]{26})-\d$/;
+/**
+ * Pending queues are `<prefix>-<26 base32 of the task queue>-<level>[-<shard>]`: all levels of a
+ * task queue's shard sit together, and the shards of a busy task queue spread over the accounts.
+ */
+const PENDING_QUEUE = /^([a-z0-9]+-[a-z2-7]{26})-\d(-[1-9]\d*)?$/;
 export function queueHome(fullName: string): Home {
   const m = PENDING_QUEUE.exec(fullName);
-  return m ? { kind: 'queue', key: m[1] } : GLOBAL;
+  return m ? { kind: 'queue', key: m[1] + (m[2] ?? '') } : GLOBAL;
 }
 
 /** Artifact blobs are `<taskId>/…`; Object API blobs (`o/`, `o.h/`) belong with the global Objects table. */

@@ -1,10 +1,18 @@
 /**
- * Pending queues: one Azure queue per (task queue, priority). Messages are hints
- * `{taskId, runId, hintId, sig}`; a claim always re-checks the task row, so a hint may be stale.
+ * Pending queues: one or more Azure queues (shards) per (task queue, priority). Messages are hints
+ * `{taskId, runId, hintId, sig, shard}`; a claim always re-checks the task row, so a hint may be stale.
+ *
+ * Shards: one storage queue carries about 2,000 messages/s, so a busy task queue may spread its
+ * hints over N queues (QUEUE_PENDING_SHARDS), placed by a jump-consistent hash of the taskId.
+ * Shard 0 keeps the unsharded name; every shard a hint was ever put in has its TaskQueues row
+ * (`p<level>` for shard 0, `p<level>-<shard>` for the others), so pollers keep draining a shard
+ * after N shrinks.
  */
 import crypto from 'node:crypto';
 import { CountedQueue, Storage, MAX_VISIBILITY_S } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
+import { jumpHash } from '../storage/accounts';
+import { MAX_PENDING_SHARDS, type PendingShards } from '../config';
 import { PRIORITIES, Priority } from './vocabulary';
 import { priorityLevel } from './model';
 
@@ -14,6 +22,14 @@ export interface Hint {
   hintId: string;
   /** HMAC by the queue over taskId/runId/hintId, so forged messages cannot claim anything. */
   sig: string;
+  /** The shard the hint was put in (absent: 0); unsigned, it only says where to delete the message. */
+  shard?: number;
+}
+
+/** A pending storage queue in use: a priority and one of its shards. */
+export interface UsedQueue {
+  priority: Priority;
+  shard: number;
 }
 
 /** How long a process trusts that a queue exists and its priority is recorded. */
@@ -43,21 +59,39 @@ export class PendingQueues {
   private readonly ensured = new Map<string, number>();
   /** Queues this process created without recording their priority as used (poll URLs). */
   private readonly created = new Map<string, number>();
-  private readonly usedCache = new Map<string, { at: number; priorities: Priority[] }>();
+  private readonly usedCache = new Map<string, { at: number; used: UsedQueue[] }>();
 
   constructor(
     private readonly storage: Storage,
     private readonly hintKey: string,
+    private readonly shards: PendingShards = { default: 1, byQueue: {} },
   ) {}
 
-  /** Valid Azure queue name: `<prefix>-<26 chars of base32(sha256(taskQueueId))>-<1..7>`. */
-  queueName(taskQueueId: string, priority: Priority): string {
-    const h = base32(crypto.createHash('sha256').update(taskQueueId).digest()).slice(0, 26);
-    return `${this.storage.prefix}-${h}-${priorityLevel(priority)}`;
+  /** How many shards new hints of this task queue are spread over. */
+  shardCount(taskQueueId: string): number {
+    return this.shards.byQueue[taskQueueId] ?? this.shards.default;
   }
 
-  queue(taskQueueId: string, priority: Priority): CountedQueue {
-    return this.storage.queueNamed(this.queueName(taskQueueId, priority), 'pending');
+  /** The shard a task's hints go to (every run of a task lands in the same one while N holds). */
+  shardOf(taskQueueId: string, taskId: string): number {
+    const n = this.shardCount(taskQueueId);
+    return n === 1 ? 0 : jumpHash(taskId, n);
+  }
+
+  /** `<prefix>-<26 chars of base32(sha256(taskQueueId))>`: what every pending queue of the task queue starts with. */
+  baseName(taskQueueId: string): string {
+    const h = base32(crypto.createHash('sha256').update(taskQueueId).digest()).slice(0, 26);
+    return `${this.storage.prefix}-${h}`;
+  }
+
+  /** Valid Azure queue name: `<base>-<1..7>` for shard 0 (the unsharded name), `<base>-<1..7>-<shard>` for the others. */
+  queueName(taskQueueId: string, priority: Priority, shard = 0): string {
+    const name = `${this.baseName(taskQueueId)}-${priorityLevel(priority)}`;
+    return shard === 0 ? name : `${name}-${shard}`;
+  }
+
+  queue(taskQueueId: string, priority: Priority, shard = 0): CountedQueue {
+    return this.storage.queueNamed(this.queueName(taskQueueId, priority, shard), 'pending');
   }
 
   sign(taskId: string, runId: number, hintId: string): string {
@@ -71,18 +105,19 @@ export class PendingQueues {
     return expected.length === got.length && crypto.timingSafeEqual(expected, got);
   }
 
-  /** Creates the queue and records the priority as used, once per process per hour. */
-  async ensure(taskQueueId: string, priority: Priority): Promise<void> {
-    const key = `${taskQueueId}\n${priority}`;
+  /** Creates the queue and records the priority (and shard) as used, once per process per hour. */
+  async ensure(taskQueueId: string, priority: Priority, shard = 0): Promise<void> {
+    const key = `${taskQueueId}\n${priority}\n${shard}`;
     const at = this.ensured.get(key);
     if (at !== undefined && Date.now() - at < ENSURED_TTL_MS) return;
-    await this.queue(taskQueueId, priority).create();
+    await this.queue(taskQueueId, priority, shard).create();
     await this.storage.table('TaskQueues').upsert({
       partitionKey: encodeKey(taskQueueId),
-      rowKey: `p${priorityLevel(priority)}`,
+      rowKey: `p${priorityLevel(priority)}${shard === 0 ? '' : `-${shard}`}`,
       taskQueueId,
       priority,
-      queueName: this.queueName(taskQueueId, priority),
+      shard,
+      queueName: this.queueName(taskQueueId, priority, shard),
     });
     this.ensured.set(key, Date.now());
     this.usedCache.delete(taskQueueId);
@@ -92,14 +127,14 @@ export class PendingQueues {
    * Creates the queue (once per process per hour) without recording the priority as used, so
    * handing out poll URLs for all seven priorities does not make the claimWork pollers poll them.
    */
-  async ensureQueue(taskQueueId: string, priority: Priority): Promise<void> {
-    const key = `${taskQueueId}\n${priority}`;
+  async ensureQueue(taskQueueId: string, priority: Priority, shard = 0): Promise<void> {
+    const key = `${taskQueueId}\n${priority}\n${shard}`;
     const fresh = (m: Map<string, number>) => {
       const at = m.get(key);
       return at !== undefined && Date.now() - at < ENSURED_TTL_MS;
     };
     if (fresh(this.ensured) || fresh(this.created)) return;
-    await this.queue(taskQueueId, priority).create();
+    await this.queue(taskQueueId, priority, shard).create();
     this.created.set(key, Date.now());
   }
 
@@ -108,23 +143,34 @@ export class PendingQueues {
    * queue keeps it invisible until then, so nobody polls for it.
    */
   async put(taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string, visibleAt?: string): Promise<void> {
-    await this.ensure(taskQueueId, priority);
+    const shard = this.shardOf(taskQueueId, taskId);
+    await this.ensure(taskQueueId, priority, shard);
     const ttlS = Math.min(MAX_VISIBILITY_S, Math.max(1, Math.ceil((new Date(deadline).getTime() - Date.now()) / 1000)));
-    const hint: Hint = { taskId, runId, hintId, sig: this.sign(taskId, runId, hintId) };
+    const hint: Hint = { taskId, runId, hintId, sig: this.sign(taskId, runId, hintId), ...(shard === 0 ? {} : { shard }) };
     const delayS = visibleAt ? Math.ceil((new Date(visibleAt).getTime() - Date.now()) / 1000) : 0;
-    await this.queue(taskQueueId, priority).put(hint, delayS > 0 ? { ttlS, visibilityS: Math.min(delayS, ttlS - 1) } : { ttlS });
+    await this.queue(taskQueueId, priority, shard).put(hint, delayS > 0 ? { ttlS, visibilityS: Math.min(delayS, ttlS - 1) } : { ttlS });
   }
 
   /** Priorities with a pending queue for this task queue, highest first (cached briefly). */
   async usedPriorities(taskQueueId: string, fresh = false): Promise<Priority[]> {
+    return [...new Set((await this.usedQueues(taskQueueId, fresh)).map((q) => q.priority))];
+  }
+
+  /** Pending queues of this task queue that hints were put in: highest priority first, then by shard (cached briefly). */
+  async usedQueues(taskQueueId: string, fresh = false): Promise<UsedQueue[]> {
     const hit = this.usedCache.get(taskQueueId);
-    const ttl = hit && hit.priorities.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
-    if (!fresh && hit && Date.now() - hit.at < ttl) return hit.priorities;
-    const page = await this.storage.table('TaskQueues').page({ partitionKey: encodeKey(taskQueueId), rowKey: { ge: 'p', lt: 'q' } }, 10);
-    const set = new Set(page.items.map((r) => r.priority as Priority));
-    const priorities = PRIORITIES.filter((p) => set.has(p));
-    this.usedCache.set(taskQueueId, { at: Date.now(), priorities });
-    return priorities;
+    const ttl = hit && hit.used.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
+    if (!fresh && hit && Date.now() - hit.at < ttl) return hit.used;
+    const page = await this.storage
+      .table('TaskQueues')
+      .page({ partitionKey: encodeKey(taskQueueId), rowKey: { ge: 'p', lt: 'q' } }, PRIORITIES.length * MAX_PENDING_SHARDS);
+    const rank = (p: Priority) => PRIORITIES.indexOf(p);
+    const used = page.items
+      .map((r) => ({ priority: r.priority as Priority, shard: typeof r.shard === 'number' ? r.shard : 0 }))
+      .filter((q) => rank(q.priority) >= 0)
+      .sort((a, b) => rank(a.priority) - rank(b.priority) || a.shard - b.shard);
+    this.usedCache.set(taskQueueId, { at: Date.now(), used });
+    return used;
   }
 
   /** Forget cached priorities (after this process created a task in a new priority). */

@@ -33,17 +33,24 @@ export function sasProtocol(svc: Services, endpoint = publicQueueEndpoint(svc)):
   return svc.config.sasProtocol ?? (endpoint.startsWith('http:') ? 'https,http' : 'https');
 }
 
-/** One {signedPollUrl, signedDeleteUrl} per priority, highest first; creates missing queues. */
+/**
+ * One {signedPollUrl, signedDeleteUrl} per pending storage queue: per priority, highest first, and
+ * within a priority one per shard (QUEUE_PENDING_SHARDS), shard 0 first. A worker that polls them
+ * in order, and stops at the first that gives messages, takes the highest priority there is.
+ * Creates missing queues.
+ */
 export async function pollTaskUrls(svc: Services, taskQueueId: string): Promise<PollTaskUrls> {
   const now = svc.now().getTime();
   const startsOn = new Date(now - SAS_BACKDATE_MS);
   // Whole seconds, as the SAS `se` field carries it, so `expires` is exactly when the URLs stop working.
   const expiresOn = new Date(Math.floor((now + SAS_LIFETIME_MS) / 1000) * 1000);
   const protocol = sasProtocol(svc);
-  // A worker polling a queue that does not exist gets 404 from Azure, so create all seven now.
-  await Promise.all(PRIORITIES.map((p) => svc.pending.ensureQueue(taskQueueId, p)));
-  const queues = PRIORITIES.map((priority) => {
-    const queueName = svc.pending.queueName(taskQueueId, priority);
+  const shards = Array.from({ length: svc.pending.shardCount(taskQueueId) }, (_, shard) => shard);
+  const all = PRIORITIES.flatMap((priority) => shards.map((shard) => ({ priority, shard })));
+  // A worker polling a queue that does not exist gets 404 from Azure, so create them all now.
+  await Promise.all(all.map((q) => svc.pending.ensureQueue(taskQueueId, q.priority, q.shard)));
+  const queues = all.map(({ priority, shard }) => {
+    const queueName = svc.pending.queueName(taskQueueId, priority, shard);
     const endpoint = publicQueueEndpoint(svc, queueName);
     const sas = svc.storage.pollSas(queueName, { startsOn, expiresOn, protocol });
     const base = `${endpoint}/${queueName}/messages`;

@@ -2,6 +2,11 @@
  * One hint poller per task queue per instance serves every waiting claimWork request, so many
  * idle workers cost the same storage polls as one. It walks the priorities highest first, backs
  * off on empty polls, and is woken at once when this instance makes a run pending.
+ *
+ * A priority spread over several shards (shared/tasks/pending.ts) is polled shard by shard and
+ * only left for the next lower one once every shard came back empty, so strict priority holds for
+ * each claimWork. Each pass starts at the next shard, so busy shards share the load and a pass
+ * that is satisfied early touches one queue, not N; an idle pass costs one poll per shard.
  */
 import type { Services } from '../services';
 import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
@@ -10,7 +15,7 @@ import type { Hint } from '../tasks/pending';
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
 export const MAX_BACKOFF_MS = 1000;
-/** Fetch rounds per priority per pass, so one busy priority cannot starve the loop forever. */
+/** Fetch rounds per priority shard per pass, so one busy priority cannot starve the loop forever. */
 const ROUNDS_PER_PRIORITY = 10;
 
 export interface LeasedHint {
@@ -29,6 +34,8 @@ export class HintPoller {
   private waiters: Waiter[] = [];
   private running = false;
   private wakeSleep: (() => void) | undefined;
+  /** Where the next pass starts within each priority's shards. */
+  private rotation = 0;
 
   constructor(
     private readonly svc: Services,
@@ -104,39 +111,67 @@ export class HintPoller {
     }
   }
 
-  /** One walk over the priorities; returns how many hints were handed out. */
+  /** One walk over the priorities (each over all its shards); returns how many hints were handed out. */
   private async pass(): Promise<number> {
     let handed = 0;
-    const priorities = await this.svc.pending.usedPriorities(this.taskQueueId);
-    for (const priority of priorities) {
-      const queue = this.svc.pending.queue(this.taskQueueId, priority);
-      for (let round = 0; round < ROUNDS_PER_PRIORITY && this.waiters.length; round++) {
-        const want = this.waiters.reduce((n, w) => n + w.want, 0);
-        const msgs = await queue.receive(Math.min(want, MAX_DEQUEUE), this.svc.tuning.hintLeaseS);
-        if (!msgs.length) break;
-        const leased = msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue }));
-        for (const l of leased) {
-          if (l.message.dequeueCount > 10) {
-            this.svc.log.warn('hint-dequeued-many-times', {
-              taskQueueId: this.taskQueueId,
-              dequeueCount: l.message.dequeueCount,
-              taskId: l.hint.taskId,
-              runId: l.hint.runId,
-            });
-          }
+    const used = await this.svc.pending.usedQueues(this.taskQueueId);
+    const start = this.rotation++;
+    for (let i = 0; i < used.length && this.waiters.length;) {
+      // The shards of one priority are consecutive in `used`.
+      let j = i;
+      while (j < used.length && used[j].priority === used[i].priority) j++;
+      const queues = used.slice(i, j).map((u) => this.svc.pending.queue(this.taskQueueId, u.priority, u.shard));
+      i = j;
+      // From a rotating start, so busy shards share the load and the first shard does not always go first.
+      handed += await this.drain(queues.map((_, k) => queues[(start + k) % queues.length]));
+    }
+    return handed;
+  }
+
+  /**
+   * Up to ROUNDS_PER_PRIORITY rounds over one priority's shards while waiters remain. A round
+   * receives shard by shard until it holds what the waiters want, so a batch claimWork gets hints
+   * from several shards and a busy shard answers it alone. Returns how many hints were handed out.
+   */
+  private async drain(shards: CountedQueue[]): Promise<number> {
+    let handed = 0;
+    let live = shards;
+    for (let round = 0; round < ROUNDS_PER_PRIORITY && this.waiters.length && live.length; round++) {
+      const want = this.waiters.reduce((n, w) => n + w.want, 0);
+      const leased: LeasedHint[] = [];
+      const stillFull: CountedQueue[] = [];
+      for (const queue of live) {
+        const need = Math.min(want - leased.length, MAX_DEQUEUE);
+        if (need <= 0) {
+          stillFull.push(queue);
+          continue;
         }
-        while (leased.length && this.waiters.length) {
-          const w = this.waiters.shift()!;
-          clearTimeout(w.timer);
-          const share = leased.splice(0, w.want);
-          handed += share.length;
-          w.resolve(share);
-        }
-        // Nobody is left to take these: make them visible again at once.
-        await Promise.all(leased.map((l) => queue.release(l.message.messageId, l.message.popReceipt, 0)));
-        if (msgs.length < Math.min(want, MAX_DEQUEUE)) break;
+        const msgs = await queue.receive(need, this.svc.tuning.hintLeaseS);
+        // A short page: the shard is empty for now; a full one may hold more for the next round.
+        if (msgs.length === need) stillFull.push(queue);
+        leased.push(...msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue })));
       }
-      if (!this.waiters.length) break;
+      live = stillFull;
+      if (!leased.length) break;
+      for (const l of leased) {
+        if (l.message.dequeueCount > 10) {
+          this.svc.log.warn('hint-dequeued-many-times', {
+            taskQueueId: this.taskQueueId,
+            dequeueCount: l.message.dequeueCount,
+            taskId: l.hint.taskId,
+            runId: l.hint.runId,
+          });
+        }
+      }
+      while (leased.length && this.waiters.length) {
+        const w = this.waiters.shift()!;
+        clearTimeout(w.timer);
+        const share = leased.splice(0, w.want);
+        handed += share.length;
+        w.resolve(share);
+      }
+      // Nobody is left to take these: make them visible again at once.
+      await Promise.all(leased.map((l) => l.queue.release(l.message.messageId, l.message.popReceipt, 0)));
     }
     return handed;
   }

@@ -15,6 +15,9 @@ import { Claim, claimResponse } from './claim';
 /** Seed 000: a message dequeued more often than this points at a worker that never deletes. */
 export const MANY_DEQUEUES = 10;
 
+/** The shard a hint says it was put in; anything else is shard 0 (a wrong one only makes the delete a no-op). */
+const shardOf = (hint: Hint): number => (Number.isInteger(hint.shard) && hint.shard! > 0 ? hint.shard! : 0);
+
 function decodeHint(text: string): Partial<Hint> | undefined {
   try {
     const v = JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
@@ -71,7 +74,7 @@ export async function claimFromXml(svc: Services, taskQueueId: string, worker: W
       }
       // Claimed or stale: the message is spent. Workers delete it too; a second delete is a 404.
       if (message.popReceipt) {
-        await svc.pending.queue(taskQueueId, known.definition.priority).delete(message.messageId, message.popReceipt);
+        await svc.pending.queue(taskQueueId, known.definition.priority, shardOf(hint)).delete(message.messageId, message.popReceipt);
       }
     } catch (err) {
       svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });

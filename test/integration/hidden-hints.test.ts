@@ -66,3 +66,42 @@ test('a run whose hint was deleted is repaired too; a run with a visible hint is
   for (let i = 0; i < 4 && claimed.size < 2; i++) for (const c of await claim(svc, taskQueueId, W2, 2)) claimed.add(c.status.taskId);
   expect([...claimed].sort()).toEqual([lost, fine].sort());
 });
+
+test('with pending shards, the check looks in every shard: only the run whose hint is gone is repaired', async () => {
+  const sharded = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_PENDING_SHARDS: '2' },
+    { tuning: { hintRepairAfterS: REPAIR_AFTER_S, hintRepairEveryS: REPAIR_EVERY_S } },
+  );
+  try {
+    const taskQueueId = uniqueQueue();
+    const inShard = (shard: number) => {
+      for (;;) {
+        const id = sharded.tc.slugid();
+        if (sharded.services.pending.shardOf(taskQueueId, id) === shard) return id;
+      }
+    };
+    const [lost, fine0, fine1] = [inShard(1), inShard(0), inShard(1)];
+    await sharded.queue().createTask(lost, taskDef(taskQueueId));
+    const shard1 = sharded.services.pending.queue(taskQueueId, 'lowest', 1);
+    const [m] = await shard1.receive(1, 30);
+    await shard1.delete(m.messageId, m.popReceipt);
+    await sharded.queue().createTask(fine0, taskDef(taskQueueId));
+    await sharded.queue().createTask(fine1, taskDef(taskQueueId));
+    const hints = async () => Promise.all([fine0, fine1].map(async (id) => (await sharded.services.tasks.load(id))!.runs[0].hintId));
+    const before = await hints();
+
+    await sleep(REPAIR_AFTER_S * 1000);
+    let rehinted = 0;
+    for (let i = 0; i < 3; i++) {
+      rehinted += (await runReaper(sharded.services)).rehinted;
+      await sleep(REPAIR_EVERY_S * 1000 + 100);
+    }
+    expect(rehinted).toBe(1);
+    expect(await hints()).toEqual(before);
+    const claimed = new Set<string>();
+    for (let i = 0; i < 4 && claimed.size < 3; i++) for (const c of await claim(sharded, taskQueueId, W2, 3)) claimed.add(c.status.taskId);
+    expect([...claimed].sort()).toEqual([lost, fine0, fine1].sort());
+  } finally {
+    await sharded.close();
+  }
+});

@@ -2,7 +2,7 @@
  * The bench's scale model (bench/scale.ts) on hand-made counts: which partition, queue or account
  * reaches its Azure limit first, with one account and with several.
  */
-import { scaleModel } from '../../bench/scale';
+import { scaleModel, scaleRows } from '../../bench/scale';
 
 test('per-task partitions are ignored; trigger queues and task data spread over accounts; global tables stay on the first', () => {
   const partitions = new Map<string, { calls: number; entities: number }>();
@@ -26,4 +26,21 @@ test('per-task partitions are ignored; trigger queues and task data spread over 
   expect(m.first.one.what).toMatch(/p-claim/);
   expect(m.first.many).toMatchObject({ perSecond: 2000 });
   expect(m.first.many.what).toMatch(/Expiry/);
+});
+
+test('a task queue spread over pending shards: each shard is its own queue, and the report shows how far the busiest carries', () => {
+  const partitions = new Map<string, { calls: number; entities: number }>();
+  const base = `p-${'b'.repeat(26)}`;
+  partitions.set(`queue ${base}-1`, { calls: 12, entities: 12 });
+  partitions.set(`queue ${base}-1-1`, { calls: 10, entities: 10 });
+  partitions.set(`queue ${base}-1-2`, { calls: 8, entities: 8 });
+  const m = scaleModel({ lifecycles: 10, totalTx: 30, partitions, taskQueueMarks: [base], prefix: 'p', accounts: 4, pendingShards: 3 });
+  expect(m.hotspots.map((h) => [h.where, h.scope, h.limitOne])).toEqual([
+    [`${base}-1`, 'task-queue', 1666],
+    [`${base}-1-1`, 'task-queue', 2000],
+    [`${base}-1-2`, 'task-queue', 2500],
+  ]);
+  const row = scaleRows(m, 10).model.find((r) => r.metric.startsWith("one task queue's pending queues"))!;
+  expect(row).toMatchObject({ value: '1666 lifecycles/s', target: '1 shard: 666' });
+  expect(row.metric).toContain('3 shard(s)');
 });
