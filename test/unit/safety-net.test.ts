@@ -49,7 +49,7 @@ test('a resolution arriving while a net is put waits for the next one', async ()
 });
 
 test('a shared net whose member never finished fires with every member in it', async () => {
-  const { storage, triggers, queued, later } = await setup();
+  const { triggers, queued, later } = await setup();
   await triggers.resolved('A', 0);
   const refs = await Promise.all(['B', 'C', 'D'].map((t) => triggers.resolved(t, 1)));
   // B and C propagated; D crashed before it could.
