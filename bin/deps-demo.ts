@@ -8,9 +8,15 @@
  *
  * Azurite scans every message of the account on each queue call, so live messages are kept low:
  * each dependency waits behind a gate task of its batch (unscheduled: one deadline trigger, no
- * hint), and a batch is opened (its gate cancelled), claimed and completed before the next.
+ * hint), and a batch is opened (its gate cancelled), claimed and completed before the next
+ * (`--resolve cancel`: each is cancelled while it waits instead, and the dependent requires
+ * all-resolved). Azurite keeps its data in a temporary folder (`--memory`: in memory, where its
+ * extent sweeps stall it past the storage deadline every minute: see startAzurite).
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as slugid from 'slugid';
 import { loadConfig } from '../shared/config';
@@ -95,15 +101,26 @@ function perOp(after: Map<string, number>, before: Map<string, number>, per: num
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { count: { type: 'string' }, batch: { type: 'string' }, concurrency: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      count: { type: 'string' },
+      batch: { type: 'string' },
+      concurrency: { type: 'string' },
+      memory: { type: 'boolean' },
+      resolve: { type: 'string' },
+    },
+  });
   const count = Number(values.count ?? DEFAULT_COUNT);
   const batch = Number(values.batch ?? DEFAULT_BATCH);
   const concurrency = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
+  const cancel = values.resolve === 'cancel';
   const problems: string[] = [];
 
   // DEPS_DEMO_STORAGE: an Azurite started elsewhere (e.g. under a profiler) instead of an embedded one.
   const external = process.env.DEPS_DEMO_STORAGE;
-  const azurite = external ? { connectionString: external, stop: async () => undefined } : await startAzurite();
+  // On disk: in memory, Azurite's extent sweeps stall it past the storage deadline (see startAzurite).
+  const dir = values.memory ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'deps-demo-'));
+  const azurite = external ? { connectionString: external, stop: async () => undefined } : await startAzurite({ location: dir });
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const root = { clientId: 'static/root', accessToken: generateAccessToken() };
@@ -148,7 +165,8 @@ async function main(): Promise<number> {
     // 2. The dependent.
     const dependent = slugid.nice();
     t0 = Date.now();
-    const created: any = await call(retried, () => queue.createTask(dependent, taskDef(dependentQueue, { dependencies: deps })));
+    const requires = cancel ? 'all-resolved' : 'all-completed';
+    const created: any = await call(retried, () => queue.createTask(dependent, taskDef(dependentQueue, { dependencies: deps, requires })));
     const answerMs = Date.now() - t0;
     await Promise.allSettled([...(app.svc.background ?? [])]);
     const linkedMs = Date.now() - t0;
@@ -162,8 +180,15 @@ async function main(): Promise<number> {
     let resolved = 0;
     let lastResolvedAt = 0;
     for (const [i, ids] of batches.entries()) {
-      await call(retried, () => queue.cancelTask(gates[i]));
-      const open = new Set(ids);
+      if (cancel) {
+        // Cancelled while still waiting behind the gate: one resolution each, no hint, no claim.
+        await mapLimit(ids, concurrency, async (id) => {
+          await call(retried, () => queue.cancelTask(id));
+          resolved++;
+          lastResolvedAt = Date.now();
+        });
+      } else await call(retried, () => queue.cancelTask(gates[i]));
+      const open = new Set(cancel ? [] : ids);
       while (open.size) {
         const claims = await mapLimit(
           Array.from({ length: Math.min(concurrency, Math.ceil(open.size / CLAIM_TASKS)) }, () => 0),
@@ -210,9 +235,11 @@ async function main(): Promise<number> {
     console.log(`\n${count} dependencies end to end (${secs(Date.now() - started)} wall):`);
     console.log(`  create ${count} tasks:              ${secs(createMs)}`);
     console.log(`  create the dependent:            answered in ${secs(answerMs)}, edges linked after ${secs(linkedMs)}`);
-    console.log(`  resolve all (claim + complete):  ${secs(resolveMs)} (${((count * 1000) / resolveMs).toFixed(0)}/s)`);
+    console.log(
+      `  resolve all (${cancel ? 'cancel)' : 'claim + complete)'}:${cancel ? '          ' : '  '}${secs(resolveMs)} (${((count * 1000) / resolveMs).toFixed(0)}/s)`,
+    );
     console.log(`  last resolution -> pending:      ${secs(pendingMs)}, claimed ${secs(claimableMs)} after it`);
-    console.log(`  storage calls per resolution:    ${total.toFixed(1)} (gate, claim and report included)`);
+    console.log(`  storage calls per resolution:    ${total.toFixed(1)}${cancel ? '' : ' (gate, claim and report included)'}`);
     for (const [op, n] of ops.slice(0, 20)) console.log(`    ${op.padEnd(28)} ${n.toFixed(2)}`);
     console.log(`  5xx answers: ${log.status5xx} (client retries ${retried.n}); errors logged: ${log.errors}; requests ${log.requests}`);
     if (log.status5xx) problems.push(`${log.status5xx} answers were 5xx`);
@@ -222,6 +249,7 @@ async function main(): Promise<number> {
     await app.close();
     await host.close();
     await azurite.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
   }
   for (const p of problems.slice(0, 20)) console.log(`PROBLEM: ${p}`);
   console.log(problems.length ? `FAILED (${problems.length} problems)` : 'OK');
