@@ -9,8 +9,8 @@
  * Azurite scans every message of the account on each queue call, so live messages are kept low:
  * each dependency waits behind a gate task of its batch (unscheduled: one deadline trigger, no
  * hint), and a batch is opened (its gate cancelled), claimed and completed before the next
- * (`--resolve cancel`: each is cancelled while it waits instead, and the dependent requires
- * all-resolved). Azurite keeps its data in a temporary folder (`--memory`: in memory, where its
+ * (`--resolve cancel`: no gates; each is created pending in a queue nobody claims, then
+ * cancelled, and the dependent requires all-resolved). Azurite keeps its data in a temporary folder (`--memory`: in memory, where its
  * extent sweeps stall it past the storage deadline every minute: see startAzurite).
  */
 import crypto from 'node:crypto';
@@ -153,10 +153,12 @@ async function main(): Promise<number> {
     // 1. The dependencies, each behind its batch's gate (the gates go to a queue nobody claims).
     console.log(`creating ${count} dependencies in ${batches.length} batches of ${batch}...`);
     let t0 = Date.now();
-    await mapLimit(gates, concurrency, (g) => call(retried, () => queue.createTask(g, taskDef(gateQueue))));
+    // Cancelled ones need no gate: pending in a queue nobody claims (the gate's edges would make
+    // each create scan a TaskDeps table growing with every create, at Azurite).
+    if (!cancel) await mapLimit(gates, concurrency, (g) => call(retried, () => queue.createTask(g, taskDef(gateQueue))));
     for (const [i, ids] of batches.entries()) {
       await mapLimit(ids, concurrency, (id) =>
-        call(retried, () => queue.createTask(id, taskDef(depQueue, { dependencies: [gates[i]], requires: 'all-resolved' }))),
+        call(retried, () => queue.createTask(id, taskDef(depQueue, cancel ? {} : { dependencies: [gates[i]], requires: 'all-resolved' }))),
       );
     }
     const createMs = Date.now() - t0;
@@ -181,7 +183,7 @@ async function main(): Promise<number> {
     let lastResolvedAt = 0;
     for (const [i, ids] of batches.entries()) {
       if (cancel) {
-        // Cancelled while still waiting behind the gate: one resolution each, no hint, no claim.
+        // Cancelled while pending: one resolution each, no claim (claimWork skips the stale hint).
         await mapLimit(ids, concurrency, async (id) => {
           await call(retried, () => queue.cancelTask(id));
           resolved++;
