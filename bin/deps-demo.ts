@@ -121,6 +121,15 @@ async function main(): Promise<number> {
   // On disk: in memory, Azurite's extent sweeps stall it past the storage deadline (see startAzurite).
   const dir = values.memory ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'deps-demo-'));
   const azurite = external ? { connectionString: external, stop: async () => undefined } : await startAzurite({ location: dir });
+  // Ctrl-C: Azurite is a child process of ours and would outlive us.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      void azurite.stop().finally(() => {
+        if (dir) fs.rmSync(dir, { recursive: true, force: true });
+        process.exit(130);
+      });
+    });
+  }
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const root = { clientId: 'static/root', accessToken: generateAccessToken() };
