@@ -108,6 +108,7 @@ async function main(): Promise<number> {
       concurrency: { type: 'string' },
       memory: { type: 'boolean' },
       resolve: { type: 'string' },
+      accounts: { type: 'string' },
     },
   });
   const count = Number(values.count ?? DEFAULT_COUNT);
@@ -120,7 +121,15 @@ async function main(): Promise<number> {
   const external = process.env.DEPS_DEMO_STORAGE;
   // On disk: in memory, Azurite's extent sweeps stall it past the storage deadline (see startAzurite).
   const dir = values.memory ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'deps-demo-'));
-  const azurite = external ? { connectionString: external, stop: async () => undefined } : await startAzurite({ location: dir });
+  // `--accounts k`: k data accounts, each its own Azurite (tasks are placed by a hash of their id):
+  // each Azurite then re-sorts and scans a k-th of the messages and rows per call.
+  const accounts = external ? 1 : Number(values.accounts ?? 1);
+  const azurites = external
+    ? [{ connectionString: external, stop: async () => undefined }]
+    : await Promise.all(
+        Array.from({ length: accounts }, (_, i) => startAzurite({ location: dir && fs.mkdirSync(path.join(dir, String(i)), { recursive: true }) })),
+      );
+  const azurite = { connectionString: azurites[0].connectionString, stop: () => Promise.all(azurites.map((a) => a.stop())).then(() => undefined) };
   // Ctrl-C: Azurite is a child process of ours and would outlive us.
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
@@ -140,6 +149,10 @@ async function main(): Promise<number> {
     QUEUE_ROOT_ACCESS_TOKEN: root.accessToken,
     QUEUE_TOKEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
     QUEUE_CLAIM_WORK_POLL_S: '2',
+    QUEUE_STORAGE_MORE_CONNECTIONS: azurites
+      .slice(1)
+      .map((a) => a.connectionString)
+      .join(' '),
   });
   const log = countingLogger();
   const app = await startApp(config, { log });
@@ -243,7 +256,7 @@ async function main(): Promise<number> {
     const claimableMs = Date.now() - lastResolvedAt;
 
     const total = ops.reduce((s, [, n]) => s + n, 0);
-    console.log(`\n${count} dependencies end to end (${secs(Date.now() - started)} wall):`);
+    console.log(`\n${count} dependencies end to end (${secs(Date.now() - started)} wall, ${accounts} data account(s)):`);
     console.log(`  create ${count} tasks:              ${secs(createMs)}`);
     console.log(`  create the dependent:            answered in ${secs(answerMs)}, edges linked after ${secs(linkedMs)}`);
     console.log(
