@@ -260,7 +260,7 @@ async function main(): Promise<number> {
     console.log(`  create ${count} tasks:              ${secs(createMs)}`);
     console.log(`  create the dependent:            answered in ${secs(answerMs)}, edges linked after ${secs(linkedMs)}`);
     console.log(
-      `  resolve all (${cancel ? 'cancel)' : 'claim + complete)'}:${cancel ? '          ' : '  '}${secs(resolveMs)} (${((count * 1000) / resolveMs).toFixed(0)}/s)`,
+    console.log(`  ${`resolve all (${cancel ? 'cancel' : 'claim + complete'}):`.padEnd(33)}${secs(resolveMs)} (${((count * 1000) / resolveMs).toFixed(0)}/s)`);
     );
     console.log(`  last resolution -> pending:      ${secs(pendingMs)}, claimed ${secs(claimableMs)} after it`);
     console.log(`  storage calls per resolution:    ${total.toFixed(1)}${cancel ? '' : ' (gate, claim and report included)'}`);
