@@ -257,11 +257,9 @@ async function main(): Promise<number> {
 
     const total = ops.reduce((s, [, n]) => s + n, 0);
     console.log(`\n${count} dependencies end to end (${secs(Date.now() - started)} wall, ${accounts} data account(s)):`);
-    console.log(`  create ${count} tasks:              ${secs(createMs)}`);
+    console.log(`  ${`create ${count} tasks:`.padEnd(33)}${secs(createMs)}`);
     console.log(`  create the dependent:            answered in ${secs(answerMs)}, edges linked after ${secs(linkedMs)}`);
-    console.log(
     console.log(`  ${`resolve all (${cancel ? 'cancel' : 'claim + complete'}):`.padEnd(33)}${secs(resolveMs)} (${((count * 1000) / resolveMs).toFixed(0)}/s)`);
-    );
     console.log(`  last resolution -> pending:      ${secs(pendingMs)}, claimed ${secs(claimableMs)} after it`);
     console.log(`  storage calls per resolution:    ${total.toFixed(1)}${cancel ? '' : ' (gate, claim and report included)'}`);
     for (const [op, n] of ops.slice(0, 20)) console.log(`    ${op.padEnd(28)} ${n.toFixed(2)}`);
