@@ -56,14 +56,20 @@ export function connectionStringFor(ports: { blob: number; queue: number; table:
   );
 }
 
-export async function startAzurite(opts: { quiet?: boolean } = {}): Promise<Azurite> {
+/**
+ * `location`: keep data in that folder instead of memory. In memory, every queue message is an
+ * extent of its own, and Azurite's minutely extent sweep re-sorts the extent index once per deleted
+ * message: after thousands of queue calls a sweep stalls Azurite past the 10 s storage deadline.
+ * On disk, messages share extent files.
+ */
+export async function startAzurite(opts: { quiet?: boolean; location?: string } = {}): Promise<Azurite> {
   const ports = { blob: await freePort(), queue: await freePort(), table: await freePort() };
   const bin = path.join(path.dirname(require.resolve('azurite/package.json')), 'dist', 'src', 'azurite.js');
   const child: ChildProcess = spawn(
     process.execPath,
     [
       bin,
-      '--inMemoryPersistence',
+      ...(opts.location ? ['--location', opts.location] : ['--inMemoryPersistence']),
       '--silent',
       '--disableTelemetry',
       '--skipApiVersionCheck',

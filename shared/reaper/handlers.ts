@@ -3,7 +3,7 @@
  * duplicates, stale messages and overlapping reaper instances are harmless.
  */
 import type { Services } from '../services';
-import type { ClaimTrigger, DeadlineTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
+import type { ClaimTrigger, DeadlineTrigger, ResolvedBatchTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
 import { finishTracking } from '../tasks/create';
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
 import { expireGroup, expireTask, TaskExpiryData } from '../tasks/expire';
@@ -16,6 +16,10 @@ import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 import { EXPIRY_KIND_NAMESPACE, EXPIRY_KIND_TASK, expireIndexedTask, expireNamespaces } from '../index/index';
 import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
 import { HookStore } from '../hooks/store';
+import { mapLimit } from '../limit';
+
+/** Members of a shared safety net finished side by side (each is a read, and rarely a propagation). */
+const NET_CONCURRENCY = 8;
 
 export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise<TriggerResult> {
   if (!t.sweep) return resolveDeadline(svc, t.taskId, t.deadline);
@@ -40,8 +44,10 @@ export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promis
   return result;
 }
 
-export async function handleResolved(svc: Services, t: ResolvedTrigger | TrackingTrigger): Promise<TriggerResult> {
+export async function handleResolved(svc: Services, t: ResolvedTrigger | ResolvedBatchTrigger | TrackingTrigger): Promise<TriggerResult> {
   if ('tracking' in t) await finishTracking(svc, t.taskId);
+  // A shared net: every member (any failure leaves the message for a later pass; each is idempotent).
+  else if ('batch' in t) await mapLimit(t.batch, NET_CONCURRENCY, (m) => finishResolution(svc, m.taskId));
   else await finishResolution(svc, t.taskId);
 }
 

@@ -29,11 +29,24 @@ export interface ResolvedTrigger {
   taskId: string;
   runId: number;
 }
+/**
+ * Shares the `resolved` queue: the safety net of several resolutions made at the same moment on one
+ * instance (see `Triggers.resolved`); firing, it finishes the propagation of each.
+ */
+export interface ResolvedBatchTrigger {
+  batch: ResolvedTrigger[];
+}
 /** Shares the `resolved` queue: finish tracking the dependencies of a task created with many (shared/tasks/create.ts). */
 export interface TrackingTrigger {
   taskId: string;
   tracking: true;
 }
+
+/**
+ * Resolutions that share one safety-net message. A queue message holds 64 KiB; 100 entries of
+ * ~50 bytes stay far below, and a net that fires redoes at most this many (cheap) checks.
+ */
+const NET_BATCH_MAX = 100;
 
 /** Trigger messages never expire on their own: the handler deletes them when done. */
 function delayS(at: Date, now: Date): number {
@@ -46,7 +59,20 @@ export interface TriggerRef {
   popReceipt: string;
 }
 
+/** A safety-net message being formed: resolutions join it until its put starts. */
+interface NetBatch {
+  members: ResolvedTrigger[];
+  ref: Promise<TriggerRef>;
+}
+
 export class Triggers {
+  /** The batch that new resolutions join, if its put has not started yet. */
+  private forming: NetBatch | undefined;
+  /** The latest net put (settled or not): the next batch's put starts after it. */
+  private lastPut: Promise<unknown> = Promise.resolve();
+  /** Shared nets by messageId: members that have not called `done` yet, and when it was put. */
+  private readonly shared = new Map<string, { left: number; at: number }>();
+
   constructor(
     private readonly storage: Storage,
     private readonly deadlineDelayS: number,
@@ -97,10 +123,37 @@ export class Triggers {
 
   /**
    * The safety net for dependency propagation from an API call: fires later unless `done` deletes
-   * it first, so dependents are scheduled even if the caller crashes and never retries.
+   * it first, so dependents are scheduled even if the caller crashes and never retries. Group
+   * commit: while one net is being put, the resolutions that arrive wait and then share the next
+   * one, so a busy instance puts (and deletes) one message per batch, not per resolution (at
+   * Azurite each queue call costs a pass over every message of the account). The message is
+   * deleted once every member called `done`; if any never does (a crash, a failed propagation), it
+   * fires and the reaper finishes each member's propagation (a no-op for the finished ones).
    */
-  async resolved(taskId: string, runId: number): Promise<TriggerRef> {
-    return this.storage.trigger('resolved').put({ taskId, runId } satisfies ResolvedTrigger, { visibilityS: this.resolvedNetDelayS });
+  resolved(taskId: string, runId: number): Promise<TriggerRef> {
+    if (!this.forming || this.forming.members.length >= NET_BATCH_MAX) {
+      const batch: NetBatch = { members: [], ref: Promise.resolve(undefined as never) };
+      batch.ref = this.lastPut.then(() => {
+        if (this.forming === batch) this.forming = undefined; // later arrivals form the next batch
+        return this.putNet(batch.members);
+      });
+      this.forming = batch;
+      this.lastPut = batch.ref.catch(() => undefined);
+    }
+    this.forming.members.push({ taskId, runId });
+    return this.forming.ref;
+  }
+
+  private async putNet(members: ResolvedTrigger[]): Promise<TriggerRef> {
+    const body = members.length === 1 ? members[0] : ({ batch: members } satisfies ResolvedBatchTrigger);
+    const ref = await this.storage.trigger('resolved').put(body, { visibilityS: this.resolvedNetDelayS });
+    if (members.length > 1) {
+      // Entries of nets some member never finished: the message fires anyway, forget them.
+      const now = Date.now();
+      for (const [id, e] of this.shared) if (now - e.at > this.resolvedNetDelayS * 1000) this.shared.delete(id);
+      this.shared.set(ref.messageId, { left: members.length, at: now });
+    }
+    return ref;
   }
 
   /**
@@ -111,8 +164,14 @@ export class Triggers {
     return this.storage.trigger('resolved').put({ taskId, tracking: true } satisfies TrackingTrigger, { visibilityS: this.resolvedNetDelayS });
   }
 
-  /** Deletes a safety-net trigger whose work is done; failing to is harmless (it fires as a no-op). */
+  /**
+   * Deletes a safety-net trigger whose work is done (a shared one once all its members are done);
+   * failing to is harmless (it fires as a no-op).
+   */
   async done(ref: TriggerRef): Promise<void> {
+    const e = this.shared.get(ref.messageId);
+    if (e && --e.left > 0) return;
+    this.shared.delete(ref.messageId);
     await this.storage.trigger('resolved').delete(ref.messageId, ref.popReceipt);
   }
 }

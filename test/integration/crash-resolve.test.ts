@@ -99,3 +99,47 @@ test('cancelTask, client retries: canceled once, all-resolved dependent schedule
     await claimableOnce(t.depQueue, t.dependent);
   });
 }, 180_000);
+
+test('reports made while a safety net is put share the next one; when their propagation fails, the reaper finishes every member from it', async () => {
+  const [t1, t2, t3] = [await runningWithDependent(), await runningWithDependent(), await runningWithDependent()];
+  const storage = a.services.storage;
+  const trigger = storage.trigger.bind(storage);
+  const table = storage.table.bind(storage);
+  const before = storage.meter.byOp.get('resolved.put') ?? 0;
+  // The first net's put takes a while, so the next two reports wait for it and share one message.
+  let slowPut = true;
+  const spies = [
+    jest.spyOn(storage, 'trigger').mockImplementation((name) => {
+      const q = trigger(name);
+      if (name !== 'resolved') return q;
+      return Object.assign(Object.create(q), {
+        put: async (body: unknown, opts?: { visibilityS?: number }) => {
+          if (slowPut) {
+            slowPut = false;
+            await new Promise((r) => setTimeout(r, 1000));
+          }
+          return q.put(body, opts);
+        },
+      });
+    }),
+    // Propagation fails on A: nobody tells the dependents, and the nets stay.
+    jest.spyOn(storage, 'table').mockImplementation((name) => {
+      const t = table(name);
+      if (name !== 'TaskDeps') return t;
+      return Object.assign(Object.create(t), { page: async () => Promise.reject(new Error('TaskDeps unavailable')) });
+    }),
+  ];
+  try {
+    const first = a.queue(t1.creds, { retries: 0 }).reportCompleted(t1.taskId, 0);
+    await new Promise((r) => setTimeout(r, 300));
+    const rest = [t2, t3].map((t) => a.queue(t.creds, { retries: 0 }).reportCompleted(t.taskId, 0));
+    for (const r of await Promise.allSettled([first, ...rest])) expect(r.status).toBe('rejected');
+  } finally {
+    for (const s of spies) s.mockRestore();
+  }
+  expect((storage.meter.byOp.get('resolved.put') ?? 0) - before).toBe(2);
+  for (const t of [t1, t2, t3]) expect(await runSummary(b, t.dependent)).toEqual([]);
+  // The nets fire (resolvedNetDelayS 1): every dependent is scheduled, once.
+  await reapUntil(b, async () => (await Promise.all([t1, t2, t3].map((t) => status(b, t.dependent)))).every((s) => s.state === 'pending'));
+  for (const t of [t1, t2, t3]) await claimableOnce(t.depQueue, t.dependent);
+}, 180_000);

@@ -5,6 +5,9 @@
  * dependencies, failed after any of its storage calls (the request's or the background's) and
  * retried by the client or not at all, converges to at most one task that is scheduled once.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
 import { claim, reapUntil, uniqueQueue, W1, W2 } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
@@ -42,10 +45,13 @@ let b: TestService;
 /** An instance that tracks more than 4 dependencies in the background, so a crash sweep stays short. */
 let c: TestService;
 let azurite: Azurite;
+let dir: string | undefined;
 beforeAll(async () => {
   // An Azurite of its own: thousands of tasks in the suite's shared one would slow every other
-  // test's storage calls past their deadline.
-  azurite = await startAzurite({ quiet: true });
+  // test's storage calls past their deadline. On disk: in memory its minutely extent sweep, after
+  // thousands of queue calls, stalls it past the 10 s storage deadline (see startAzurite).
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'many-deps-'));
+  azurite = await startAzurite({ quiet: true, location: dir });
   a = await startTestService(
     { QUEUE_STORAGE_CONNECTION: azurite.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' },
     { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } },
@@ -62,6 +68,7 @@ afterAll(async () => {
   await b?.close();
   await a?.close();
   await azurite?.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** Waits for the instance's background dependency tracking. */
