@@ -4,7 +4,7 @@
  * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
  * reapers sweeping the same row at once do no harm.
  */
-import { StorageConflict, deleteRows } from '../storage/storage';
+import { StorageConflict, Table, deleteRows } from '../storage/storage';
 import { groupRowKey, latestRowKey, openRowKey } from './groups';
 import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
@@ -87,17 +87,7 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(unresolved ? [openRowKey(taskId)] : [])];
   const removeRows = async (): Promise<void> => {
     if (meta && new Date(meta.expires) <= now) {
-      try {
-        await groups.transact([
-          ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-          { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
-        ]);
-      } catch (err) {
-        // A row was gone already (a repeat after a crash, a task from before latest rows), or the group changed: one by one.
-        if (!(err instanceof StorageConflict)) throw err;
-        await deleteRows(groups, taskGroupId, keys);
-        await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
-      }
+      await deleteWithMeta(groups, taskGroupId, keys, meta.etag);
     } else {
       await deleteRows(groups, taskGroupId, keys);
     }
@@ -142,15 +132,23 @@ export async function expireGroup(d: TaskDeps, taskGroupId: string): Promise<voi
   const last = keys.splice(Math.max(0, keys.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
   await deleteRows(groups, taskGroupId, keys);
   if (!meta) return deleteRows(groups, taskGroupId, last);
+  await deleteWithMeta(groups, taskGroupId, last, meta.etag);
+}
+
+/**
+ * Deletes a group's rows with its meta row in one transaction, the meta row only if unchanged. If a
+ * row was gone already (a repeat after a crash, a task from before latest rows) or a task joined:
+ * row by row, the meta row still only if unchanged.
+ */
+async function deleteWithMeta(groups: Table, taskGroupId: string, keys: string[], metaEtag: string): Promise<void> {
   try {
     await groups.transact([
-      ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-      { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: meta.etag },
+      ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+      { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: metaEtag },
     ]);
   } catch (err) {
-    // A row was gone already (a repeat), or a task joined: row by row, the meta row only if unchanged.
     if (!(err instanceof StorageConflict)) throw err;
-    await deleteRows(groups, taskGroupId, last);
-    await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), meta.etag));
+    await deleteRows(groups, taskGroupId, keys);
+    await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), metaEtag));
   }
 }
