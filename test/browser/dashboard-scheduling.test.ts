@@ -3,36 +3,20 @@
  * setup): delayed and suspended counts per task queue, the held concurrency keys, a key's holder
  * and waiters in order, and a suspended task's suspensions and resume time.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-
-const CHROMIUM_PATHS = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(Boolean) as string[];
-const executablePath = CHROMIUM_PATHS.find((p) => fs.existsSync(p));
-let playwright: typeof import('playwright-core') | undefined;
-try {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  playwright = require('playwright-core');
-} catch {
-  playwright = undefined;
-}
-const missing = !playwright ? 'playwright-core is not installed' : !executablePath ? `no Chromium at ${CHROMIUM_PATHS.join(', ')}` : undefined;
-if (missing) console.warn(`dashboard scheduling browser test skipped: ${missing}`);
-const browserTest = missing ? test.skip : test;
-
-const OUT = path.resolve(__dirname, '..', '..', 'test-output');
+import { browserMissing, browserTest, OUT, withDashboard } from '../helpers/browser';
 
 let svc: TestService | undefined;
 afterAll(async () => svc?.close());
 
 browserTest(
-  `dashboard: delayed and suspended counts, who holds a key and who waits, a suspended task${missing ? ` (skipped: ${missing})` : ''}`,
+  `dashboard: delayed and suspended counts, who holds a key and who waits, a suspended task${browserMissing ? ` (skipped: ${browserMissing})` : ''}`,
   async () => {
-    svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
-    fs.mkdirSync(OUT, { recursive: true });
-    const ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
-    const Queue = svc.tc.createClient(ref, 'queue');
-    const q = svc.queue();
+    const s = (svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }));
+    const ref = await (await fetch(`${s.rootUrl}/api/references/queue/v1/api.json`)).json();
+    const Queue = s.tc.createClient(ref, 'queue');
+    const q = s.queue();
     const tq = `prov/dsched-${Math.random().toString(36).slice(2, 8)}`;
     const key = `dash-key-${Date.now()}`;
     const later = new Date(Date.now() + 3600_000).toJSON();
@@ -45,23 +29,14 @@ browserTest(
     const claims = (await q.claimWork(tq, { ...W, tasks: 2 })).tasks;
     expect(claims).toHaveLength(2);
     const sc = claims.find((c: any) => c.status.taskId === suspended);
-    await new Queue({ rootUrl: svc.rootUrl, credentials: sc.credentials }).suspendRun(suspended, 0, { continuation: { step: 1 }, resumeAt: later });
+    await new Queue({ rootUrl: s.rootUrl, credentials: sc.credentials }).suspendRun(suspended, 0, { continuation: { step: 1 }, resumeAt: later });
     await q.createTask(waiter1, taskDef(tq, { concurrencyKey: key }));
     await q.createTask(waiter2, taskDef(tq, { concurrencyKey: key, priority: 'high' }));
     await q.createTask(delayed, taskDef(tq, { notBefore: later }));
     // The waiters ask for the key (and wait); the delayed task is not due.
     expect((await q.claimWork(tq, { ...W, tasks: 3 })).tasks).toEqual([]);
 
-    const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-    try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-      const pageErrors: string[] = [];
-      page.on('pageerror', (e) => pageErrors.push(String(e)));
-      await page.goto(`${svc.rootUrl}/api/dashboard`);
-      await page.fill('#clientId', svc.root.clientId);
-      await page.fill('#accessToken', svc.root.accessToken);
-      await page.click('#login button[type=submit]');
-
+    await withDashboard(s, async (page) => {
       // Overview: the queue's delayed and suspended counts; the held key with its holder.
       const cell = (cls: string) => page.locator(`tr[data-queue="${tq}"] td.${cls}`);
       await page.waitForFunction((id) => document.querySelector(`tr[data-queue="${id}"] td.suspended`)?.textContent === '1', tq, { timeout: 15_000 });
@@ -80,7 +55,7 @@ browserTest(
       await page.screenshot({ path: path.join(OUT, 'dashboard-scheduling-key.png'), fullPage: true });
 
       // The suspended task: its suspension count and when it resumes; a waiter links to its key.
-      await page.goto(`${svc.rootUrl}/api/dashboard#task=${suspended}`);
+      await page.goto(`${s.rootUrl}/api/dashboard#task=${suspended}`);
       await page.waitForSelector('#task-suspensions', { timeout: 15_000 });
       expect(await page.locator('#task-suspensions').textContent()).toBe('suspended 1 time');
       expect(await page.locator('#task-resume-at').textContent()).toContain(`resumes at ${later}`);
@@ -89,16 +64,13 @@ browserTest(
         expect.stringMatching(/^1pendingresumed/),
       ]);
       await page.screenshot({ path: path.join(OUT, 'dashboard-scheduling-task.png'), fullPage: true });
-      await page.goto(`${svc.rootUrl}/api/dashboard#task=${waiter1}`);
+      await page.goto(`${s.rootUrl}/api/dashboard#task=${waiter1}`);
       await page.waitForSelector(`a[href="#key=${key}"]`, { timeout: 15_000 });
-      await page.goto(`${svc.rootUrl}/api/dashboard#task=${delayed}`);
+      await page.goto(`${s.rootUrl}/api/dashboard#task=${delayed}`);
       await page.waitForFunction(() => document.getElementById('task-resume-at')?.textContent?.startsWith('starts no earlier than'), undefined, {
         timeout: 15_000,
       });
-      expect(pageErrors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
+    });
   },
   90_000,
 );

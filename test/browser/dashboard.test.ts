@@ -4,57 +4,25 @@
  * credentials typed into the page, and shows a created task move to completed. Screenshots go to
  * test-output/. Skipped, with the reason printed, where Chromium or playwright-core is missing.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-
-const CHROMIUM_PATHS = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter(Boolean) as string[];
-const executablePath = CHROMIUM_PATHS.find((p) => fs.existsSync(p));
-let playwright: typeof import('playwright-core') | undefined;
-try {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  playwright = require('playwright-core');
-} catch {
-  playwright = undefined;
-}
-const missing = !playwright
-  ? 'playwright-core is not installed'
-  : !executablePath
-    ? `no Chromium at ${CHROMIUM_PATHS.join(', ')} (apt-get install -y chromium)`
-    : undefined;
-if (missing) console.warn(`dashboard browser test skipped: ${missing}`);
-const browserTest = missing ? test.skip : test;
-
-const OUT = path.resolve(__dirname, '..', '..', 'test-output');
+import { browserMissing, browserTest, OUT, withDashboard } from '../helpers/browser';
 
 let svc: TestService | undefined;
 afterAll(async () => svc?.close());
 
 browserTest(
-  `dashboard: sign in, watch a task go from pending to completed, quarantine a worker${missing ? ` (skipped: ${missing})` : ''}`,
+  `dashboard: sign in, watch a task go from pending to completed, quarantine a worker${browserMissing ? ` (skipped: ${browserMissing})` : ''}`,
   async () => {
-    svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
-    fs.mkdirSync(OUT, { recursive: true });
-    const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-    try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-      const pageErrors: string[] = [];
-      page.on('pageerror', (e) => pageErrors.push(String(e)));
+    const s = (svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }));
+    const tq = `prov/dash-${Math.random().toString(36).slice(2, 8)}`;
+    const q = s.queue();
+    const taskId = slugid();
+    await q.createTask(taskId, taskDef(tq, { metadata: { name: 'dashboard demo', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
+    const failing = slugid();
+    await q.createTask(failing, taskDef(tq, { metadata: { name: 'flaky build', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
 
-      const tq = `prov/dash-${Math.random().toString(36).slice(2, 8)}`;
-      const q = svc.queue();
-      const taskId = slugid();
-      await q.createTask(
-        taskId,
-        taskDef(tq, { metadata: { name: 'dashboard demo', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }),
-      );
-      const failing = slugid();
-      await q.createTask(failing, taskDef(tq, { metadata: { name: 'flaky build', description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
-
-      await page.goto(`${svc.rootUrl}/api/dashboard`);
-      await page.fill('#clientId', svc.root.clientId);
-      await page.fill('#accessToken', svc.root.accessToken);
-      await page.click('#login button[type=submit]');
+    await withDashboard(s, async (page) => {
       // The overview lists the task queue with its exact counts, fetched with Hawk-signed requests.
       const row = page.locator(`tr[data-queue="${tq}"]`);
       await row.waitFor({ timeout: 15_000 });
@@ -63,12 +31,12 @@ browserTest(
       expect(await page.evaluate(() => localStorage.length)).toBe(0);
 
       // The task view: pending, then (after a worker claims and completes it) completed.
-      await page.goto(`${svc.rootUrl}/api/dashboard#task=${taskId}`);
+      await page.goto(`${s.rootUrl}/api/dashboard#task=${taskId}`);
       await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'pending', undefined, { timeout: 15_000 });
       const claims = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'dash-worker', tasks: 2 })).tasks;
       expect(claims).toHaveLength(2);
       for (const c of claims) {
-        const wq = svc.queue(c.credentials);
+        const wq = s.queue(c.credentials);
         if (c.status.taskId === taskId) {
           const expires = new Date(Date.now() + 3600_000).toJSON();
           await wq.createArtifact(taskId, 0, 'public/logs/live.log', {
@@ -96,10 +64,10 @@ browserTest(
       await page.screenshot({ path: path.join(OUT, 'dashboard-task.png'), fullPage: true });
 
       // The overview shows the failure; the queue view quarantines the worker.
-      await page.goto(`${svc.rootUrl}/api/dashboard#`);
+      await page.goto(`${s.rootUrl}/api/dashboard#`);
       await page.waitForSelector(`text=flaky build`, { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-overview.png'), fullPage: true });
-      await page.goto(`${svc.rootUrl}/api/dashboard#queue=${tq}`);
+      await page.goto(`${s.rootUrl}/api/dashboard#queue=${tq}`);
       const answers = ['2', 'testing the dashboard'];
       page.on('dialog', (d) => void d.accept(answers.shift()));
       await page.click('button[data-worker="wg/dash-worker"]', { timeout: 15_000 });
@@ -109,12 +77,9 @@ browserTest(
       const [p, wt] = tq.split('/');
       const w = await q.getWorker(p, wt, 'wg', 'dash-worker');
       expect(Date.parse(w.quarantineUntil)).toBeGreaterThan(Date.now() + 3600_000);
-      expect(w.quarantineDetails[0]).toMatchObject({ clientId: svc.root.clientId, quarantineInfo: 'testing the dashboard' });
+      expect(w.quarantineDetails[0]).toMatchObject({ clientId: s.root.clientId, quarantineInfo: 'testing the dashboard' });
       await page.screenshot({ path: path.join(OUT, 'dashboard-queue.png'), fullPage: true });
-      expect(pageErrors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
+    });
   },
   90_000,
 );
@@ -123,11 +88,10 @@ let svc2: TestService | undefined;
 afterAll(async () => svc2?.close());
 
 browserTest(
-  `dashboard: browse the index to an indexed task; list a hook group and trigger a hook${missing ? ` (skipped: ${missing})` : ''}`,
+  `dashboard: browse the index to an indexed task; list a hook group and trigger a hook${browserMissing ? ` (skipped: ${browserMissing})` : ''}`,
   async () => {
     svc2 = await startTestService();
     const s = svc2;
-    fs.mkdirSync(OUT, { recursive: true });
     const ns = `dash${Math.random().toString(36).slice(2, 8)}`;
     const taskId = slugid();
     await s.queue().createTask(taskId, taskDef(`prov/dash-${Math.random().toString(36).slice(2, 8)}`));
@@ -146,16 +110,7 @@ browserTest(
       },
     });
 
-    const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-    try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-      const pageErrors: string[] = [];
-      page.on('pageerror', (e) => pageErrors.push(String(e)));
-      await page.goto(`${s.rootUrl}/api/dashboard`);
-      await page.fill('#clientId', s.root.clientId);
-      await page.fill('#accessToken', s.root.accessToken);
-      await page.click('#login button[type=submit]');
-
+    await withDashboard(s, async (page) => {
       // Index: namespace by namespace down to the entry, then the task view.
       await page.click('nav a[href="#index"]');
       await page.click(`tr[data-namespace="${ns}"] a`, { timeout: 15_000 });
@@ -185,10 +140,7 @@ browserTest(
       // After the next refresh the row lists the fire.
       await page.waitForFunction(() => document.querySelector('tr[data-hook="dash/nightly"] ul.fires li') !== null, undefined, { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-hooks.png'), fullPage: true });
-      expect(pageErrors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
+    });
   },
   90_000,
 );
