@@ -222,6 +222,8 @@ export interface LifecycleCostResult {
   background: MeterDelta;
   reaper: ReaperStats & { passes: number };
   errors: Errors;
+  /** The first lifecycle of each worker, before the measured ones (first-sight rows included). */
+  warmup: { lifecycles: number; storage: MeterDelta };
 }
 
 /**
@@ -234,6 +236,9 @@ export async function lifecycleCost(
   taskQueueId: string,
   opts: { count: number; concurrency: number; deadlineInMs: number },
 ): Promise<LifecycleCostResult> {
+  // One lifecycle per worker first: a worker's and a task queue's first-sight rows (Workers,
+  // TaskQueues, the pending queue) are paid once per worker or queue, not per lifecycle; counted apart.
+  const warm = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, count: opts.concurrency, deadlineInMs: opts.deadlineInMs });
   const fg = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, count: opts.count, deadlineInMs: opts.deadlineInMs });
   const claimTimeoutMs = inst.services.config.claimTimeoutS * 1000;
   const deadlineDelayMs = inst.services.config.deadlineDelayS * 1000;
@@ -251,7 +256,14 @@ export async function lifecycleCost(
     for (const k of ['deadline', 'claim', 'resolved', 'failed'] as const) reaper[k] += s[k];
     if (s.claim + s.deadline + s.resolved === 0) break;
   }
-  return { lifecycles: fg.completed, foreground: fg.storage, background: meter.stop(), reaper, errors: fg.errors };
+  return {
+    lifecycles: fg.completed,
+    foreground: fg.storage,
+    background: meter.stop(),
+    reaper,
+    errors: fg.errors,
+    warmup: { lifecycles: warm.completed, storage: warm.storage },
+  };
 }
 
 // ---- (e) idle polling cost ----

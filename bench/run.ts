@@ -49,7 +49,8 @@ const SIZES = {
   backlogTasks: 500,
   backlogLoops: 4,
   backlogBatch: 32,
-  costLifecycles: 64,
+  /** Measured after one warm-up lifecycle per worker (bench/phases.ts lifecycleCost). */
+  costLifecycles: 128,
   eventLifecycles: 30,
   costDeadlineMs: 8_000,
   costClaimTimeoutS: 3,
@@ -309,6 +310,10 @@ async function main(): Promise<void> {
             { metric: '(d) storage tx per lifecycle, foreground', value: String(fgPer!.total) },
             { metric: '(d) storage tx per lifecycle, background', value: String(bgPer!.total) },
             {
+              metric: `(d) warm-up: first lifecycle of each of ${cost.warmup.lifecycles} workers (first-sight rows)`,
+              value: String(perUnit(cost.warmup.storage, Math.max(1, cost.warmup.lifecycles)).total),
+            },
+            {
               metric: '(d) storage tx per lifecycle, total',
               value: String(totalPer!.total),
               target: `<= ${TARGETS.transactionsPerLifecycle}`,
@@ -425,7 +430,14 @@ async function main(): Promise<void> {
       raw: raw && { ...raw, sequence: RAW_SEQUENCE },
       throughputVsRaw: round(vsRaw, 3),
       backlog: backlog && { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
-      perLifecycle: cost && { lifecycles: cost.lifecycles, reaper: cost.reaper, foreground: fgPer, background: bgPer, total: totalPer },
+      perLifecycle: cost && {
+        lifecycles: cost.lifecycles,
+        reaper: cost.reaper,
+        foreground: fgPer,
+        background: bgPer,
+        total: totalPer,
+        warmup: perUnit(cost.warmup.storage, Math.max(1, cost.warmup.lifecycles)),
+      },
       idle: idle && { results: idle.results, ratio: round(idleRatio, 3) },
       scale,
       events: events && { ...events, perLifecycle: evPer, deliveryTxPerLifecycle: round(evExtra) },
