@@ -12,7 +12,7 @@ import { TaskGroups, groupRowKey } from './tasks/groups';
 import { taskRowKey } from './tasks/model';
 import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
-import { TaskDeps } from './tasks/deps';
+import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { opsObserver } from './ops/observer';
@@ -78,7 +78,7 @@ export interface Services extends TaskDeps {
   /** Task queues and workers (seen, quarantine). */
   workers: WorkerRegistry;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
-  wakeListeners: Set<(taskQueueId: string) => void>;
+  wakeListeners: Set<(taskQueueId: string, hinted?: WakeHint) => void>;
   /** Event recording and delivery (shared/events). */
   events: EventRecorder;
   /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
@@ -115,7 +115,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     encryptionKey: config.tokenEncryptionKey,
     now,
   });
-  const wakeListeners = new Set<(taskQueueId: string) => void>();
+  const wakeListeners = new Set<(taskQueueId: string, hinted?: WakeHint) => void>();
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
   const expiry = new ExpiryIndex(storage);
   const sinks =
@@ -153,7 +153,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     events,
     checkTask: opts.checkTask,
     background: new Set(),
-    wake: (taskQueueId) => wakeListeners.forEach((fn) => fn(taskQueueId)),
+    wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
     taskEvents: taskEventEffects(events),
     groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),
     redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),

@@ -9,6 +9,7 @@ import type { DeadlineSweep, Triggers } from './triggers';
 import type { TaskGroups } from './groups';
 import type { ExpiryIndex } from './expiry';
 import type { Logger } from '../log';
+import type { Priority } from './vocabulary';
 
 /**
  * How one task write's events travel (shared/events/recorder.ts makes them; the executor applies
@@ -43,6 +44,12 @@ export interface TaskEvents {
   deliver(w: WriteEvents): Promise<boolean>;
 }
 
+/** The task whose hint a wake is about: pollers look first at the pending queue its hint went to. */
+export interface WakeHint {
+  taskId: string;
+  priority: Priority;
+}
+
 export interface TaskDeps {
   storage: Storage;
   tasks: TaskStore;
@@ -63,8 +70,8 @@ export interface TaskDeps {
   tuning?: { syncDependencies?: number };
   /** Commits a resolved run's pending uploads (shared/artifacts/commit.ts); idempotent. */
   uploads: { commit: (taskId: string, runId: number) => Promise<void> };
-  /** Wakes this instance's claimWork pollers for a task queue (no-op where none run). */
-  wake: (taskQueueId: string) => void;
+  /** Wakes this instance's claimWork pollers for a task queue (no-op where none run), naming the hinted task. */
+  wake: (taskQueueId: string, hinted?: WakeHint) => void;
   /**
    * After a task's group open row is gone: publishes task-group-resolved if the group has no
    * unresolved task left (`empty`: known without a read, shared/tasks/groups.ts `close`;

@@ -52,7 +52,8 @@ export type Effect =
   | { phase: 'with'; kind: 'row'; entity: Entity }
   // ---- after ----
   | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: TriggerRef }
-  | { phase: 'after'; kind: 'wake'; taskQueueId: string }
+  /** Pollers of this instance look again, first at the pending queue the task's hint went to. */
+  | { phase: 'after'; kind: 'wake'; taskQueueId: string; taskId: string; priority: Priority }
   /** Uploads end with the run: commit the ones still pending. */
   | { phase: 'after'; kind: 'commit-uploads'; taskId: string; runId: number }
   /** Tell dependents of the task's final resolution, then record it (dependentsNotified). */
@@ -107,7 +108,7 @@ export const effect = {
   reopenGroup: (taskGroupId: string, taskId: string, expires: string): Effect => ({ phase: 'before', kind: 'reopen-group', taskGroupId, taskId, expires }),
   row: (entity: Entity): Effect => ({ phase: 'with', kind: 'row', entity }),
   dropTrigger: (trigger: 'claim' | 'deadline', ref: TriggerRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
-  wake: (taskQueueId: string): Effect => ({ phase: 'after', kind: 'wake', taskQueueId }),
+  wake: (taskQueueId: string, taskId: string, priority: Priority): Effect => ({ phase: 'after', kind: 'wake', taskQueueId, taskId, priority }),
   commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
   releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),

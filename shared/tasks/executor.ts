@@ -236,7 +236,7 @@ async function performAfter(d: TaskDeps, effects: Effect[], task: TaskRecord, pe
 async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Performed): Promise<void> {
   switch (e.kind) {
     case 'wake':
-      d.wake(e.taskQueueId);
+      d.wake(e.taskQueueId, { taskId: e.taskId, priority: e.priority });
       return;
     case 'commit-uploads':
       // Saves a query per report: a run without the mark created no s3 artifact (an unmarked older

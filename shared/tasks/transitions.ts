@@ -151,7 +151,7 @@ function owedRelease(t: TaskRecord, runId: number): Effect[] {
 function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaims: number[]; dropDeadline: boolean }): Effect[] {
   const out: Effect[] = [];
   const last = lastRun(next);
-  if (last?.state === 'pending') out.push(effect.wake(next.definition.taskQueueId));
+  if (last?.state === 'pending') out.push(effect.wake(next.definition.taskQueueId, next.taskId, priorityOf(next)));
   for (const i of opts.dropClaims) {
     const ref = before.runs[i]?.claimTrigger;
     if (ref) out.push(effect.dropTrigger('claim', ref));
@@ -189,7 +189,7 @@ export function create(input: CreateInput, now: Date): Step {
   ];
   if (def.dependencies.length === 0) {
     effects.push(addPendingRun(next, 'scheduled', now, input.hintId));
-    effects.push(effect.wake(def.taskQueueId));
+    effects.push(effect.wake(def.taskQueueId, taskId, priorityOf(next)));
   }
   return { next, effects };
 }
@@ -199,7 +199,7 @@ export function schedule(task: TaskRecord, input: { hintId: string }, now: Date)
   if (task.runs.length > 0 || deadlinePassed(task, now)) return same(task);
   const next = copy(task);
   const hint = addPendingRun(next, 'scheduled', now, input.hintId);
-  return { next, effects: [hint, effect.wake(task.definition.taskQueueId)] };
+  return { next, effects: [hint, effect.wake(task.definition.taskQueueId, task.taskId, priorityOf(next))] };
 }
 
 /** scheduleTask: as `schedule`, refused after the deadline. */
@@ -422,7 +422,12 @@ export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): R
   const d = task.definition;
   return {
     next,
-    effects: [effect.putDeadlineTrigger(task.taskId, d.deadline), effect.reopenGroup(d.taskGroupId, task.taskId, d.expires), hint, effect.wake(d.taskQueueId)],
+    effects: [
+      effect.putDeadlineTrigger(task.taskId, d.deadline),
+      effect.reopenGroup(d.taskGroupId, task.taskId, d.expires),
+      hint,
+      effect.wake(d.taskQueueId, task.taskId, priorityOf(next)),
+    ],
   };
 }
 
@@ -440,7 +445,7 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
     next,
     effects: [
       effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline, dueLater(run, now)),
-      effect.wake(d.taskQueueId),
+      effect.wake(d.taskQueueId, task.taskId, priorityOf(next)),
     ],
   };
 }
@@ -512,7 +517,7 @@ export function changePriority(task: TaskRecord, input: { priority: Priority; hi
     next,
     effects: [
       effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline, dueLater(last, now)),
-      effect.wake(d.taskQueueId),
+      effect.wake(d.taskQueueId, task.taskId, input.priority),
     ],
   };
 }

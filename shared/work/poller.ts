@@ -10,7 +10,7 @@
  */
 import type { Services } from '../services';
 import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
-import type { Hint } from '../tasks/pending';
+import type { Hint, UsedQueue } from '../tasks/pending';
 
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
@@ -36,6 +36,8 @@ export class HintPoller {
   private wakeSleep: (() => void) | undefined;
   /** Where the next pass starts within each priority's shards. */
   private rotation = 0;
+  /** The pending queue a local wake named: the next pass starts its priority's shards there. */
+  private woken: UsedQueue | undefined;
 
   constructor(
     private readonly svc: Services,
@@ -63,7 +65,9 @@ export class HintPoller {
     });
   }
 
-  wake(): void {
+  /** `at`: the queue the new hint went to, so a task made pending here is found without empty receives of other shards. */
+  wake(at?: UsedQueue): void {
+    if (at) this.woken = at;
     this.wakeSleep?.();
   }
 
@@ -115,14 +119,19 @@ export class HintPoller {
   private async pass(): Promise<number> {
     let handed = 0;
     const used = await this.svc.pending.usedQueues(this.taskQueueId);
-    const start = this.rotation++;
+    const rotation = this.rotation++;
+    const woken = this.woken;
+    this.woken = undefined;
     for (let i = 0; i < used.length && this.waiters.length;) {
       // The shards of one priority are consecutive in `used`.
       let j = i;
       while (j < used.length && used[j].priority === used[i].priority) j++;
-      const queues = used.slice(i, j).map((u) => this.svc.pending.queue(this.taskQueueId, u.priority, u.shard));
+      const block = used.slice(i, j);
+      const queues = block.map((u) => this.svc.pending.queue(this.taskQueueId, u.priority, u.shard));
       i = j;
-      // From a rotating start, so busy shards share the load and the first shard does not always go first.
+      // From the woken shard, else a rotating start, so busy shards share the load and the first shard does not always go first.
+      const at = woken ? block.findIndex((u) => u.priority === woken.priority && u.shard === woken.shard) : -1;
+      const start = at >= 0 ? at : rotation;
       handed += await this.drain(queues.map((_, k) => queues[(start + k) % queues.length]));
     }
     return handed;
@@ -182,7 +191,9 @@ export class Pollers {
   private readonly pollers = new Map<string, HintPoller>();
 
   constructor(private readonly svc: Services) {
-    svc.wakeListeners.add((taskQueueId) => this.pollers.get(taskQueueId)?.wake());
+    svc.wakeListeners.add((taskQueueId, hinted) =>
+      this.pollers.get(taskQueueId)?.wake(hinted && { priority: hinted.priority, shard: svc.pending.shardOf(taskQueueId, hinted.taskId) }),
+    );
   }
 
   /** Stops every poller (the app is shutting down). */

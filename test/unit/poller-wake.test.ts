@@ -1,0 +1,62 @@
+/**
+ * A local wake names the pending queue the new hint went to: with several shards, the poller's
+ * next pass starts there instead of receiving empty shards first.
+ */
+import { HintPoller } from '../../shared/work/poller';
+import { PendingQueues } from '../../shared/tasks/pending';
+import { MemoryStorage } from '../../shared/storage/memory';
+import type { Services } from '../../shared/services';
+
+const TQ = 'prov/wake';
+const SHARDS = 3;
+
+async function setup() {
+  const storage = new MemoryStorage('wake');
+  await storage.table('TaskQueues').create();
+  const pending = new PendingQueues(storage, 'key', { default: SHARDS, byQueue: {} });
+  const received: number[] = [];
+  const queue = pending.queue.bind(pending);
+  const wrapped = new WeakSet<object>();
+  // Records which shard each receive went to (a queue object is shared per name: wrapped once).
+  pending.queue = (taskQueueId, priority, shard = 0) => {
+    const q = queue(taskQueueId, priority, shard);
+    if (wrapped.has(q)) return q;
+    wrapped.add(q);
+    const receive = q.receive.bind(q);
+    q.receive = (count, visibilityS) => {
+      received.push(shard);
+      return receive(count, visibilityS);
+    };
+    return q;
+  };
+  const svc = { pending, tuning: { hintLeaseS: 60 }, log: { warn: () => undefined, error: () => undefined } } as unknown as Services;
+  return { pending, received, poller: new HintPoller(svc, TQ) };
+}
+
+/** A taskId whose hints go to `shard`. */
+function idIn(pending: PendingQueues, shard: number): string {
+  for (let i = 0; ; i++) if (pending.shardOf(TQ, `task${i}`) === shard) return `task${i}`;
+}
+
+test.each([0, 1, 2])('woken for a hint in shard %i, the pass receives that shard first and no other', async (shard) => {
+  const { pending, received, poller } = await setup();
+  // Every shard is in use (a hint was put in each and consumed), as in a busy task queue.
+  for (let s = 0; s < SHARDS; s++) await pending.ensure(TQ, 'lowest', s);
+  const taskId = idIn(pending, shard);
+  await pending.put(TQ, 'lowest', taskId, 0, 'h', new Date(Date.now() + 60_000).toJSON());
+  poller.wake({ priority: 'lowest', shard });
+  const got = await poller.request(1, Date.now() + 5_000);
+  expect(got.map((l) => l.hint.taskId)).toEqual([taskId]);
+  expect(received).toEqual([shard]);
+});
+
+test('without a wake, passes rotate their starting shard', async () => {
+  const { pending, received, poller } = await setup();
+  for (let s = 0; s < SHARDS; s++) await pending.ensure(TQ, 'lowest', s);
+  const taskId = idIn(pending, 2);
+  await pending.put(TQ, 'lowest', taskId, 0, 'h', new Date(Date.now() + 60_000).toJSON());
+  const got = await poller.request(1, Date.now() + 5_000);
+  expect(got.map((l) => l.hint.taskId)).toEqual([taskId]);
+  // The first pass starts at shard 0 and reaches shard 2 after two empty receives.
+  expect(received).toEqual([0, 1, 2]);
+});
