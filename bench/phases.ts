@@ -3,7 +3,7 @@
  * and task creators would.
  */
 import { Instance, newTaskId, sleep, taskDef } from './harness';
-import { MeterDelta, latencySummary, meterWindow, round, runLoops } from './stats';
+import { MeterDelta, addDeltas, latencySummary, meterWindow, round, runLoops } from './stats';
 import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
@@ -41,9 +41,10 @@ async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promis
 /**
  * createTask → claimWork (tasks: 1, until it gets one) → reportCompleted with the claim's
  * credentials. Each closed loop is its own worker, as real workers claim one after another.
+ * With `creator`, the task is created through that instance (another instance of the app).
  */
-async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number, workerId = WORKER.workerId): Promise<void> {
-  await root.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
+async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number, workerId = WORKER.workerId, creator = root): Promise<void> {
+  await creator.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
   // Bounded, so a phase ends even when hints go missing (e.g. a create that failed half-way).
   const until = Date.now() + STEP_TIMEOUT_MS;
   for (;;) {
@@ -112,13 +113,20 @@ export interface ThroughputResult {
   errors: Errors;
 }
 
-/** `concurrency` loops run whole lifecycles until `count` are started or `durationMs` passes. */
+/**
+ * `concurrency` loops run whole lifecycles until `count` are started or `durationMs` passes. With
+ * `creator`, tasks are created through that instance and claimed and reported through `inst`
+ * (no task row is cached where it is claimed; the wake cannot reach the claiming poller); the
+ * storage figures then cover both instances.
+ */
 export async function closedLoop(
   inst: Instance,
   taskQueueId: string,
-  opts: { concurrency: number; durationMs?: number; count?: number; deadlineInMs?: number },
+  opts: { concurrency: number; durationMs?: number; count?: number; deadlineInMs?: number; creator?: Instance },
 ): Promise<ThroughputResult> {
   const root = inst.queue();
+  const creatorRoot = opts.creator?.queue() ?? root;
+  const creatorMeter = opts.creator && meterWindow(opts.creator.services.storage.meter);
   const errors = newErrors();
   let started = 0;
   let completed = 0;
@@ -129,7 +137,7 @@ export async function closedLoop(
     if (Date.now() >= stopAt || (opts.count !== undefined && started >= opts.count)) return false;
     started++;
     try {
-      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs, `w${loop}`);
+      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs, `w${loop}`, creatorRoot);
       completed++;
     } catch (err) {
       noteError(errors, err);
@@ -138,7 +146,8 @@ export async function closedLoop(
     return true;
   });
   const seconds = (performance.now() - t0) / 1000;
-  return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage: meter.stop(), errors };
+  const storage = creatorMeter ? addDeltas(meter.stop(), creatorMeter.stop()) : meter.stop();
+  return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage, errors };
 }
 
 // ---- (c) backlog drain ----

@@ -45,6 +45,7 @@ const SIZES = {
   crossPickupMaxPauseMs: 2500,
   concurrency: 16,
   throughputMs: 15_000,
+  crossThroughputMs: 10_000,
   rawMs: 10_000,
   backlogTasks: 500,
   backlogLoops: 4,
@@ -162,6 +163,12 @@ async function main(): Promise<void> {
         const r = await closedLoop(A, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
         return { ...r, busiest: busiestRates(A.services.storage.meter.partitions!, r.seconds, BUSIEST_TOP) };
       });
+      // Item 6's second instance: tasks created on B, claimed and reported on A.
+      const crossLoop = await step(
+        'b',
+        `closed-loop lifecycles across two instances, concurrency ${SIZES.concurrency}, ${SIZES.crossThroughputMs / 1000} s`,
+        () => closedLoop(A, 'bench/loop-x', { concurrency: SIZES.concurrency, durationMs: SIZES.crossThroughputMs, creator: B }),
+      );
       const backlog = await step('c', `backlog: ${SIZES.backlogTasks} tasks, ${SIZES.backlogLoops} loops claiming ${SIZES.backlogBatch}`, async () => {
         A.services.storage.meter.trackPartitions();
         const r = await backlogDrain(A, 'bench/backlog', {
@@ -173,9 +180,9 @@ async function main(): Promise<void> {
         // Create and drain together: the per-queue rates show how the hints spread over the pending shards.
         return { ...r, busiest: busiestRates(A.services.storage.meter.partitions!, r.tasks / r.createPerSecond + r.drainSeconds, BUSIEST_TOP) };
       });
-      return { pickup, crossPickup, loop, backlog };
+      return { pickup, crossPickup, loop, crossLoop, backlog };
     });
-    const { pickup, crossPickup, loop, backlog } = abc ?? {};
+    const { pickup, crossPickup, loop, crossLoop, backlog } = abc ?? {};
 
     const raw = await step('f', `raw Azurite ceiling, concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`, () =>
       rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs }),
@@ -239,7 +246,7 @@ async function main(): Promise<void> {
     const azuritePeak = peakRssOf(azurite.pid);
     const warnings = logs.reduce((s, l) => s + l.warnings, 0);
     const serviceErrors = logs.reduce((s, l) => s + l.errors, 0);
-    const withErrors = [pickup, crossPickup, loop, backlog, cost, idle, events, acc?.fresh, acc?.loaded].filter((p) => p !== undefined);
+    const withErrors = [pickup, crossPickup, loop, crossLoop, backlog, cost, idle, events, acc?.fresh, acc?.loaded].filter((p) => p !== undefined);
     const clientErrors = withErrors.reduce((n, p) => n + p.errors.count, 0);
     const vsRaw = loop && raw && raw.perSecond > 0 ? loop.perSecond / raw.perSecond : NaN;
 
@@ -290,6 +297,14 @@ async function main(): Promise<void> {
             },
             { metric: '(b) lifecycles completed', value: `${loop.completed} in ${loop.seconds} s` },
             { metric: '(b) storage tx per lifecycle (foreground)', value: String(loopFgPer!.total) },
+          ]
+        : []),
+      ...(crossLoop
+        ? [
+            {
+              metric: '(b) across two instances (create on one, claim and report on the other): lifecycles/s, tx per lifecycle',
+              value: `${crossLoop.perSecond}, ${perUnit(crossLoop.storage, Math.max(1, crossLoop.completed)).total}`,
+            },
           ]
         : []),
       ...(raw
@@ -429,6 +444,12 @@ async function main(): Promise<void> {
         lifecyclesPerSecond: loop.perSecond,
         foregroundTxPerLifecycle: loopFgPer!.total,
         busiest: loop.busiest,
+      },
+      crossThroughput: crossLoop && {
+        completed: crossLoop.completed,
+        seconds: crossLoop.seconds,
+        lifecyclesPerSecond: crossLoop.perSecond,
+        txPerLifecycle: perUnit(crossLoop.storage, Math.max(1, crossLoop.completed)),
       },
       raw: raw && { ...raw, sequence: RAW_SEQUENCE },
       throughputVsRaw: round(vsRaw, 3),
