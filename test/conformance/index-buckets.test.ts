@@ -143,6 +143,13 @@ test('a task queue over three buckets: rows in three partitions, every listing a
   };
   expect(await view(svc)).toEqual(expected);
 
+  // A pending row its task contradicts (a crash left it) is skipped and deleted from its bucket.
+  const stale = claimedIds.find((id) => jumpHash(id, BUCKETS) > 0)!;
+  const staleRow = { partitionKey: queuePk(tq, jumpHash(stale, BUCKETS)), rowKey: `p~${new Date(0).toJSON()}~${stale}~0` };
+  await indexes.insert({ ...staleRow, taskId: stale, runId: 0, taskQueueId: tq, live: true, deadline: new Date(Date.now() + 3600_000).toJSON() });
+  expect((await all((qs) => q.listPendingTasks(tq, qs), 'tasks')).map((t) => t.taskId)).toEqual(stillPending);
+  expect(await indexes.get(staleRow.partitionKey, staleRow.rowKey)).toBeUndefined();
+
   // The deployment drops back to one bucket: a new task goes to bucket 0 whatever its id, and the
   // old buckets stay readable (from another instance too, which never wrote them).
   const single = await startTestService({ ...DEPLOYMENT, QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_PENDING_SHARDS: '1' });
