@@ -14,7 +14,7 @@
  * - by task group, newest first: a `~new~` row in the group's TaskGroups partition, written in the
  *   transaction that adds the member (shared/tasks/groups.ts).
  *
- * Buckets: a partition takes about 2,000 entities/s and a lifecycle writes ~8 index entities, so a
+ * Buckets: a partition takes about 2,000 entities/s and a lifecycle writes ~9 index entities, so a
  * busy task queue spreads its tasks over N buckets, N = its pending shard count
  * (QUEUE_PENDING_SHARDS) when the task was created (`TaskRecord.indexBuckets`), bucket
  * jumpHash(taskId, N). All rows of a task stay in its one bucket. Bucket 0 is the partition every
@@ -23,7 +23,7 @@
  * max(counts) buckets, so lowering N later leaves old buckets readable.
  *
  * Every key is a function of the task record, so any writer computes the same keys. A transition
- * costs one entity-group transaction in its task queue's partition (delete the old state's row,
+ * costs one entity-group transaction in its task queue's partition, the task's bucket (delete the old state's row,
  * create the new one, record the worker's claim, the by-name row at creation); nothing else. There
  * is no deployment-wide partition (no hot spot): resolved runs of every queue and tasks by name are
  * read by fanning out over the task queues' partitions and merging by key. Concurrent task writes
@@ -362,7 +362,8 @@ export class IndexBatcher {
 
 /**
  * How long a process trusts that it has listed a task queue in `queues` (one upsert per queue per
- * process per hour: the row never changes, so rewriting it only covers a lost first write).
+ * process per hour: rewriting the row only covers a lost first write; a larger bucket count is
+ * written at once).
  */
 export const QUEUE_SEEN_TTL_MS = 3600_000;
 /** Bounds the registry caches' memory (an entry is a task queue id, a count and a time). */
