@@ -127,6 +127,24 @@ function pendingRows(m: ScaleModel): Row[] {
   ];
 }
 
+/** A task queue's operator index partition: `Indexes q~<id>` (bucket 0) or `Indexes q~<id>~<b>`. */
+const INDEX_PARTITION = /Indexes q~[^~]+(~\d+)?$/;
+
+/** The task queue's index partitions (hash buckets, as many as its pending shards): how far its busiest carries it. */
+function indexRows(m: ScaleModel): Row[] {
+  const buckets = m.hotspots.filter((h) => h.kind === 'partition' && h.scope === 'task-queue' && INDEX_PARTITION.test(h.where));
+  if (!buckets.length) return [];
+  const busiest = buckets.reduce((a, b) => (a.limitOne <= b.limitOne ? a : b));
+  const total = buckets.reduce((n, h) => n + h.perLifecycle, 0);
+  return [
+    {
+      metric: `one task queue's index partitions, ${buckets.length} bucket(s): busiest (${busiest.perLifecycle} of ${round(total)} entities/lifecycle)`,
+      value: `${busiest.limitOne} lifecycles/s`,
+      target: `1 bucket: ${Math.floor(AZURE_LIMITS.partitionEntitiesPerS / total)}`,
+    },
+  ];
+}
+
 /** Rows of the model for the report; `measuredPerSecond` turns per-lifecycle figures into rates at the measured throughput. */
 export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Row[]; rates: Row[] } {
   const many = `${m.accounts} accounts`;
@@ -148,6 +166,7 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
       return [{ metric: `first ${h.kind}, ${label}: ${h.where}`, value: `${h.limitOne} / ${h.limitMany} lifecycles/s`, target: `1 / ${m.accounts} accounts` }];
     }),
     ...pendingRows(m),
+    ...indexRows(m),
     { metric: 'first limit reached, 1 account', value: `${m.first.one.perSecond} lifecycles/s`, target: m.first.one.what },
     { metric: `first limit reached, ${many}`, value: `${m.first.many.perSecond} lifecycles/s`, target: m.first.many.what },
   ];

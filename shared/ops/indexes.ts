@@ -1,7 +1,7 @@
 /**
  * Operator read models in the Indexes table, maintained as tasks move (after each task write):
  *
- * - per task queue, partition `q~<taskQueueId>`:
+ * - per task queue, partition `q~<taskQueueId>` (bucket 0), and `q~<taskQueueId>~<b>` for bucket b > 0:
  *     `u~<created>~<taskId>`                          unscheduled tasks
  *     `p~<scheduled>~<taskId>~<runId>`                pending runs, oldest first
  *     `c~<started>~<taskId>~<runId>`                  claimed (running) runs, oldest first
@@ -9,12 +9,21 @@
  *     `w~<wg>~<wid>~<inverted started>~<taskId>~<runId>`  each worker's claims, newest first
  *     `n~<name>~<inverted created>~<taskId>`          tasks by name, newest first
  * - partition `queues`: one row per task queue that has index rows (what the queries across task
- *   queues fan out over), written once per process per QUEUE_SEEN_TTL_MS;
+ *   queues fan out over), written once per process per QUEUE_SEEN_TTL_MS, with a property `b<n>`
+ *   for each bucket count n > 1 the task queue's tasks were created with;
  * - by task group, newest first: a `~new~` row in the group's TaskGroups partition, written in the
  *   transaction that adds the member (shared/tasks/groups.ts).
  *
+ * Buckets: a partition takes about 2,000 entities/s and a lifecycle writes ~9 index entities, so a
+ * busy task queue spreads its tasks over N buckets, N = its pending shard count
+ * (QUEUE_PENDING_SHARDS) when the task was created (`TaskRecord.indexBuckets`), bucket
+ * jumpHash(taskId, N). All rows of a task stay in its one bucket. Bucket 0 is the partition every
+ * task queue had before buckets, so turning them on moves nothing; the registry row keeps every
+ * bucket count ever used (merged properties never shrink), and readers fan out over
+ * max(counts) buckets, so lowering N later leaves old buckets readable.
+ *
  * Every key is a function of the task record, so any writer computes the same keys. A transition
- * costs one entity-group transaction in its task queue's partition (delete the old state's row,
+ * costs one entity-group transaction in its task queue's partition, the task's bucket (delete the old state's row,
  * create the new one, record the worker's claim, the by-name row at creation); nothing else. There
  * is no deployment-wide partition (no hot spot): resolved runs of every queue and tasks by name are
  * read by fanning out over the task queues' partitions and merging by key. Concurrent task writes
@@ -39,6 +48,8 @@ import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableActi
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
 import { badArgs } from '../errors';
+import { jumpHash } from '../storage/accounts';
+import { MAX_PENDING_SHARDS } from '../config';
 import { LATEST_PREFIX } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
 
@@ -51,8 +62,25 @@ export type ActiveState = 'unscheduled' | 'pending' | 'running';
 export type ResolvedState = 'completed' | 'failed' | 'exception';
 const ACTIVE_PREFIX: Record<ActiveState, string> = { unscheduled: 'u~', pending: 'p~', running: 'c~' };
 
-export function queuePk(taskQueueId: string): string {
-  return `q~${encodeKey(taskQueueId)}`;
+/** A task queue's index partition of `bucket` (task queue ids have no `~`, so `~<b>` cannot clash). */
+export function queuePk(taskQueueId: string, bucket = 0): string {
+  return bucket === 0 ? `q~${encodeKey(taskQueueId)}` : `q~${encodeKey(taskQueueId)}~${bucket}`;
+}
+
+/** The bucket of a task's index rows, fixed by the bucket count it was created with. */
+export function indexBucket(t: TaskRecord): number {
+  const n = t.indexBuckets ?? 1;
+  return n > 1 ? jumpHash(t.taskId, n) : 0;
+}
+
+/** The partition holding every index row of task `t`. */
+function taskPk(t: TaskRecord): string {
+  return queuePk(t.definition.taskQueueId, indexBucket(t));
+}
+
+/** The partitions of a task queue with `buckets` buckets. */
+export function queuePks(taskQueueId: string, buckets: number): string[] {
+  return Array.from({ length: buckets }, (_, b) => queuePk(taskQueueId, b));
 }
 
 function isResolvedRun(r: Run): boolean {
@@ -68,7 +96,7 @@ function base(t: TaskRecord) {
 
 function unscheduledRow(t: TaskRecord): Entity {
   return {
-    partitionKey: queuePk(t.definition.taskQueueId),
+    partitionKey: taskPk(t),
     rowKey: `u~${t.definition.created}~${t.taskId}`,
     ...base(t),
     state: 'unscheduled',
@@ -79,7 +107,7 @@ function unscheduledRow(t: TaskRecord): Entity {
 
 function pendingRow(t: TaskRecord, r: Run): Entity {
   return {
-    partitionKey: queuePk(t.definition.taskQueueId),
+    partitionKey: taskPk(t),
     rowKey: `p~${r.scheduled}~${t.taskId}~${r.runId}`,
     ...base(t),
     runId: r.runId,
@@ -92,7 +120,7 @@ function pendingRow(t: TaskRecord, r: Run): Entity {
 
 function claimedRow(t: TaskRecord, r: Run): Entity {
   return {
-    partitionKey: queuePk(t.definition.taskQueueId),
+    partitionKey: taskPk(t),
     rowKey: `c~${r.started}~${t.taskId}~${r.runId}`,
     ...base(t),
     runId: r.runId,
@@ -121,7 +149,7 @@ function resolvedFacts(t: TaskRecord, r: Run) {
 }
 
 function resolvedRow(t: TaskRecord, r: Run): Entity {
-  return { partitionKey: queuePk(t.definition.taskQueueId), rowKey: `r~${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
+  return { partitionKey: taskPk(t), rowKey: `r~${inverted(r.resolved!)}~${t.taskId}~${r.runId}`, ...resolvedFacts(t, r) };
 }
 
 export function workerPrefix(workerGroup: string, workerId: string): string {
@@ -130,7 +158,7 @@ export function workerPrefix(workerGroup: string, workerId: string): string {
 
 function workerRow(t: TaskRecord, r: Run): Entity {
   return {
-    partitionKey: queuePk(t.definition.taskQueueId),
+    partitionKey: taskPk(t),
     rowKey: `${workerPrefix(r.workerGroup!, r.workerId!)}${inverted(r.started!)}~${t.taskId}~${r.runId}`,
     ...base(t),
     runId: r.runId,
@@ -148,7 +176,7 @@ const namePrefix = (name: string) => `n~${part(name)}~`;
 /** The task by name, in its task queue's partition (written with the task's first index row). */
 function nameRow(t: TaskRecord): Entity {
   const d = t.definition;
-  return { partitionKey: queuePk(d.taskQueueId), rowKey: `${namePrefix(d.metadata.name)}${inverted(d.created)}~${t.taskId}`, ...base(t), created: d.created };
+  return { partitionKey: taskPk(t), rowKey: `${namePrefix(d.metadata.name)}${inverted(d.created)}~${t.taskId}`, ...base(t), created: d.created };
 }
 
 // ---- what a write changes ----
@@ -334,38 +362,132 @@ export class IndexBatcher {
 
 /**
  * How long a process trusts that it has listed a task queue in `queues` (one upsert per queue per
- * process per hour: the row never changes, so rewriting it only covers a lost first write).
+ * process per hour: rewriting the row only covers a lost first write; a larger bucket count is
+ * written at once).
  */
 export const QUEUE_SEEN_TTL_MS = 3600_000;
-/** Bounds the registry cache's memory (an entry is a task queue id and a time). */
+/** Bounds the registry caches' memory (an entry is a task queue id, a count and a time). */
 const MAX_QUEUES_SEEN = 10_000;
+
+/** The registry row's property recording that tasks were created with `n` > 1 buckets. */
+const bucketsProp = (n: number) => `b${n}`;
+
+/** The most buckets a registry row records (1 without any): every bucket its task queue ever used. */
+function registryBuckets(row: Record<string, unknown>): number {
+  let n = 1;
+  for (const k of Object.keys(row)) {
+    const m = /^b(\d+)$/.exec(k);
+    if (m && row[k] === true) n = Math.max(n, Math.min(MAX_PENDING_SHARDS, Number(m[1])));
+  }
+  return n;
+}
 
 /** Lists task queues in the `queues` partition, which the queries across task queues fan out over. */
 export class QueueRegistry {
-  private readonly seen = new Map<string, number>();
+  private readonly seen = new Map<string, { at: number; buckets: number }>();
 
   constructor(private readonly storage: Storage) {}
 
-  /** Records `taskQueueId` unless this process did within QUEUE_SEEN_TTL_MS; before its first index row. */
-  async ensure(taskQueueId: string): Promise<void> {
-    const at = this.seen.get(taskQueueId);
-    if (at !== undefined && Date.now() - at < QUEUE_SEEN_TTL_MS) return;
-    await this.storage.table('Indexes').upsert({ partitionKey: QUEUES_PK, rowKey: queuePk(taskQueueId), taskQueueId });
+  /**
+   * Records `taskQueueId` and that it uses `buckets` buckets, unless this process did within
+   * QUEUE_SEEN_TTL_MS; before the task's first index row. A merge adds `b<n>` beside the counts
+   * other writers recorded, so the row never forgets a bucket (no read needed to keep the max).
+   */
+  async ensure(taskQueueId: string, buckets = 1): Promise<void> {
+    const hit = this.seen.get(taskQueueId);
+    if (hit !== undefined && Date.now() - hit.at < QUEUE_SEEN_TTL_MS && hit.buckets >= buckets) return;
+    const entity = { partitionKey: QUEUES_PK, rowKey: queuePk(taskQueueId), taskQueueId, ...(buckets > 1 ? { [bucketsProp(buckets)]: true } : {}) };
+    await this.storage.table('Indexes').transact([{ op: 'upsert', mode: 'Merge', entity }]);
     if (this.seen.size >= MAX_QUEUES_SEEN) this.seen.clear();
-    this.seen.set(taskQueueId, Date.now());
+    this.seen.set(taskQueueId, { at: Date.now(), buckets: Math.max(buckets, hit?.buckets ?? 1) });
+    bucketCounts(this.storage).raise(taskQueueId, buckets);
   }
 }
 
+/** A task queue in the registry and how many buckets its index rows may be in. */
+export interface IndexedQueue {
+  taskQueueId: string;
+  buckets: number;
+}
+
 /** Every task queue that has (or had) index rows, from the `queues` partition (1,000 per call). */
-export async function indexedQueues(storage: Storage): Promise<string[]> {
-  const out: string[] = [];
+export async function indexedQueues(storage: Storage): Promise<IndexedQueue[]> {
+  const out: IndexedQueue[] = [];
   let continuation: string | undefined;
   do {
-    const page = await storage.table('Indexes').page({ partitionKey: QUEUES_PK, select: ['taskQueueId'] }, PAGE, continuation);
-    for (const r of page.items) out.push(r.taskQueueId as string);
+    const page = await storage.table('Indexes').page({ partitionKey: QUEUES_PK }, PAGE, continuation);
+    for (const r of page.items) out.push({ taskQueueId: r.taskQueueId as string, buckets: registryBuckets(r) });
     continuation = page.continuation;
   } while (continuation);
+  const counts = bucketCounts(storage);
+  for (const q of out) counts.set(q.taskQueueId, q.buckets);
   return out;
+}
+
+/**
+ * How long a reader trusts a task queue's bucket count: one registry read per task queue per
+ * process per interval; a count another instance raised (a new QUEUE_PENDING_SHARDS rolling out)
+ * may go unseen this long. This process's own writes raise it at once.
+ */
+export const BUCKETS_TTL_MS = 60_000;
+/** A task queue without a registry row has no index rows yet: asked again soon, so its first rows are seen fast. */
+const NO_BUCKETS_TTL_MS = 1000;
+
+/** Per process and storage: each task queue's bucket count, read from its registry row (concurrent readers share one read). */
+class BucketCounts {
+  private readonly cache = new Map<string, { until: number; n: Promise<number> }>();
+
+  constructor(private readonly storage: Storage) {}
+
+  get(taskQueueId: string): Promise<number> {
+    const hit = this.cache.get(taskQueueId);
+    if (hit && Date.now() < hit.until) return hit.n;
+    const entry = { until: Infinity, n: Promise.resolve(1) };
+    entry.n = this.storage
+      .table('Indexes')
+      .get(QUEUES_PK, queuePk(taskQueueId))
+      .then(
+        (row) => {
+          entry.until = Date.now() + (row ? BUCKETS_TTL_MS : NO_BUCKETS_TTL_MS);
+          return row ? registryBuckets(row) : 1;
+        },
+        (err) => {
+          if (this.cache.get(taskQueueId) === entry) this.cache.delete(taskQueueId);
+          throw err;
+        },
+      );
+    this.put(taskQueueId, entry);
+    return entry.n;
+  }
+
+  /** A count just read from the registry. */
+  set(taskQueueId: string, n: number): void {
+    this.put(taskQueueId, { until: Date.now() + BUCKETS_TTL_MS, n: Promise.resolve(n) });
+  }
+
+  /** This process recorded `n` buckets: a cached count below it is raised (without an entry, the next read finds it). */
+  raise(taskQueueId: string, n: number): void {
+    const hit = this.cache.get(taskQueueId);
+    if (hit) hit.n = hit.n.then((m) => Math.max(m, n));
+  }
+
+  private put(taskQueueId: string, entry: { until: number; n: Promise<number> }): void {
+    if (this.cache.size >= MAX_QUEUES_SEEN && !this.cache.has(taskQueueId)) this.cache.clear();
+    this.cache.set(taskQueueId, entry);
+  }
+}
+
+const bucketCache = new WeakMap<Storage, BucketCounts>();
+
+function bucketCounts(storage: Storage): BucketCounts {
+  let c = bucketCache.get(storage);
+  if (!c) bucketCache.set(storage, (c = new BucketCounts(storage)));
+  return c;
+}
+
+/** The index partitions of a task queue: every bucket it ever used (one, `q~<id>`, unless it was busy). */
+export async function queuePartitions(storage: Storage, taskQueueId: string): Promise<string[]> {
+  return queuePks(taskQueueId, await bucketCounts(storage).get(taskQueueId));
 }
 
 /** Takes from the front of `list` the writers that fit one transaction (≤ 100 actions, each key once). */
@@ -389,6 +511,8 @@ function toAction(o: IndexOp): TableAction {
 // ---- queries ----
 
 export interface IndexRow {
+  /** The partition (bucket) holding the row. */
+  partitionKey: string;
   rowKey: string;
   taskId: string;
   runId?: number;
@@ -412,24 +536,23 @@ export interface IndexRow {
 function clean(r: Record<string, unknown>): IndexRow {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(r)) {
-    if (k === 'partitionKey' || k === 'etag' || k === 'timestamp' || k === 'live' || k === 'expires') continue;
+    if (k === 'etag' || k === 'timestamp' || k === 'live' || k === 'expires') continue;
     if (v === '' || v === null || v === undefined) continue;
     out[k] = v;
   }
   return out as unknown as IndexRow;
 }
 
-function activeFilter(taskQueueId: string, state: ActiveState, now: string, extra: Condition[] = []): Query {
-  return {
-    partitionKey: queuePk(taskQueueId),
-    rowKey: prefixRange(ACTIVE_PREFIX[state]),
-    where: [{ prop: 'live', op: 'eq', value: true }, { prop: 'deadline', op: 'gt', value: now }, ...extra],
-  };
+function activeWhere(now: string, extra: Condition[] = []): Condition[] {
+  return [{ prop: 'live', op: 'eq', value: true }, { prop: 'deadline', op: 'gt', value: now }, ...extra];
 }
 
-/** Exact number of a task queue's tasks in an active state, from one partition range. */
+/** Exact number of a task queue's tasks in an active state, from one partition range per bucket. */
 export async function countActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, extra: Condition[] = []): Promise<number> {
-  return countWhere(storage, activeFilter(taskQueueId, state, now.toJSON(), extra));
+  const pks = await queuePartitions(storage, taskQueueId);
+  const where = activeWhere(now.toJSON(), extra);
+  const counts = await Promise.all(pks.map((pk) => countWhere(storage, { partitionKey: pk, rowKey: prefixRange(ACTIVE_PREFIX[state]), where })));
+  return counts.reduce((a, b) => a + b, 0);
 }
 
 async function countWhere(storage: Storage, query: Query): Promise<number> {
@@ -443,30 +566,36 @@ async function countWhere(storage: Storage, query: Query): Promise<number> {
   return n;
 }
 
-/** Up to `limit` pending runs of a task queue scheduled before `before`, oldest first. */
+const byRowKey = (a: { rowKey: string }, b: { rowKey: string }) => (a.rowKey < b.rowKey ? -1 : a.rowKey > b.rowKey ? 1 : 0);
+
+/**
+ * Up to `limit` pending runs of a task queue scheduled before `before`, oldest first (over every
+ * bucket; `buckets` when the caller has read the registry already).
+ */
 export async function stalePending(
   storage: Storage,
   taskQueueId: string,
   before: string,
   now: Date,
   limit: number,
+  buckets?: number,
 ): Promise<{ taskId: string; runId: number }[]> {
-  const query: Query = {
-    partitionKey: queuePk(taskQueueId),
+  const pks = buckets === undefined ? await queuePartitions(storage, taskQueueId) : queuePks(taskQueueId, buckets);
+  const query = (pk: string): Query => ({
+    partitionKey: pk,
     rowKey: { ge: ACTIVE_PREFIX.pending, lt: `${ACTIVE_PREFIX.pending}${before}` },
-    where: [
-      { prop: 'live', op: 'eq', value: true },
-      { prop: 'deadline', op: 'gt', value: now.toJSON() },
-    ],
-    select: ['taskId', 'runId'],
-  };
-  const page = await storage.table('Indexes').page(query, limit);
-  return page.items.map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
+    where: activeWhere(now.toJSON()),
+    select: ['RowKey', 'taskId', 'runId'],
+  });
+  const pages = await Promise.all(pks.map((pk) => storage.table('Indexes').page(query(pk), limit)));
+  const rows = pages.flatMap((p) => p.items).sort(byRowKey);
+  return rows.slice(0, limit).map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
 }
 
+/** A task queue's runs (or unscheduled tasks) in an active state, oldest first. */
 export async function listActive(storage: Storage, taskQueueId: string, state: ActiveState, now: Date, limit: number, continuation?: string) {
-  const page = await storage.table('Indexes').page(activeFilter(taskQueueId, state, now.toJSON()), limit, continuation);
-  return { rows: page.items.map(clean), continuation: page.continuation };
+  const prefix = ACTIVE_PREFIX[state];
+  return queuePage(storage, await queuePartitions(storage, taskQueueId), prefix, prefixRange(prefix), activeWhere(now.toJSON()), limit, continuation);
 }
 
 export interface Window {
@@ -482,34 +611,46 @@ function timeRange(prefix: string, w: Window): KeyRange {
   return { ge: lower, lt: upper };
 }
 
-function resolvedFilter(pk: string, prefix: string, w: Window): Query {
-  return { partitionKey: pk, rowKey: timeRange(prefix, w), where: w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : [] };
+const stateWhere = (w: Window): Condition[] => (w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : []);
+
+/** Every index partition of every task queue (what the queries across task queues fan out over). */
+async function allPartitions(storage: Storage): Promise<string[]> {
+  return (await indexedQueues(storage)).flatMap((q) => queuePks(q.taskQueueId, q.buckets));
 }
 
 /** Resolved runs, newest first: of one task queue, or of all (taskQueueId undefined: fanned out over every task queue). */
 export async function listResolved(storage: Storage, taskQueueId: string | undefined, w: Window, limit: number, continuation?: string) {
-  if (!taskQueueId) {
-    const where: Condition[] = w.state ? [{ prop: 'state', op: 'eq', value: w.state }] : [];
-    return mergedPage(storage, await indexedQueues(storage), 'r~', timeRange('r~', w), where, limit, continuation);
-  }
-  const page = await storage.table('Indexes').page(resolvedFilter(queuePk(taskQueueId), 'r~', w), limit, continuation);
-  return { rows: page.items.map(clean), continuation: page.continuation };
+  const pks = taskQueueId === undefined ? await allPartitions(storage) : await queuePartitions(storage, taskQueueId);
+  if (taskQueueId === undefined) return mergedPage(storage, pks, 'r~', timeRange('r~', w), stateWhere(w), limit, continuation);
+  return queuePage(storage, pks, 'r~', timeRange('r~', w), stateWhere(w), limit, continuation);
 }
 
 /** Partition queries of a fan-out that run at once (each is one storage call). */
 const FAN_OUT_CONCURRENCY = 16;
-/** Rows per fan-out page: each task queue's partition gives up to this many, all held at once. */
+/** Rows per fan-out page: each partition gives up to this many, all held at once. */
 const FAN_OUT_MAX_PAGE = 100;
 /** Fan-out continuation tokens: this prefix, then the last row's key after the common prefix, base64url. */
 const CURSOR_PREFIX = 'ix.';
 
 /**
- * One page of rows with keys `<prefix><suffix>` in `range`, from the partitions of all `queues`,
- * merged by key (the suffixes sort the same way in every partition). Each partition gives up to
- * `limit` rows after the cursor, so the first `limit` of the merge are exactly the next page.
- * The continuation names the last row returned.
+ * One page of a task queue's rows: with one bucket, its partition's own page (the table's
+ * continuation, one call as before buckets); with more, merged over them (an `ix.` token).
  */
-async function mergedPage(storage: Storage, queues: string[], prefix: string, range: KeyRange, where: Condition[], pageSize: number, continuation?: string) {
+async function queuePage(storage: Storage, pks: string[], prefix: string, range: KeyRange, where: Condition[], limit: number, continuation?: string) {
+  if (pks.length === 1 && !continuation?.startsWith(CURSOR_PREFIX)) {
+    const page = await storage.table('Indexes').page({ partitionKey: pks[0], rowKey: range, where }, limit, continuation);
+    return { rows: page.items.map(clean), continuation: page.continuation };
+  }
+  return mergedPage(storage, pks, prefix, range, where, limit, continuation);
+}
+
+/**
+ * One page of rows with keys `<prefix><suffix>` in `range`, from the partitions `pks` (task
+ * queues, buckets), merged by key (the suffixes sort the same way in every partition). Each
+ * partition gives up to `limit` rows after the cursor, so the first `limit` of the merge are
+ * exactly the next page. The continuation names the last row returned.
+ */
+async function mergedPage(storage: Storage, pks: string[], prefix: string, range: KeyRange, where: Condition[], pageSize: number, continuation?: string) {
   const limit = Math.min(pageSize, FAN_OUT_MAX_PAGE);
   let rowKey: KeyRange = range;
   if (continuation !== undefined) {
@@ -518,13 +659,13 @@ async function mergedPage(storage: Storage, queues: string[], prefix: string, ra
   }
   const rows: Record<string, unknown>[] = [];
   let more = false;
-  const todo = [...queues];
+  const todo = [...pks];
   const worker = async () => {
-    for (let tq = todo.pop(); tq !== undefined; tq = todo.pop()) {
+    for (let pk = todo.pop(); pk !== undefined; pk = todo.pop()) {
       let got = 0;
       let token: string | undefined;
       do {
-        const page = await storage.table('Indexes').page({ partitionKey: queuePk(tq), rowKey, where }, limit - got, token);
+        const page = await storage.table('Indexes').page({ partitionKey: pk, rowKey, where }, limit - got, token);
         rows.push(...page.items);
         got += page.items.length;
         token = page.continuation;
@@ -532,8 +673,8 @@ async function mergedPage(storage: Storage, queues: string[], prefix: string, ra
       if (token) more = true;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(FAN_OUT_CONCURRENCY, queues.length) }, worker));
-  rows.sort((a, b) => ((a.rowKey as string) < (b.rowKey as string) ? -1 : (a.rowKey as string) > (b.rowKey as string) ? 1 : 0));
+  await Promise.all(Array.from({ length: Math.min(FAN_OUT_CONCURRENCY, pks.length) }, worker));
+  rows.sort((a, b) => byRowKey(a as { rowKey: string }, b as { rowKey: string }));
   const taken = rows.slice(0, limit);
   if (rows.length > limit) more = true;
   const last = taken[taken.length - 1];
@@ -544,11 +685,14 @@ function encodeCursor(suffix: string): string {
   return CURSOR_PREFIX + Buffer.from(suffix, 'utf8').toString('base64url');
 }
 
+/** A cursor's key suffix starts with a time: inverted epoch ms (newest-first lists) or ISO (oldest-first lists). */
+const CURSOR_SUFFIX = /^(\d{13}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)~[^~]/;
+
 /** A client's fan-out continuation token: 400 unless one we gave out could look like it. */
 function decodeCursor(token: string): string {
   const body = token.startsWith(CURSOR_PREFIX) ? token.slice(CURSOR_PREFIX.length) : '';
   const suffix = /^[A-Za-z0-9_-]+$/.test(body) ? Buffer.from(body, 'base64url').toString('utf8') : '';
-  if (!/^\d{13}~[^~]/.test(suffix)) throw badArgs('continuationToken is not valid');
+  if (!CURSOR_SUFFIX.test(suffix)) throw badArgs('continuationToken is not valid');
   return suffix;
 }
 
@@ -562,21 +706,25 @@ export async function listWorkerRuns(
   limit: number,
   continuation?: string,
 ) {
-  const filter = resolvedFilter(queuePk(taskQueueId), workerPrefix(workerGroup, workerId), w);
-  const page = await storage.table('Indexes').page(filter, limit, continuation);
-  return { rows: page.items.map(clean), continuation: page.continuation };
+  const prefix = workerPrefix(workerGroup, workerId);
+  return queuePage(storage, await queuePartitions(storage, taskQueueId), prefix, timeRange(prefix, w), stateWhere(w), limit, continuation);
 }
 
-async function tally(storage: Storage, query: Query, into: Record<string, number>): Promise<void> {
-  let continuation: string | undefined;
-  do {
-    const page = await storage.table('Indexes').page({ ...query, select: ['state'] }, PAGE, continuation);
-    for (const r of page.items) {
-      const s = r.state as string;
-      if (s in into) into[s]++;
-    }
-    continuation = page.continuation;
-  } while (continuation);
+/** Adds up the states of rows in `range` of every partition in `pks`. */
+async function tally(storage: Storage, pks: string[], range: KeyRange, into: Record<string, number>): Promise<void> {
+  await Promise.all(
+    pks.map(async (pk) => {
+      let continuation: string | undefined;
+      do {
+        const page = await storage.table('Indexes').page({ partitionKey: pk, rowKey: range, select: ['state'] }, PAGE, continuation);
+        for (const r of page.items) {
+          const s = r.state as string;
+          if (s in into) into[s]++;
+        }
+        continuation = page.continuation;
+      } while (continuation);
+    }),
+  );
 }
 
 export interface StateCounts {
@@ -593,11 +741,11 @@ export interface StateCounts {
  * window [since, now].
  */
 export async function queueStateCounts(storage: Storage, taskQueueId: string, since: string, now: Date): Promise<StateCounts> {
-  const [unscheduled, pending, running] = await Promise.all(
-    (['unscheduled', 'pending', 'running'] as const).map((s) => countActive(storage, taskQueueId, s, now)),
-  );
   const resolved = { completed: 0, failed: 0, exception: 0 };
-  await tally(storage, resolvedFilter(queuePk(taskQueueId), 'r~', { since, until: now.toJSON() }), resolved);
+  const [[unscheduled, pending, running]] = await Promise.all([
+    Promise.all((['unscheduled', 'pending', 'running'] as const).map((s) => countActive(storage, taskQueueId, s, now))),
+    queuePartitions(storage, taskQueueId).then((pks) => tally(storage, pks, timeRange('r~', { since, until: now.toJSON() }), resolved)),
+  ]);
   return { unscheduled, pending, running, ...resolved };
 }
 
@@ -615,22 +763,18 @@ export async function workerStateCounts(
     { prop: 'workerId', op: 'eq', value: workerId },
   ]);
   const resolved = { completed: 0, failed: 0, exception: 0 };
-  await tally(
-    storage,
-    { partitionKey: queuePk(taskQueueId), rowKey: timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() }) },
-    resolved,
-  );
+  await tally(storage, await queuePartitions(storage, taskQueueId), timeRange(workerPrefix(workerGroup, workerId), { since, until: now.toJSON() }), resolved);
   return { running, ...resolved };
 }
 
 /**
- * Tasks by name (fanned out over every task queue) or by task group (its TaskGroups partition),
- * newest created first: taskId and created (the caller loads each task for the rest).
+ * Tasks by name (fanned out over every task queue's buckets) or by task group (its TaskGroups
+ * partition), newest created first: taskId and created (the caller loads each task for the rest).
  */
 export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
   if (by.name !== undefined) {
     const prefix = namePrefix(by.name);
-    const r = await mergedPage(storage, await indexedQueues(storage), prefix, prefixRange(prefix), [], limit, continuation);
+    const r = await mergedPage(storage, await allPartitions(storage), prefix, prefixRange(prefix), [], limit, continuation);
     return { rows: r.rows.map((x) => ({ taskId: x.taskId, created: x.created! })), continuation: r.continuation };
   }
   const page = await storage

@@ -32,7 +32,7 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
         log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }
       try {
-        if (after) await queues.ensure(task.definition.taskQueueId); // no call once this process has listed it
+        if (after) await queues.ensure(task.definition.taskQueueId, task.indexBuckets); // no call once this process has listed it
         const repair = repairOps(before, after);
         await Promise.all(
           [...indexOps(before, after)].map(([pk, ops]) =>

@@ -5,12 +5,13 @@
  * visible messages of its queue, gets a fresh hint. The run row names the hint that may claim it,
  * so the old one, should it come back, claims nothing: this can never allow two claims.
  *
- * Cost per check: one read of the TaskQueues table, one index query per task queue, and a peek
+ * Cost per check: one read of the TaskQueues table and one of the index registry, one index query
+ * per task queue (per bucket of a busy one), and a peek
  * per priority shard and a task read only where runs are that old. It runs every
  * `hintRepairEveryS` per instance, the first time one interval after the instance started.
  */
 import type { Services } from '../services';
-import { stalePending } from '../ops/indexes';
+import { indexedQueues, stalePending } from '../ops/indexes';
 import { decodeMessage, MAX_DEQUEUE } from '../storage/storage';
 import type { Hint } from '../tasks/pending';
 import { rehintRun } from '../tasks/resolve';
@@ -34,8 +35,10 @@ export async function repairHiddenHints(svc: Services): Promise<number> {
   lastCheck.set(svc, now.getTime());
   const before = new Date(now.getTime() - svc.tuning.hintRepairAfterS * 1000).toJSON();
   const queues = await svc.workers.allQueues();
+  // Every task queue's index bucket count in one read of the registry, rather than one read each.
+  const buckets = new Map((await indexedQueues(svc.storage)).map((q) => [q.taskQueueId, q.buckets]));
   const repaired = await mapLimit(queues, QUEUE_CONCURRENCY, async (q) => {
-    const stale = await stalePending(svc.storage, q.taskQueueId, before, now, RUNS_PER_QUEUE);
+    const stale = await stalePending(svc.storage, q.taskQueueId, before, now, RUNS_PER_QUEUE, buckets.get(q.taskQueueId) ?? 1);
     if (!stale.length) return 0;
     const tasks = (await Promise.all(stale.map(async (s) => ({ ...s, task: await svc.tasks.load(s.taskId) })))).filter(
       (s) => s.task && s.task.runs.length - 1 === s.runId && s.task.runs[s.runId].state === 'pending',

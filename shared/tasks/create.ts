@@ -117,7 +117,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     ...(notBefore ? { notBefore } : {}),
     ...(input.concurrencyKey ? { concurrencyKey: input.concurrencyKey } : {}),
   };
-  const step = create({ taskId, definition, hintId: slugid.nice() }, now);
+  const step = create({ taskId, definition, hintId: slugid.nice(), indexBuckets: d.pending.shardCount(q.taskQueueId) }, now);
   encodeTask(step.next); // refuses oversized definitions before anything is written
   const background = definition.dependencies.length > (d.tuning?.syncDependencies ?? SYNC_DEPENDENCIES);
   // Put before the row: whatever happens to this call or to the background work, the tracking is finished.

@@ -91,6 +91,11 @@ export interface TaskRecord {
   continuation?: string;
   /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
   priority?: Priority;
+  /**
+   * Index buckets of its task queue when the task was created (its pending shard count; absent: 1):
+   * its operator index rows all live in bucket jumpHash(taskId, indexBuckets) (shared/ops/indexes.ts).
+   */
+  indexBuckets?: number;
   etag?: string;
 }
 
@@ -194,6 +199,7 @@ export function encodeTask(t: TaskRecord): Entity {
     ...(t.groupEtag ? { groupEtag: t.groupEtag } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
     ...(t.continuation ? { continuation: t.continuation } : {}),
+    ...(t.indexBuckets && t.indexBuckets > 1 ? { indexBuckets: t.indexBuckets } : {}),
     state: taskState(t),
     taskQueueId: t.definition.taskQueueId,
     taskGroupId: t.definition.taskGroupId,
@@ -223,6 +229,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     ...(e.groupEtag ? { groupEtag: e.groupEtag as string } : {}),
     ...(e.priority ? { priority: e.priority as Priority } : {}),
     ...(e.continuation ? { continuation: e.continuation as string } : {}),
+    ...(Number(e.indexBuckets) > 1 ? { indexBuckets: Number(e.indexBuckets) } : {}),
     etag: e.etag,
   };
 }

@@ -173,6 +173,8 @@ export interface CreateInput {
   definition: TaskDefinition;
   /** The hint of run 0, when the task has no dependencies. */
   hintId: string;
+  /** Index buckets of the task queue (its pending shard count); absent: 1. */
+  indexBuckets?: number;
 }
 
 /**
@@ -182,6 +184,7 @@ export interface CreateInput {
 export function create(input: CreateInput, now: Date): Step {
   const { taskId, definition: def } = input;
   const next: TaskRecord = { taskId, definition: def, runs: [], retriesLeft: def.retries, takenUntil: '', hasDependents: false, dependentsNotified: -1 };
+  if (input.indexBuckets && input.indexBuckets > 1) next.indexBuckets = input.indexBuckets;
   const effects: Effect[] = [
     effect.recordExpiry(taskId, def.expires, def.taskGroupId, def.dependencies),
     effect.addGroupMember(def.taskGroupId, taskId, def.schedulerId, def.expires, def.created),

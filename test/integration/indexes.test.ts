@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { Storage, createStorage } from '../../shared/storage/storage';
-import { applyOps, countActive, indexOps, listResolved, listWorkerRuns, repairOps } from '../../shared/ops/indexes';
+import { applyOps, countActive, indexBucket, indexOps, listResolved, listWorkerRuns, QueueRegistry, repairOps, stalePending } from '../../shared/ops/indexes';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
 
 let storage: Storage;
@@ -130,4 +130,23 @@ test('repeating a write changes nothing', async () => {
     await write(v1, v2);
   }
   expect(await counts(v1)).toEqual([0, 1]);
+});
+
+test('stalePending over three buckets on Azurite: the oldest pending runs of all of them, oldest first', async () => {
+  const q = `prov/idx-buckets-${crypto.randomBytes(3).toString('hex')}`;
+  const made: { taskId: string; bucket: number }[] = [];
+  // Six tasks scheduled at 0..5 s, in buckets 2, 1, 0, 2, 1, 0: the merge must interleave them.
+  for (let i = 0; i < 6; i++) {
+    const want = 2 - (i % 3);
+    let t: TaskRecord;
+    do t = { ...task([]), indexBuckets: 3 };
+    while (indexBucket(t) !== want);
+    t.definition = { ...t.definition, taskQueueId: q };
+    await write(undefined, { ...t, runs: [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: at(i) }] });
+    made.push({ taskId: t.taskId, bucket: want });
+  }
+  await new QueueRegistry(storage).ensure(q, 3);
+  const stale = await stalePending(storage, q, at(10), new Date(), 4);
+  expect(stale.map((s) => s.taskId)).toEqual(made.slice(0, 4).map((m) => m.taskId));
+  expect(new Set(made.slice(0, 4).map((m) => m.bucket)).size).toBe(3);
 });

@@ -44,3 +44,28 @@ test('a task queue spread over pending shards: each shard is its own queue, and 
   expect(row).toMatchObject({ value: '1666 lifecycles/s', target: '1 shard: 666' });
   expect(row.metric).toContain('3 shard(s)');
 });
+
+test("a task queue's index over hash buckets: each bucket is its own partition, and the report shows how far the busiest carries", () => {
+  const partitions = new Map<string, { calls: number; entities: number }>();
+  partitions.set('table pIndexes q~bench!2fcost', { calls: 10, entities: 30 });
+  partitions.set('table pIndexes q~bench!2fcost~1', { calls: 10, entities: 25 });
+  partitions.set('table pIndexes q~bench!2fcost~2', { calls: 10, entities: 25 });
+  partitions.set('table pIndexes queues', { calls: 1, entities: 1 }); // the registry: touched once, not listed
+  const m = scaleModel({ lifecycles: 10, totalTx: 31, partitions, taskQueueMarks: ['bench!2fcost'], prefix: 'p', accounts: 1, pendingShards: 3 });
+  expect(m.hotspots.map((h) => [h.where, h.scope, h.limitOne])).toEqual([
+    ['pIndexes q~bench!2fcost', 'task-queue', 666],
+    ['pIndexes q~bench!2fcost~1', 'task-queue', 800],
+    ['pIndexes q~bench!2fcost~2', 'task-queue', 800],
+  ]);
+  const rows = scaleRows(m, 10).model;
+  expect(rows.find((r) => r.metric.startsWith("one task queue's index partitions"))).toMatchObject({
+    metric: "one task queue's index partitions, 3 bucket(s): busiest (3 of 8 entities/lifecycle)",
+    value: '666 lifecycles/s',
+    target: '1 bucket: 250',
+  });
+  // The task queue's first limit is its busiest bucket, three times what one partition would carry.
+  expect(rows.find((r) => r.metric.startsWith('first partition, one task queue'))).toMatchObject({
+    metric: 'first partition, one task queue: pIndexes q~bench!2fcost',
+    value: '666 / 666 lifecycles/s',
+  });
+});

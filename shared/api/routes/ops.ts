@@ -17,7 +17,6 @@ import {
   listActive,
   listLatest,
   listResolved,
-  queuePk,
   queueStateCounts,
   workerStateCounts,
   IndexRow,
@@ -150,13 +149,14 @@ async function withTasks(req: ApiRequest, rows: IndexRow[], state: 'pending' | '
   for (const { r, t } of loaded) {
     const run = t?.runs[r.runId!];
     if (t && run && run.state === state) keep.push({ r, t });
-    else await svc.storage.table('Indexes').delete(queuePk(r.taskQueueId), r.rowKey);
+    else await svc.storage.table('Indexes').delete(r.partitionKey, r.rowKey);
   }
   return keep;
 }
 
 function indexEntry(r: IndexRow) {
-  const { rowKey: _k, deadline: _d, ...rest } = r;
+  const { partitionKey: _p, rowKey: _k, deadline: _d, ...rest } = r;
+  void _p;
   void _k;
   void _d;
   return rest;
