@@ -10,7 +10,7 @@
  *     `n~<name>~<inverted created>~<taskId>`          tasks by name, newest first
  * - partition `queues`: one row per task queue that has index rows (what the queries across task
  *   queues fan out over), written once per process per QUEUE_SEEN_TTL_MS;
- * - by task group, newest first: a `~new~` row in the group's TaskGroups partition, written in the
+ * - by task group, newest first: a `~new~` row in the group's partition, written in the
  *   transaction that adds the member (shared/tasks/groups.ts).
  *
  * Every key is a function of the task record, so any writer computes the same keys. A transition
@@ -39,7 +39,7 @@ import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableActi
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
 import { badArgs } from '../errors';
-import { LATEST_PREFIX } from '../tasks/groups';
+import { LATEST_PREFIX, type TaskGroups } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
 
 /** The partition listing the task queues that have index rows. */
@@ -624,20 +624,24 @@ export async function workerStateCounts(
 }
 
 /**
- * Tasks by name (fanned out over every task queue) or by task group (its TaskGroups partition),
+ * Tasks by name (fanned out over every task queue) or by task group (its latest rows, shared/tasks/groups.ts),
  * newest created first: taskId and created (the caller loads each task for the rest).
  */
-export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
+export async function listLatest(
+  storage: Storage,
+  by: { name?: string; taskGroupId?: string },
+  limit: number,
+  continuation?: string,
+  groups?: Pick<TaskGroups, 'latestPage'>,
+) {
   if (by.name !== undefined) {
     const prefix = namePrefix(by.name);
     const r = await mergedPage(storage, await indexedQueues(storage), prefix, prefixRange(prefix), [], limit, continuation);
     return { rows: r.rows.map((x) => ({ taskId: x.taskId, created: x.created! })), continuation: r.continuation };
   }
-  const page = await storage
-    .table('TaskGroups')
-    .page({ partitionKey: by.taskGroupId!, rowKey: prefixRange(LATEST_PREFIX), select: ['RowKey'] }, limit, continuation);
+  const page = await groups!.latestPage(by.taskGroupId!, limit, continuation);
   return {
-    rows: page.items.map((x) => ({ taskId: x.rowKey.split('~').pop()!, created: fromInverted(x.rowKey.slice(LATEST_PREFIX.length).split('~')[0]) })),
+    rows: page.keys.map((k) => ({ taskId: k.split('~').pop()!, created: fromInverted(k.slice(LATEST_PREFIX.length).split('~')[0]) })),
     continuation: page.continuation,
   };
 }
