@@ -140,6 +140,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
+  await groups.start();
   return {
     config,
     tuning,

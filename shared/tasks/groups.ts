@@ -102,6 +102,11 @@ export class TaskGroups {
     this.old = { table: storage.table('TaskGroups'), key: (k) => k, legacy: true };
   }
 
+  /** At start-up: whether the legacy table holds groups (one query), so that requests need not ask. */
+  async start(): Promise<void> {
+    await this.legacyMayHold();
+  }
+
   /** One table query per process (and every LEGACY_RECHECK_MS while the legacy table is not empty). */
   private async legacyMayHold(): Promise<boolean> {
     if (this.legacyEmpty) return false;

@@ -67,6 +67,8 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
     groups: {
       close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`),
       addMember: async (g: string, taskId: string) => (calls.push(`group.add ${g}/${taskId}`), 'g-etag'),
+      // The group of one's rows in its task's transactions are the store's (test/integration/crash-groups.test.ts).
+      foldable: async () => false,
     },
     expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
     groupResolved: async (g: { taskGroupId: string }) => {
