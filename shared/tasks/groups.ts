@@ -139,12 +139,9 @@ export class TaskGroups {
     if (!(await this.legacyMayHold())) return this.fresh;
     const known = this.places.get(taskGroupId);
     if (known !== undefined) return known ? this.old : this.fresh;
-    const [here, there] = await Promise.all([
-      this.fresh.table.get(taskGroupId, this.fresh.key(groupRowKey(taskGroupId))),
-      this.old.table.get(taskGroupId, groupRowKey(taskGroupId)),
-    ]);
-    // A group the legacy table does not hold never goes there.
-    const legacy = !here && !!there;
+    // A group the legacy table does not hold never goes there; while it does, no new one of its id
+    // is created (addMember finds it), so its meta row alone tells.
+    const legacy = !!(await this.old.table.get(taskGroupId, groupRowKey(taskGroupId)));
     this.remember(taskGroupId, legacy);
     return legacy ? this.old : this.fresh;
   }
