@@ -47,8 +47,8 @@ const MAX_MS = 9_999_999_999_999;
 export const latestRowKey = (taskId: string, created: string): string => `${LATEST_PREFIX}${String(MAX_MS - Date.parse(created)).padStart(13, '0')}~${taskId}`;
 
 /**
- * Prefix of a group's row keys in the Tasks table. Member keys are taskIds, which may begin with
- * `h-` (history) or `task~`-like text, so every group key carries it.
+ * Prefix of a group's row keys in the Tasks table (task rows are `task~…`, history `h-…`). Member
+ * keys are taskIds, which may begin with `h-` themselves, so every group key carries it.
  */
 export const GROUP_PREFIX = 'g~';
 /** Every group key sorts below this: after the prefix come a slugid character or '~' and a letter, both before '~~'. */
