@@ -11,7 +11,7 @@ import { encodeTask, TaskRecord } from '../shared/tasks/model';
 import { historyRows } from '../shared/ops/history';
 import { indexOps } from '../shared/ops/indexes';
 import { ExpiryIndex } from '../shared/tasks/expiry';
-import { groupRowKey } from '../shared/tasks/groups';
+import { GROUP_PREFIX, groupRowKey } from '../shared/tasks/groups';
 import { mapLimit } from '../shared/limit';
 import { Instance, newTaskId } from './harness';
 import { meterWindow, round } from './stats';
@@ -114,12 +114,13 @@ export async function preloadFinished(svc: Services, taskQueueId: string, count:
         expires: d.expires,
         data: JSON.stringify({ taskGroupId: d.taskGroupId, dependencies: [] }),
       });
-      groupRows.push({ partitionKey: d.taskGroupId, rowKey: t.taskId, expires: d.expires });
-      groupRows.push({ partitionKey: d.taskGroupId, rowKey: groupRowKey(d.taskGroupId), schedulerId: '-', expires: d.expires, sealed: '' });
+      // Where groups live (shared/tasks/groups.ts): the Tasks partition of the group's id.
+      groupRows.push({ partitionKey: d.taskGroupId, rowKey: GROUP_PREFIX + t.taskId, expires: d.expires });
+      groupRows.push({ partitionKey: d.taskGroupId, rowKey: GROUP_PREFIX + groupRowKey(d.taskGroupId), schedulerId: '-', expires: d.expires, sealed: '' });
       return { table: 'Tasks' as TableName, actions: [encodeTask(t), ...rows].map((entity): TableAction => ({ op: 'upsert', entity })) };
     });
     const uniqueGroups = [...new Map(groupRows.map((r) => [`${r.partitionKey}/${r.rowKey}`, r])).values()];
-    const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('Expiry', expiryRows), ...batches('TaskGroups', uniqueGroups)];
+    const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('Expiry', expiryRows), ...batches('Tasks', uniqueGroups)];
     await mapLimit(writes, CONCURRENCY, (w) => svc.storage.table(w.table).transact(w.actions));
     if (process.env.BENCH_VERBOSE) console.error(`[preload] ${done + n} tasks, ${round((performance.now() - t0) / 1000, 1)} s`);
   }

@@ -8,7 +8,7 @@ import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';
 import { PendingQueues } from './tasks/pending';
 import { Triggers } from './tasks/triggers';
-import { TaskGroups, groupRowKey } from './tasks/groups';
+import { GROUP_PREFIX, TaskGroups, groupRowKey } from './tasks/groups';
 import { taskRowKey } from './tasks/model';
 import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
@@ -24,9 +24,16 @@ import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
 import { SYNC_DEPENDENCIES } from './tasks/create';
 
-/** The rows that exist whenever a task or group does: how several accounts find one stored before an account was added. */
+/**
+ * The rows that exist whenever a task or group does: how several accounts find one stored before an
+ * account was added. A Tasks partition holds a task, or a group (its meta row), or both; a legacy
+ * group is in table TaskGroups.
+ */
 const ACCOUNT_ROOTS: AccountRoots = {
-  task: (taskId) => ({ table: 'Tasks', pk: taskId, rk: taskRowKey(taskId) }),
+  task: (id) => [
+    { table: 'Tasks', pk: id, rk: taskRowKey(id) },
+    { table: 'Tasks', pk: id, rk: GROUP_PREFIX + groupRowKey(id) },
+  ],
   group: (taskGroupId) => ({ table: 'TaskGroups', pk: taskGroupId, rk: groupRowKey(taskGroupId) }),
 };
 
@@ -133,6 +140,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
+  await groups.start();
   return {
     config,
     tuning,

@@ -11,7 +11,7 @@
  * - partition `queues`: one row per task queue that has index rows (what the queries across task
  *   queues fan out over), written once per process per QUEUE_SEEN_TTL_MS, with a property `b<n>`
  *   for each bucket count n > 1 the task queue's tasks were created with;
- * - by task group, newest first: a `~new~` row in the group's TaskGroups partition, written in the
+ * - by task group, newest first: a `~new~` row in the group's partition, written in the
  *   transaction that adds the member (shared/tasks/groups.ts).
  *
  * Buckets: a partition takes about 2,000 entities/s and a lifecycle writes ~9 index entities, so a
@@ -50,7 +50,7 @@ import type { Run, TaskRecord } from '../tasks/model';
 import { badArgs } from '../errors';
 import { jumpHash } from '../storage/accounts';
 import { MAX_PENDING_SHARDS } from '../config';
-import { LATEST_PREFIX } from '../tasks/groups';
+import { LATEST_PREFIX, type TaskGroups } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
 
 /** The partition listing the task queues that have index rows. */
@@ -768,20 +768,24 @@ export async function workerStateCounts(
 }
 
 /**
- * Tasks by name (fanned out over every task queue's buckets) or by task group (its TaskGroups
- * partition), newest created first: taskId and created (the caller loads each task for the rest).
+ * Tasks by name (fanned out over every task queue's buckets) or by task group (its latest rows,
+ * shared/tasks/groups.ts), newest created first: taskId and created (the caller loads each task for the rest).
  */
-export async function listLatest(storage: Storage, by: { name?: string; taskGroupId?: string }, limit: number, continuation?: string) {
+export async function listLatest(
+  storage: Storage,
+  by: { name?: string; taskGroupId?: string },
+  limit: number,
+  continuation?: string,
+  groups?: Pick<TaskGroups, 'latestPage'>,
+) {
   if (by.name !== undefined) {
     const prefix = namePrefix(by.name);
     const r = await mergedPage(storage, await allPartitions(storage), prefix, prefixRange(prefix), [], limit, continuation);
     return { rows: r.rows.map((x) => ({ taskId: x.taskId, created: x.created! })), continuation: r.continuation };
   }
-  const page = await storage
-    .table('TaskGroups')
-    .page({ partitionKey: by.taskGroupId!, rowKey: prefixRange(LATEST_PREFIX), select: ['RowKey'] }, limit, continuation);
+  const page = await groups!.latestPage(by.taskGroupId!, limit, continuation);
   return {
-    rows: page.items.map((x) => ({ taskId: x.rowKey.split('~').pop()!, created: fromInverted(x.rowKey.slice(LATEST_PREFIX.length).split('~')[0]) })),
+    rows: page.keys.map((k) => ({ taskId: k.split('~').pop()!, created: fromInverted(k.slice(LATEST_PREFIX.length).split('~')[0]) })),
     continuation: page.continuation,
   };
 }

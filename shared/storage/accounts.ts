@@ -35,10 +35,12 @@ import {
 export type Home = { kind: 'global' } | { kind: 'task' | 'group' | 'queue'; key: string };
 const GLOBAL: Home = { kind: 'global' };
 
-/** The row that exists whenever a task or group does: probed to find one stored under an older account list. */
+/** A row that exists whenever a task or group does: probed to find one stored under an older account list. */
+export type AccountRoot = { table: TableName; pk: string; rk: string };
+/** The roots of a per-task partition (any of several rows, probed side by side) and of a (legacy) group's. */
 export interface AccountRoots {
-  task(taskId: string): { table: TableName; pk: string; rk: string };
-  group(taskGroupId: string): { table: TableName; pk: string; rk: string };
+  task(taskId: string): AccountRoot | AccountRoot[];
+  group(taskGroupId: string): AccountRoot;
 }
 
 /** Partitions of the per-task tables (the rest are global). Artifacts' `~…` partitions are its shared expiry index. */
@@ -216,10 +218,11 @@ export class AccountsStorage implements Storage {
     const known = this.found.get(cacheKey);
     if (known !== undefined) return known;
     // Data written under an older account list stays where it was; new data goes to the newest placement.
-    const root = home.kind === 'task' ? this.roots.task(home.key) : this.roots.group(home.key);
+    const roots = [home.kind === 'task' ? this.roots.task(home.key) : this.roots.group(home.key)].flat();
     let at = places[0];
     for (const p of places.slice(1)) {
-      if (await this.accounts[p].table(root.table).get(root.pk, root.rk)) {
+      const found = await Promise.all(roots.map((r) => this.accounts[p].table(r.table).get(r.pk, r.rk)));
+      if (found.some(Boolean)) {
         at = p;
         break;
       }

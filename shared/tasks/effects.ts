@@ -66,8 +66,20 @@ export type Effect =
    * The task resolved for good: remove its group's open row and, if that left the group without
    * unresolved tasks, publish task-group-resolved. Until it succeeded, the deadline trigger is kept
    * (it fires on the resolved task and owes this again), so a crash never loses the event.
+   * `alone`: the task created its group in its own transaction, so the executor may fold the open
+   * row's delete into the resolution's write (then `folded`: the group is known empty, no call left).
    */
-  | { phase: 'after'; kind: 'close-group'; taskGroupId: string; schedulerId: string; taskId: string; runId: number; groupEtag?: string }
+  | {
+      phase: 'after';
+      kind: 'close-group';
+      taskGroupId: string;
+      schedulerId: string;
+      taskId: string;
+      runId: number;
+      groupEtag?: string;
+      alone?: true;
+      folded?: true;
+    }
   | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
 
 export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
@@ -113,7 +125,7 @@ export const effect = {
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
   releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),
   deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
-  closeGroup: (taskGroupId: string, schedulerId: string, taskId: string, runId: number, groupEtag?: string): Effect => ({
+  closeGroup: (taskGroupId: string, schedulerId: string, taskId: string, runId: number, groupEtag?: string, alone?: true): Effect => ({
     phase: 'after',
     kind: 'close-group',
     taskGroupId,
@@ -121,6 +133,7 @@ export const effect = {
     taskId,
     runId,
     ...(groupEtag ? { groupEtag } : {}),
+    ...(alone ? { alone } : {}),
   }),
   log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
 };

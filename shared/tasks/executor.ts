@@ -10,11 +10,11 @@
  */
 import * as slugid from 'slugid';
 import { TaskDeps, WriteEvents } from './deps';
-import { Effect, effectKey, safetyNetOf } from './effects';
+import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
 import { MAX_MODIFY_ATTEMPTS } from './store';
 import { TaskRecord } from './model';
 import type { TriggerRef } from './triggers';
-import type { Entity } from '../storage/storage';
+import type { Entity, TableAction } from '../storage/storage';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
@@ -69,12 +69,18 @@ export async function execute(
   // proves it, and anything but a write is decided again on a fresh read.
   let current = known ?? d.tasks.recentRow?.(taskId);
   let unproven = !known && current !== undefined;
+  // A write with the group's close folded in failed on a row this ETag was current for: if the
+  // task row is unchanged, the group's condition failed (someone joined), so the next try does not fold.
+  let foldFailedAt: string | undefined;
+  let fold = true;
   for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
     if (!current || attempt > 0) {
       current = await d.tasks.load(taskId);
       unproven = false;
     }
     if (!current) return undefined;
+    if (foldFailedAt !== undefined && current.etag === foldFailedAt) fold = false;
+    foldFailedAt = undefined;
     const result = transition(current);
     if (unproven && (isRefusal(result) || isLater(result) || result.next === current)) {
       current = undefined;
@@ -89,10 +95,21 @@ export async function execute(
       performed.set(effectKey(early.effect), await early.ref);
     }
     const next = result.next;
-    const { w, effects } = await prepareEvents(d, current, next, result.effects);
-    await performBefore(d, { next, effects }, performed);
-    const rows = effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-    const written = await d.tasks.replace(current, next, rows, () => afterAll(effects, next, w), outboxOf(d, w));
+    const prepared = await prepareEvents(d, current, next, result.effects);
+    const { w } = prepared;
+    await performBefore(d, { next, effects: prepared.effects }, performed);
+    const rows = prepared.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
+    // A group of one's close goes in the resolution's own transaction (the group's rows share the task's partition).
+    const closing = fold
+      ? prepared.effects.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group' && !!e.alone && e.taskGroupId === taskId)
+      : undefined;
+    const actions = closing ? d.groups.closeActions(closing.taskGroupId) : [];
+    const effects = closing ? prepared.effects.map((e) => (e === closing ? { ...closing, folded: true as const } : e)) : prepared.effects;
+    const written = await d.tasks.replace(current, next, rows, () => afterAll(effects, next, w), outboxOf(d, w), actions);
+    if (written !== 'written' && closing) {
+      foldFailedAt = current.etag;
+      continue;
+    }
     if (written === 'etag') continue;
     if (written === 'missing') return undefined;
     return { task: next, changed: true };
@@ -100,13 +117,34 @@ export async function execute(
   throw new Error(`task ${taskId}: too many concurrent modifications`);
 }
 
-/** Creates a task row from `create`'s step. False when the taskId is taken (nothing `after` is done). */
+/**
+ * Creates a task row from `create`'s step. False when the taskId is taken (nothing `after` is done).
+ * A task that starts its own group creates the group in its row's transaction (same partition);
+ * if that fails and the task row is not there, the group existed already (a member came first):
+ * it joins as any member does, before its row is written.
+ */
 export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
   const performed: Performed = new Map();
   const { w, effects } = await prepareEvents(d, undefined, step.next, step.effects);
-  await performBefore(d, { next: step.next, effects }, performed);
   const rows = effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-  return d.tasks.insert(step.next, rows, () => withEvents(d, w, step.next, () => performAfter(d, effects, step.next, performed)), outboxOf(d, w));
+  const insert = (actions?: TableAction[]) =>
+    d.tasks.insert(step.next, rows, () => withEvents(d, w, step.next, () => performAfter(d, effects, step.next, performed)), outboxOf(d, w), actions);
+  const join = effects.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
+  if (join && join.taskGroupId === join.taskId) {
+    const [foldable] = await Promise.all([
+      d.groups.foldable(join.taskGroupId),
+      performBefore(d, { next: step.next, effects: effects.filter((e) => e !== join) }, performed),
+    ]);
+    if (foldable) {
+      step.next.groupAlone = true;
+      if (await insert(d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return true;
+      delete step.next.groupAlone;
+      if (await d.tasks.load(join.taskId)) return false;
+      performed.set(effectKey(join), await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true));
+    }
+  }
+  await performBefore(d, { next: step.next, effects }, performed);
+  return insert();
 }
 
 /**
@@ -257,7 +295,8 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       await releaseKey(d, e.key, e.taskId, e.runId, rehinter(d), task);
       return;
     case 'close-group':
-      await d.groupResolved?.(e, await d.groups.close(e.taskGroupId, e.taskId, e.groupEtag));
+      // Folded into the write: its open row went with it, on the condition that nobody joined.
+      await d.groupResolved?.(e, e.folded ? true : await d.groups.close(e.taskGroupId, e.taskId, e.groupEtag));
       return;
     case 'log':
       d.log.info(e.event, e.fields);

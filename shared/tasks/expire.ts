@@ -4,8 +4,8 @@
  * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
  * reapers sweeping the same row at once do no harm.
  */
-import { StorageConflict, Table, deleteRows } from '../storage/storage';
-import { groupRowKey, latestRowKey, openRowKey } from './groups';
+import { deleteRows } from '../storage/storage';
+import { latestRowKey, openRowKey } from './groups';
 import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
@@ -71,8 +71,12 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
     // Its member and latest rows go with the rest of the group's partition, at the group's expiry
     // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
     // index rows. A group of one (its open row's presence known: unresolved, or settled) goes with
-    // it when its row is due too; a crash between the two is finished by the repeat (expireGroup).
+    // it when its row is due too, in the task row's transaction (same partition), which fails if
+    // anyone joined; the group's row then reads what is left (expireGroup).
     if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo)) {
+      const keys = await d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved);
+      if (keys) return d.tasks.delete(taskId, t, keys);
+      // A legacy group (table TaskGroups): beside the task's own; a crash between the two is finished by the repeat.
       const [gone] = await Promise.all([d.groups.removeAlone(taskGroupId, t.definition.created, unresolved), d.tasks.delete(taskId, t)]);
       return gone;
     }
@@ -83,72 +87,18 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   // open row of an unresolved task, in one transaction; with them the meta row when the group has
   // expired too (its expires is the latest of its members', so only the last member removes it).
   const meta = taskGroupId === data.taskGroupId && !data.groupRow ? metaOfData : await d.groups.meta(taskGroupId);
-  const groups = d.storage.table('TaskGroups');
   const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(unresolved ? [openRowKey(taskId)] : [])];
-  const removeRows = async (): Promise<void> => {
-    if (meta && new Date(meta.expires) <= now) {
-      await deleteWithMeta(groups, taskGroupId, keys, meta.etag);
-    } else {
-      await deleteRows(groups, taskGroupId, keys);
-    }
-  };
-  await Promise.all([closeToo && !unresolved ? d.groups.close(taskGroupId, taskId) : undefined, removeRows()]);
+  const metaEtag = meta && new Date(meta.expires) <= now ? meta.etag : undefined;
+  await Promise.all([closeToo && !unresolved ? d.groups.close(taskGroupId, taskId) : undefined, d.groups.removeRows(taskGroupId, keys, metaEtag)]);
   // The task row with its history, and its operator index rows.
   if (t) await d.tasks.delete(taskId, t);
   return false;
 }
 
-async function ignoreConflict(p: Promise<unknown>): Promise<void> {
-  try {
-    await p;
-  } catch (err) {
-    if (!(err instanceof StorageConflict)) throw err;
-  }
-}
-
-/** Rows of a group partition read per page when it expires (a table page's worth). */
-const GROUP_PAGE = 1000;
-
 /**
  * A group's expiry row came due (one per distinct member expires): once the meta row's expires has
- * passed (it is the latest of every member's), every row of the partition goes, 100 per
- * transaction, the meta row in the last one, guarded by its ETag (a task joining meanwhile extends
- * it; its own group row comes later). An earlier row, or a repeat, finds it not due or gone.
+ * passed, every row of the group goes (shared/tasks/groups.ts `expire`).
  */
 export async function expireGroup(d: TaskDeps, taskGroupId: string): Promise<void> {
-  const groups = d.storage.table('TaskGroups');
-  const keys: string[] = [];
-  let meta: { expires: string; etag: string } | undefined;
-  let continuation: string | undefined;
-  do {
-    const page = await groups.page({ partitionKey: taskGroupId }, GROUP_PAGE, continuation);
-    for (const r of page.items) {
-      if (r.rowKey === groupRowKey(taskGroupId)) meta = { expires: r.expires as string, etag: r.etag };
-      else keys.push(r.rowKey);
-    }
-    continuation = page.continuation;
-  } while (continuation);
-  if (meta && new Date(meta.expires) > d.now()) return;
-  const last = keys.splice(Math.max(0, keys.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
-  await deleteRows(groups, taskGroupId, keys);
-  if (!meta) return deleteRows(groups, taskGroupId, last);
-  await deleteWithMeta(groups, taskGroupId, last, meta.etag);
-}
-
-/**
- * Deletes a group's rows with its meta row in one transaction, the meta row only if unchanged. If a
- * row was gone already (a repeat after a crash, a task from before latest rows) or a task joined:
- * row by row, the meta row still only if unchanged.
- */
-async function deleteWithMeta(groups: Table, taskGroupId: string, keys: string[], metaEtag: string): Promise<void> {
-  try {
-    await groups.transact([
-      ...keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-      { op: 'delete', partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), etag: metaEtag },
-    ]);
-  } catch (err) {
-    if (!(err instanceof StorageConflict)) throw err;
-    await deleteRows(groups, taskGroupId, keys);
-    await ignoreConflict(groups.delete(taskGroupId, groupRowKey(taskGroupId), metaEtag));
-  }
+  await d.groups.expire(taskGroupId, d.now());
 }

@@ -6,12 +6,20 @@
  * the group (task-group-resolved); rows are deleted and inserted, never counted, so concurrent
  * resolutions in one group do not contend.
  *
- * The common group has one task (its taskGroupId is its taskId): the task that created the meta row
- * keeps the meta row's ETag, every later member changes it (it merges the meta row in its own
- * transaction), so the creator's resolution can delete its open row on the condition that the ETag
- * is unchanged and know, without a read, that the group is now without unresolved tasks.
+ * Where: table Tasks, partition = the group's id, row keys prefixed GROUP_PREFIX (task rows are
+ * `task~…`, history rows `h-…`). The common group has one task (its taskGroupId is its taskId), so
+ * its rows share that task's partition and go in the task row's own transactions: the group's
+ * creation (createActions, in createTask's insert), its creator's close (closeActions, in the
+ * resolution) and its removal (aloneKeys, with the task at expiry). Groups created before that live
+ * in the legacy table TaskGroups (same keys, no prefix) until they expire: new groups never go
+ * there, so that table only empties, and once it is empty nobody looks there again.
+ *
+ * "Nobody joined" is proven without a read: a group created by its namesake task holds an `alone`
+ * row until the first other member deletes it in its own join transaction, so a transaction that
+ * requires that row fails once anyone joined. (Groups created through addMember keep the meta row's
+ * ETag instead, which every first joiner changes: `close` with metaEtag.)
  */
-import { Storage, StorageConflict, TableAction, deleteRows } from '../storage/storage';
+import { Storage, StorageConflict, Table, TableAction, deleteRows, tableHasRows } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -39,6 +47,14 @@ const MAX_MS = 9_999_999_999_999;
 export const latestRowKey = (taskId: string, created: string): string => `${LATEST_PREFIX}${String(MAX_MS - Date.parse(created)).padStart(13, '0')}~${taskId}`;
 
 /**
+ * Prefix of a group's row keys in the Tasks table (task rows are `task~…`, history `h-…`). Member
+ * keys are taskIds, which may begin with `h-` themselves, so every group key carries it.
+ */
+export const GROUP_PREFIX = 'g~';
+/** Every group key sorts below this: after the prefix come a slugid character or '~' and a letter, both before '~~'. */
+const GROUP_END = `${GROUP_PREFIX}~~`;
+
+/**
  * Expiry-index kind of a group's rows (shared/tasks/expire.ts): each task records one at its own
  * expires beside its task row, in the same write; the one at the group's expires (the latest of its
  * members') removes the group's partition.
@@ -48,24 +64,90 @@ export const EXPIRY_KIND_GROUP = 'task-group';
 /**
  * A group created by its namesake task (taskGroupId === taskId) holds this row, and the meta row
  * says so (`alone`), until another task joins: the first joiner deletes it in its own transaction.
- * So the creator's expiry can delete the group's rows, this one included, in one transaction
- * without reading the partition: the transaction fails if anyone ever joined (shared/tasks/expire.ts).
+ * So the creator's resolution and expiry can require it in their transactions and know, without a
+ * read, that nobody ever joined: the transaction fails otherwise.
  */
 export const aloneRowKey = (taskGroupId: string): string => `~alone~${taskGroupId}`;
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
+/** While the legacy table holds rows, a process looks again this often whether it has emptied (it never refills). */
+const LEGACY_RECHECK_MS = 10 * 60_000;
+/** Groups whose table this process knows while the legacy one holds rows; bounded, oldest forgotten first. */
+const KNOWN_PLACES = 10_000;
+
+/** A group's table and how its row keys are stored there. */
+interface Place {
+  table: Table;
+  key: (k: string) => string;
+  legacy: boolean;
+}
+
+/** Rows of a group partition read per page when it expires (a table page's worth). */
+const GROUP_PAGE = 1000;
+/** Rows per entity-group transaction. */
+const MAX_BATCH = 100;
 
 export class TaskGroups {
-  constructor(private readonly storage: Storage) {}
+  private readonly fresh: Place;
+  private readonly old: Place;
+  /** Whether the legacy table may hold a group, and since when this process knows. */
+  private legacyCheck?: { at: number; rows: Promise<boolean> };
+  private legacyEmpty = false;
+  /** Group id → whether it lives in the legacy table (only while that table holds rows). */
+  private readonly places = new Map<string, boolean>();
 
-  private get table() {
-    return this.storage.table('TaskGroups');
+  constructor(private readonly storage: Storage) {
+    this.fresh = { table: storage.table('Tasks'), key: (k) => GROUP_PREFIX + k, legacy: false };
+    this.old = { table: storage.table('TaskGroups'), key: (k) => k, legacy: true };
   }
 
-  /** `joined`: a task other than the group's creator joined it; `alone`: the group holds its aloneRowKey row (until someone joined). */
-  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
-    const r = await this.table.get(taskGroupId, groupRowKey(taskGroupId));
+  /** At start-up: whether the legacy table holds groups (one query), so that requests need not ask. */
+  async start(): Promise<void> {
+    await this.legacyMayHold();
+  }
+
+  /** One table query per process (and every LEGACY_RECHECK_MS while the legacy table is not empty). */
+  private async legacyMayHold(): Promise<boolean> {
+    if (this.legacyEmpty) return false;
+    const now = Date.now();
+    if (!this.legacyCheck || now - this.legacyCheck.at >= LEGACY_RECHECK_MS) {
+      const rows = tableHasRows(this.storage, 'TaskGroups');
+      this.legacyCheck = { at: now, rows };
+      rows.then(
+        (any) => {
+          if (any) return;
+          this.legacyEmpty = true;
+          this.places.clear();
+        },
+        () => {
+          if (this.legacyCheck?.rows === rows) this.legacyCheck = undefined; // asked again by the next call
+        },
+      );
+    }
+    return this.legacyCheck.rows;
+  }
+
+  private remember(taskGroupId: string, legacy: boolean): void {
+    this.places.delete(taskGroupId);
+    this.places.set(taskGroupId, legacy);
+    if (this.places.size > KNOWN_PLACES) this.places.delete(this.places.keys().next().value!);
+  }
+
+  /** Where the group's rows are: the Tasks table, unless the legacy table still holds its meta row. */
+  private async place(taskGroupId: string): Promise<Place> {
+    if (!(await this.legacyMayHold())) return this.fresh;
+    const known = this.places.get(taskGroupId);
+    if (known !== undefined) return known ? this.old : this.fresh;
+    // A group the legacy table does not hold never goes there; while it does, no new one of its id
+    // is created (addMember finds it), so its meta row alone tells.
+    const legacy = !!(await this.old.table.get(taskGroupId, groupRowKey(taskGroupId)));
+    this.remember(taskGroupId, legacy);
+    return legacy ? this.old : this.fresh;
+  }
+
+  private async metaAt(p: Place, taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
+    const r = await p.table.get(taskGroupId, p.key(groupRowKey(taskGroupId)));
     if (!r) return undefined;
     return {
       taskGroupId,
@@ -78,31 +160,69 @@ export class TaskGroups {
     };
   }
 
+  /** `joined`: a task other than the group's creator joined it; `alone`: the group holds its aloneRowKey row (until someone joined). */
+  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
+    const p = await this.place(taskGroupId);
+    const m = await this.metaAt(p, taskGroupId);
+    if (m || !p.legacy) return m;
+    // The legacy group expired meanwhile: a group of that id is created anew in the Tasks table.
+    this.remember(taskGroupId, false);
+    return this.metaAt(this.fresh, taskGroupId);
+  }
+
+  /** Whether createTask may create group `taskGroupId` in its task row's transaction (createActions): the legacy table does not hold it. */
+  async foldable(taskGroupId: string): Promise<boolean> {
+    return !(await this.place(taskGroupId)).legacy;
+  }
+
+  private memberActions(p: Place, taskGroupId: string, taskId: string, expires: string, created: string): TableAction[] {
+    return [
+      { op: 'upsert', entity: { partitionKey: taskGroupId, rowKey: p.key(taskId), expires } },
+      { op: 'upsert', entity: { partitionKey: taskGroupId, rowKey: p.key(openRowKey(taskId)), expires } },
+      { op: 'upsert', entity: { partitionKey: taskGroupId, rowKey: p.key(latestRowKey(taskId, created)), expires } },
+    ];
+  }
+
+  /**
+   * The rows that create the group with its first member (in the Tasks table, partition
+   * `taskGroupId`); the meta row is a `create`, so the transaction fails if the group exists.
+   * createTask of a task that starts its own group puts them in its task row's transaction.
+   */
+  createActions(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): TableAction[] {
+    const own = taskGroupId === taskId;
+    const key = this.fresh.key;
+    const meta = { partitionKey: taskGroupId, rowKey: key(groupRowKey(taskGroupId)), schedulerId, expires, sealed: '', ...(own ? { alone: true } : {}) };
+    return [
+      { op: 'create', entity: meta },
+      ...this.memberActions(this.fresh, taskGroupId, taskId, expires, created),
+      ...(own ? [{ op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)), expires } }] : []),
+    ];
+  }
+
   /**
    * Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group.
-   * The meta row's ETag if this call created the group (see `close`).
+   * The meta row's ETag if this call created the group (see `close`). `exists`: the group is known
+   * to exist (a createTask whose own creation of it conflicted), so no creation is tried first.
    */
-  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): Promise<string | undefined> {
-    const member = { partitionKey: taskGroupId, rowKey: taskId, expires };
-    const open = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires } };
-    const latest = { op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: latestRowKey(taskId, created), expires } };
-    const ownGroup = taskGroupId === taskId;
-    const metaRow = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), schedulerId, expires, sealed: '', ...(ownGroup ? { alone: true } : {}) };
-    const alone: TableAction[] = ownGroup ? [{ op: 'upsert', entity: { partitionKey: taskGroupId, rowKey: aloneRowKey(taskGroupId), expires } }] : [];
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string, exists = false): Promise<string | undefined> {
+    let p = await this.place(taskGroupId);
     // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`); a
     // concurrent first joiner's transaction then fails on the missing row and reads again.
     const leaveAlone = (m: { alone?: true; joined?: true }): TableAction[] =>
-      m.alone && !m.joined ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: aloneRowKey(taskGroupId) }] : [];
+      m.alone && !m.joined ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: p.key(aloneRowKey(taskGroupId)) }] : [];
     // A task that starts its own group (the common case) needs no read.
-    let known = ownGroup ? undefined : await this.meta(taskGroupId);
+    let known = taskGroupId === taskId && !exists ? undefined : await this.metaAt(p, taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
+        // New groups always go to the Tasks table (a legacy group of this id expired meanwhile).
+        if (p.legacy) this.remember(taskGroupId, false);
+        p = this.fresh;
         try {
-          const [etag] = await this.table.transact([{ op: 'create', entity: metaRow }, { op: 'upsert', entity: member }, open, latest, ...alone]);
+          const [etag] = await p.table.transact(this.createActions(taskGroupId, taskId, schedulerId, expires, created));
           return etag;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
-          known = await this.meta(taskGroupId);
+          known = await this.metaAt(p, taskGroupId);
           if (!known) continue;
         }
       }
@@ -110,19 +230,19 @@ export class TaskGroups {
         throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
       }
       if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
+      const members = this.memberActions(p, taskGroupId, taskId, expires, created);
+      const key = p.key(groupRowKey(taskGroupId));
       if (new Date(expires) > new Date(known.expires)) {
         try {
-          await this.table.transact([
-            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), expires, joined: true }, mode: 'Merge', etag: known!.etag },
+          await p.table.transact([
+            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key, expires, joined: true }, mode: 'Merge', etag: known!.etag },
             ...leaveAlone(known!),
-            { op: 'upsert', entity: member },
-            open,
-            latest,
+            ...members,
           ]);
           return undefined;
         } catch (err) {
           if (!(err instanceof StorageConflict)) throw err;
-          known = await this.meta(taskGroupId);
+          known = await this.metaAt(p, taskGroupId);
           continue;
         }
       }
@@ -130,13 +250,12 @@ export class TaskGroups {
         // The first members after the creator change the meta row's ETag (telling the creator's
         // resolution that the group has another member); later ones find `joined` and leave it
         // alone, so a large group's members do not all write one row.
-        const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), joined: true };
-        const members: TableAction[] = [{ op: 'upsert', entity: member }, open, latest];
-        await this.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members]);
+        const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
+        await p.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members]);
         return undefined;
       } catch (err) {
         if (!(err instanceof StorageConflict)) throw err;
-        known = await this.meta(taskGroupId); // the group expired meanwhile: create it again
+        known = await this.metaAt(p, taskGroupId); // the group expired meanwhile: create it again
         continue;
       }
     }
@@ -149,25 +268,33 @@ export class TaskGroups {
    */
   async removeMember(taskGroupId: string, taskId: string, open = false, created?: string): Promise<void> {
     const keys = [taskId, ...(open ? [openRowKey(taskId)] : []), ...(created ? [latestRowKey(taskId, created)] : [])];
-    await deleteRows(this.table, taskGroupId, keys);
+    await this.removeRows(taskGroupId, keys);
   }
 
   /**
-   * The expiry of a group's creator (taskGroupId === taskId) whose group nobody joined: its meta,
-   * alone, member and latest rows (and `open` row, if the task never resolved) in one transaction,
-   * no read. False if that fails (someone joined, the group predates alone rows, a row is gone
-   * already): then the partition read (expireGroup) finds what is left.
+   * Row keys (as stored) of a group nobody joined, for its creator's expiry to delete in the task's
+   * own transaction (shared/tasks/store.ts `delete`): meta, alone, member and latest rows, and the
+   * open row of a task that never resolved. The transaction fails if anyone joined (the alone row
+   * is gone) or a row is gone already; the partition read (expire) then finds what is left.
+   * Undefined for a legacy group (removeAlone).
    */
+  async aloneKeys(taskGroupId: string, created: string, open: boolean): Promise<string[] | undefined> {
+    const p = await this.place(taskGroupId);
+    if (p.legacy) return undefined;
+    return this.aloneLogicalKeys(taskGroupId, created, open).map(p.key);
+  }
+
+  private aloneLogicalKeys(taskGroupId: string, created: string, open: boolean): string[] {
+    return [groupRowKey(taskGroupId), aloneRowKey(taskGroupId), taskGroupId, latestRowKey(taskGroupId, created), ...(open ? [openRowKey(taskGroupId)] : [])];
+  }
+
+  /** aloneKeys' rows by themselves, in one transaction (a legacy group); false if that fails. */
   async removeAlone(taskGroupId: string, created: string, open: boolean): Promise<boolean> {
-    const keys = [
-      groupRowKey(taskGroupId),
-      aloneRowKey(taskGroupId),
-      taskGroupId,
-      latestRowKey(taskGroupId, created),
-      ...(open ? [openRowKey(taskGroupId)] : []),
-    ];
+    const p = await this.place(taskGroupId);
     try {
-      await this.table.transact(keys.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })));
+      await p.table.transact(
+        this.aloneLogicalKeys(taskGroupId, created, open).map((k) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey: p.key(k) })),
+      );
       return true;
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
@@ -177,7 +304,21 @@ export class TaskGroups {
 
   /** The task is unresolved again (rerun): written before the task row says so. */
   async reopen(taskGroupId: string, taskId: string, expires: string): Promise<void> {
-    await this.table.upsert({ partitionKey: taskGroupId, rowKey: openRowKey(taskId), expires });
+    const p = await this.place(taskGroupId);
+    await p.table.upsert({ partitionKey: taskGroupId, rowKey: p.key(openRowKey(taskId)), expires });
+  }
+
+  /**
+   * The close of a group's creator folded into its task row's resolution (same partition): its
+   * open row's delete, on the condition that the group's alone row is still there (nobody joined;
+   * then the group is without unresolved tasks once this commits). The transaction fails otherwise.
+   */
+  closeActions(taskGroupId: string): TableAction[] {
+    const key = this.fresh.key;
+    return [
+      { op: 'delete', partitionKey: taskGroupId, rowKey: key(openRowKey(taskGroupId)) },
+      { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)) }, mode: 'Merge', etag: '*' },
+    ];
   }
 
   /**
@@ -186,12 +327,13 @@ export class TaskGroups {
    * task joined since: true then, as the group is now without unresolved tasks (no read needed).
    */
   async close(taskGroupId: string, taskId: string, metaEtag?: string): Promise<boolean> {
+    const p = await this.place(taskGroupId);
     if (metaEtag) {
       try {
         // Merging the meta row changes its ETag: a repeat of this (a crash before the event) reads instead.
-        const touch = { partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId) };
-        await this.table.transact([
-          { op: 'delete', partitionKey: taskGroupId, rowKey: openRowKey(taskId) },
+        const touch = { partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)) };
+        await p.table.transact([
+          { op: 'delete', partitionKey: taskGroupId, rowKey: p.key(openRowKey(taskId)) },
           { op: 'update', entity: touch, mode: 'Merge', etag: metaEtag },
         ]);
         return true;
@@ -199,20 +341,18 @@ export class TaskGroups {
         if (!(err instanceof StorageConflict)) throw err;
       }
     }
-    await this.table.delete(taskGroupId, openRowKey(taskId));
+    await p.table.delete(taskGroupId, p.key(openRowKey(taskId)));
     return false;
   }
 
   /** Whether any task of the group is unresolved: the first open row, if any (one short range read). */
   async hasOpen(taskGroupId: string): Promise<boolean> {
+    const p = await this.place(taskGroupId);
+    const range = { ge: p.key(OPEN_PREFIX), lt: p.key(OPEN_PREFIX + '~') };
     let continuation: string | undefined;
     do {
       // Azure may answer an empty page with a continuation (a server-side time slice): read on.
-      const page = await this.table.page(
-        { partitionKey: taskGroupId, rowKey: { ge: OPEN_PREFIX, lt: OPEN_PREFIX + '~' }, select: ['RowKey'] },
-        1,
-        continuation,
-      );
+      const page = await p.table.page({ partitionKey: taskGroupId, rowKey: range, select: ['RowKey'] }, 1, continuation);
       if (page.items.length) return true;
       continuation = page.continuation;
     } while (continuation);
@@ -224,8 +364,9 @@ export class TaskGroups {
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       const meta = await this.meta(taskGroupId);
       if (!meta || meta.sealed) return meta;
+      const p = await this.place(taskGroupId);
       try {
-        await this.table.merge({ partitionKey: taskGroupId, rowKey: groupRowKey(taskGroupId), sealed: now.toJSON() }, meta.etag);
+        await p.table.merge({ partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)), sealed: now.toJSON() }, meta.etag);
         return { ...meta, sealed: now.toJSON() };
       } catch (err) {
         if (!(err instanceof StorageConflict)) throw err;
@@ -236,8 +377,73 @@ export class TaskGroups {
 
   /** One page of the group's members that have not expired by `now`. */
   async memberPage(taskGroupId: string, limit: number, now: Date, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
+    const p = await this.place(taskGroupId);
     const where = [{ prop: 'expires', op: 'ge', value: now.toJSON() } as const];
-    const page = await this.table.page({ partitionKey: taskGroupId, rowKey: { lt: MEMBERS_END }, where, select: ['RowKey'] }, limit, continuation);
-    return { taskIds: page.items.map((r) => r.rowKey), continuation: page.continuation };
+    const rowKey = { ge: p.key(''), lt: p.key(MEMBERS_END) };
+    const page = await p.table.page({ partitionKey: taskGroupId, rowKey, where, select: ['RowKey'] }, limit, continuation);
+    return { taskIds: page.items.map((r) => r.rowKey.slice(p.key('').length)), continuation: page.continuation };
+  }
+
+  /** One page of the group's latest rows (listTaskGroupLatest), newest created first: their keys without the place's prefix. */
+  async latestPage(taskGroupId: string, limit: number, continuation?: string): Promise<{ keys: string[]; continuation?: string }> {
+    const p = await this.place(taskGroupId);
+    const rowKey = { ge: p.key(LATEST_PREFIX), lt: p.key(LATEST_PREFIX + '~') };
+    const page = await p.table.page({ partitionKey: taskGroupId, rowKey, select: ['RowKey'] }, limit, continuation);
+    return { keys: page.items.map((r) => r.rowKey.slice(p.key('').length)), continuation: page.continuation };
+  }
+
+  /**
+   * Deletes rows of the group (keys without the place's prefix), 100 per transaction; with
+   * `metaEtag`, the meta row too, in the last one, only if unchanged. If a row was gone already (a
+   * repeat after a crash, a task from before latest rows) or a task joined: row by row, the meta
+   * row still only if unchanged.
+   */
+  async removeRows(taskGroupId: string, keys: string[], metaEtag?: string): Promise<void> {
+    const p = await this.place(taskGroupId);
+    const stored = keys.map(p.key);
+    if (!metaEtag) return deleteRows(p.table, taskGroupId, stored);
+    const metaKey = p.key(groupRowKey(taskGroupId));
+    const last = stored.splice(Math.max(0, stored.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
+    await deleteRows(p.table, taskGroupId, stored);
+    try {
+      await p.table.transact([
+        ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+        { op: 'delete', partitionKey: taskGroupId, rowKey: metaKey, etag: metaEtag },
+      ]);
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+      await deleteRows(p.table, taskGroupId, last);
+      try {
+        await p.table.delete(taskGroupId, metaKey, metaEtag);
+      } catch (e) {
+        if (!(e instanceof StorageConflict)) throw e;
+      }
+    }
+  }
+
+  /**
+   * A group's expiry row came due: once the meta row's expires has passed (it is the latest of
+   * every member's), every row of the group goes, the meta row in the last transaction, guarded by
+   * its ETag (a task joining meanwhile extends it; its own group row comes later). An earlier row,
+   * or a repeat, finds it not due or gone. Only the group's key range: in the Tasks table its
+   * partition may hold a task's rows too.
+   */
+  async expire(taskGroupId: string, now: Date): Promise<void> {
+    const p = await this.place(taskGroupId);
+    const metaKey = p.key(groupRowKey(taskGroupId));
+    const rowKey = p.legacy ? undefined : { ge: GROUP_PREFIX, lt: GROUP_END };
+    const keys: string[] = [];
+    let meta: { expires: string; etag: string } | undefined;
+    let continuation: string | undefined;
+    do {
+      const page = await p.table.page({ partitionKey: taskGroupId, ...(rowKey ? { rowKey } : {}) }, GROUP_PAGE, continuation);
+      for (const r of page.items) {
+        if (r.rowKey === metaKey) meta = { expires: r.expires as string, etag: r.etag };
+        else keys.push(r.rowKey.slice(p.key('').length));
+      }
+      continuation = page.continuation;
+    } while (continuation);
+    if (meta && new Date(meta.expires) > now) return;
+    await this.removeRows(taskGroupId, keys, meta?.etag);
   }
 }

@@ -87,6 +87,8 @@ export interface TaskRecord {
   deadlineTrigger?: TriggerRef;
   /** The task created its group: the group meta row's ETag then (shared/tasks/groups.ts `close`). */
   groupEtag?: string;
+  /** The task created its group in its own row's transaction: its resolution closes the group in its write (shared/tasks/groups.ts `closeActions`). */
+  groupAlone?: true;
   /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
   continuation?: string;
   /** changeTaskPriority's override; the stored definition keeps the priority it was created with. */
@@ -197,6 +199,7 @@ export function encodeTask(t: TaskRecord): Entity {
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
     ...(t.groupEtag ? { groupEtag: t.groupEtag } : {}),
+    ...(t.groupAlone ? { groupAlone: true } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
     ...(t.continuation ? { continuation: t.continuation } : {}),
     ...(t.indexBuckets && t.indexBuckets > 1 ? { indexBuckets: t.indexBuckets } : {}),
@@ -227,6 +230,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
     ...(e.groupEtag ? { groupEtag: e.groupEtag as string } : {}),
+    ...(e.groupAlone ? { groupAlone: true as const } : {}),
     ...(e.priority ? { priority: e.priority as Priority } : {}),
     ...(e.continuation ? { continuation: e.continuation as string } : {}),
     ...(Number(e.indexBuckets) > 1 ? { indexBuckets: Number(e.indexBuckets) } : {}),

@@ -2,7 +2,7 @@
  * Loading and changing task rows. Every change is a read-modify-write guarded by the row's ETag;
  * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
  */
-import { Entity, Storage, StorageConflict, deleteRows } from '../storage/storage';
+import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, deleteRows } from '../storage/storage';
 import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
@@ -90,14 +90,15 @@ export class TaskStore {
   }
 
   /**
-   * Inserts a new task row with `rows` of its partition; returns false if the taskId is taken.
+   * Inserts a new task row with `rows` of its partition; returns false if the taskId is taken (or,
+   * with `actions`, other actions of its partition in the same transaction, one of them failed).
    * `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
-  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox): Promise<boolean> {
+  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox, actions: TableAction[] = []): Promise<boolean> {
     try {
       const extra = [...this.historyRows(undefined, t, outbox), ...rows];
       const row = encodeTask(t);
-      t.etag = await this.write(t.taskId, row, extra);
+      t.etag = await this.write(t.taskId, row, extra, undefined, actions);
       this.keep(t, row);
     } catch (err) {
       if (err instanceof StorageConflict) return false;
@@ -109,9 +110,9 @@ export class TaskStore {
 
   /**
    * Replaces `current` by `next` if the row still has `current`'s ETag, with `rows` of its
-   * partition in the same transaction. Sets `next.etag`; 'etag' when another write came first,
-   * 'missing' when the task is gone. `alongside` runs once the row is written, side by side with
-   * the observer's follow-up.
+   * partition in the same transaction (and `actions`, which may fail it too). Sets `next.etag`;
+   * 'etag' when another write came first, 'missing' when the task (or a row `actions` need) is
+   * gone. `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
   async replace(
     current: TaskRecord,
@@ -119,11 +120,12 @@ export class TaskStore {
     rows: Entity[] = [],
     alongside?: () => Promise<void>,
     outbox?: Outbox,
+    actions: TableAction[] = [],
   ): Promise<'written' | 'etag' | 'missing'> {
     try {
       const extra = [...this.historyRows(current, next, outbox), ...rows];
       const row = encodeTask(next);
-      next.etag = await this.write(current.taskId, row, extra, current.etag!);
+      next.etag = await this.write(current.taskId, row, extra, current.etag!, actions);
       this.keep(next, row);
     } catch (err) {
       this.recent.delete(current.taskId);
@@ -140,12 +142,13 @@ export class TaskStore {
     return rows;
   }
 
-  /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows in one transaction. */
-  private async write(taskId: string, row: Entity, extra: Entity[], etag?: string): Promise<string> {
-    if (!extra.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
+  /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows and `actions` in one transaction. */
+  private async write(taskId: string, row: Entity, extra: Entity[], etag?: string, actions: TableAction[] = []): Promise<string> {
+    if (!extra.length && !actions.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
     const etags = await this.table.transact([
       etag ? { op: 'update', entity: row, etag } : { op: 'create', entity: row },
       ...extra.map((e) => ({ op: 'upsert' as const, entity: e })),
+      ...actions,
     ]);
     const newEtag = etags[0];
     if (newEtag) return newEtag;
@@ -180,12 +183,27 @@ export class TaskStore {
    * entity-group transactions, the task row in the last one: a crash in between leaves a task
    * without history, never history without a task. Its index rows go first, while the task row
    * still exists to say which they are, so a repeat after a crash finds them again.
+   * `alongWith`: other keys of the partition (a group of one's rows) that go all together in the
+   * task row's transaction or not at all: true if they went.
    */
-  async delete(taskId: string, known?: TaskRecord): Promise<void> {
+  async delete(taskId: string, known?: TaskRecord, alongWith: string[] = []): Promise<boolean> {
     this.recent.delete(taskId);
     const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
     if (before) await this.observer!.written(before, undefined);
     const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), taskRowKey(taskId)];
+    if (!alongWith.length) {
+      await deleteRows(this.table, taskId, keys);
+      return false;
+    }
+    const last = keys.splice(Math.max(0, keys.length - (MAX_TRANSACTION_ACTIONS - alongWith.length)));
     await deleteRows(this.table, taskId, keys);
+    try {
+      await this.table.transact([...alongWith, ...last].map((rowKey) => ({ op: 'delete' as const, partitionKey: taskId, rowKey })));
+      return true;
+    } catch (err) {
+      if (!(err instanceof StorageConflict)) throw err;
+      await deleteRows(this.table, taskId, last);
+      return false;
+    }
   }
 }

@@ -162,6 +162,10 @@ test('an account added later moves nothing: tasks stored before are found, new o
   const dependent = taskIdOn(1);
   await one.queue().createTask(dependency, taskDef(tq));
   await one.queue().createTask(dependent, taskDef(tq, { dependencies: [dependency] }));
+  // A group no task is named after (its rows in the Tasks partition of its id), placed by that id.
+  const group = taskIdOn(1);
+  const member = taskIdOn(0);
+  await one.queue().createTask(member, taskDef(tq, { taskGroupId: group }));
   await one.close();
 
   const two = await startTestService({ ...secrets, QUEUE_STORAGE_MORE_CONNECTIONS: second.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' });
@@ -192,6 +196,12 @@ test('an account added later moves nothing: tasks stored before are found, new o
     const fresh = taskIdOn(1);
     await two.queue().createTask(fresh, taskDef(queueOn(0, two)));
     expect(await rowsOf(fresh, two)).toEqual([1]);
+    // The old group is found by its meta row on the first account; a new member joins it there.
+    const joiner = taskIdOn(1);
+    await two.queue().createTask(joiner, taskDef(tq, { taskGroupId: group }));
+    expect((await two.queue().listTaskGroup(group)).tasks.map((t: any) => t.status.taskId).sort()).toEqual([member, joiner].sort());
+    expect((await routed(two).accounts[1].table('Tasks').page({ partitionKey: group }, 10)).items).toEqual([]);
+
     // Creating the old task again is still idempotent, not a second copy on the new account.
     await expect(two.queue().createTask(old, taskDef(tq))).rejects.toMatchObject({ statusCode: 409 });
     expect(await rowsOf(old, two)).toEqual([0]);

@@ -10,6 +10,7 @@ import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
 import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import type { Query } from '../../shared/storage/storage';
+import { GROUP_PREFIX } from '../../shared/tasks/groups';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -19,11 +20,17 @@ afterAll(async () => svc?.close());
 
 const soon = (ms: number) => new Date(Date.now() + ms).toJSON();
 
-async function rows(table: 'TaskDeps' | 'TaskGroups' | 'Tasks' | 'Expiry', query: Query): Promise<string[]> {
+async function rows(table: 'TaskDeps' | 'Tasks' | 'Expiry', query: Query): Promise<string[]> {
   const page = await svc.services.storage.table(table).page(query, 1000);
   return page.items.map((r) => `${r.partitionKey}/${r.rowKey}`);
 }
-const partition = (table: 'TaskDeps' | 'TaskGroups', pk: string) => rows(table, { partitionKey: pk });
+const partition = (table: 'TaskDeps', pk: string) => rows(table, { partitionKey: pk });
+/** A group's row keys (without their prefix): in the Tasks table, partition = the group's id (shared/tasks/groups.ts). */
+async function groupKeys(s: TestService, pk: string): Promise<string[]> {
+  const page = await s.services.storage.table('Tasks').page({ partitionKey: pk, rowKey: { ge: GROUP_PREFIX, lt: `${GROUP_PREFIX}~~` } }, 1000);
+  return page.items.map((r) => r.rowKey.slice(GROUP_PREFIX.length));
+}
+const groupRows = async (pk: string) => (await groupKeys(svc, pk)).map((k) => `${pk}/${k}`);
 
 test('expired tasks, their group rows and their edges are removed; live ones stay', async () => {
   const q = svc.queue();
@@ -68,11 +75,11 @@ test('expired tasks, their group rows and their edges are removed; live ones sta
   const reference = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
   const ops = new (svc.tc.createClient(reference, 'QueueOps'))({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
   expect((await ops.listTaskGroupLatest(g)).tasks.map((t: any) => t.taskId)).toEqual([z]);
-  const inG = await partition('TaskGroups', g);
+  const inG = await groupRows(g);
   expect(inG.filter((r) => r.includes('~open~'))).toEqual([`${g}/~open~${z}`]);
   expect(inG).toEqual(expect.arrayContaining([`${g}/${x}`, `${g}/${y}`, `${g}/${z}`, `${g}/~group~${g}`]));
   expect(inG.filter((r) => r.includes('~new~'))).toHaveLength(3);
-  expect(await partition('TaskGroups', h)).toEqual([]);
+  expect(await groupRows(h)).toEqual([]);
   await expectError(q.getTaskGroup(h), 404, 'ResourceNotFound');
   // Edges of the expired tasks are gone in both directions; the live dependent keeps its own.
   expect(await partition('TaskDeps', x)).toEqual([]);
@@ -95,14 +102,14 @@ test("a group's rows go together once its last member expires: two calls for the
   const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
   try {
     const q = own.queue();
-    const keys = async (table: 'TaskGroups' | 'Tasks', pk: string) => (await own.services.storage.table(table).page({ partitionKey: pk }, 1000)).items;
+    const keys = async (pk: string) => (await own.services.storage.table('Tasks').page({ partitionKey: pk }, 1000)).items;
     const deadline = soon(3000);
     const expires = soon(5000);
     const g = slugid();
     const members = Array.from({ length: 5 }, () => slugid());
     // The first member names the group after itself (no read), the others join it.
     for (const id of [g, ...members]) await q.createTask(id, taskDef(uniqueQueue(), { taskGroupId: g, deadline, expires }));
-    expect((await keys('TaskGroups', g)).length).toBe(1 + 6 * 3); // meta; member, open and latest rows each
+    expect((await groupKeys(own, g)).length).toBe(1 + 6 * 3); // meta; member, open and latest rows each
     // Resolved at the deadline first (that reads whether the group is resolved), then measured.
     await waitUntil(deadline, 300);
     await reapUntil(own, async () => (await Promise.all([g, ...members].map((id) => q.status(id)))).every((r) => r.status.state === 'exception'));
@@ -119,16 +126,17 @@ test("a group's rows go together once its last member expires: two calls for the
       services.now = realNow;
     }
     const after = own.services.storage.meter.snapshot().byOp;
-    expect(await keys('TaskGroups', g)).toEqual([]);
-    for (const id of [g, ...members]) expect(await keys('Tasks', id)).toEqual([]);
+    for (const id of [g, ...members]) expect(await keys(id)).toEqual([]);
     const used = (op: string) => (after[op] ?? 0) - (before[op] ?? 0);
-    // The group: one partition read and one transaction (its six tasks share one group expiry row,
-    // recorded beside each task's); no member reads the group's meta row or deletes a row of it.
-    expect(used('TaskGroups.query')).toBe(1);
-    expect(used('TaskGroups.transaction')).toBe(1);
-    expect(used('TaskGroups.get')).toBe(0);
-    expect(used('TaskGroups.delete')).toBe(0);
+    // The group: one read of its key range and one transaction (its six tasks share one group expiry
+    // row, recorded beside each task's); no member reads the group's meta row or deletes a row of it.
+    // Each task: its row and history in one transaction (the creator does not try to take the group
+    // along: the sweep page shows that others joined it).
+    expect(used('Tasks.query')).toBe(1);
+    expect(used('Tasks.transaction')).toBe(1 + 6);
+    expect(used('Tasks.delete')).toBe(0);
     expect(used('Tasks.get')).toBe(6);
+    expect(Object.keys(after).filter((op) => op.startsWith('TaskGroups.') && used(op) > 0)).toEqual([]);
     await expectError(q.getTaskGroup(g), 404, 'ResourceNotFound');
   } finally {
     await own.close();
@@ -139,7 +147,7 @@ test('a task that named its group after itself takes the group along without rea
   const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
   try {
     const q = own.queue();
-    const keys = async (pk: string) => (await own.services.storage.table('TaskGroups').page({ partitionKey: pk }, 1000)).items.map((r) => r.rowKey);
+    const keys = (pk: string) => groupKeys(own, pk);
     const deadline = soon(3000);
     const expires = soon(5000);
     const [alone, joined, joiner] = [slugid(), slugid(), slugid()];
@@ -170,10 +178,12 @@ test('a task that named its group after itself takes the group along without rea
     // group expires; listings skip it).
     expect((await q.getTaskGroup(joined)).taskGroupId).toBe(joined);
     expect((await q.listTaskGroup(joined)).tasks.map((t: any) => t.status.taskId)).toEqual([joiner]);
-    // The lone group: one transaction; the joined one: a failed transaction, then its partition read.
-    expect(used('TaskGroups.query')).toBe(1);
-    expect(used('TaskGroups.transaction')).toBe(2);
-    expect(used('TaskGroups.get')).toBe(0);
+    // The lone group: in its task's transaction; the joined one: that transaction failed, then the
+    // task's alone and the group's key range read (not due: the joiner lives on).
+    expect(used('Tasks.query')).toBe(1);
+    expect(used('Tasks.transaction')).toBe(1 + 2);
+    expect(used('Tasks.get')).toBe(2);
+    expect(Object.keys(after).filter((op) => op.startsWith('TaskGroups.') && used(op) > 0)).toEqual([]);
   } finally {
     await own.close();
   }
@@ -222,7 +232,7 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
         await faulty(() => runReaper(svc.services));
         await reapUntil(b, async () => (await rows('Tasks', { partitionKey: t })).length === 0);
         await b.runReaper();
-        expect(await partition('TaskGroups', g)).toEqual([]);
+        expect(await groupRows(g)).toEqual([]);
         expect(await partition('TaskDeps', t)).toEqual([]);
         expect(await partition('TaskDeps', dep)).toEqual([]);
         expect(await rows('Expiry', { rowKey: { lt: new Date().toJSON() } })).toEqual([]);
@@ -231,16 +241,7 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
       { warm: () => svc.services.events.dispatcher.subscriptions.refresh() },
     );
     expect(ops).toEqual(
-      expect.arrayContaining([
-        'Expiry.query',
-        'Tasks.get',
-        'TaskDeps.query',
-        'TaskDeps.delete',
-        'TaskGroups.query',
-        'TaskGroups.transaction',
-        'Tasks.transaction',
-        'Expiry.transaction',
-      ]),
+      expect.arrayContaining(['Expiry.query', 'Tasks.get', 'TaskDeps.query', 'TaskDeps.delete', 'Tasks.query', 'Tasks.transaction', 'Expiry.transaction']),
     );
   } finally {
     await b.close();
@@ -253,7 +254,7 @@ test('a group of one that goes with its task is cleaned up even if the sweep cra
   const services = own.services as { now: () => Date };
   const realNow = services.now;
   try {
-    const table = (name: 'Tasks' | 'TaskGroups' | 'Expiry') => own.services.storage.table(name);
+    const table = (name: 'Tasks' | 'Expiry') => own.services.storage.table(name);
     const ops = await eachStorageCall(
       own.services.storage.meter,
       async (faulty) => {
@@ -267,7 +268,6 @@ test('a group of one that goes with its task is cleaned up even if the sweep cra
           await faulty(() => runReaper(own.services));
           await reapUntil(own, async () => (await table('Tasks').page({ partitionKey: t }, 10)).items.length === 0);
           await own.runReaper();
-          expect((await table('TaskGroups').page({ partitionKey: t }, 10)).items).toEqual([]);
           expect((await table('Expiry').page({ rowKey: { lt: services.now().toJSON() } }, 10)).items).toEqual([]);
         } finally {
           services.now = realNow;
@@ -275,8 +275,10 @@ test('a group of one that goes with its task is cleaned up even if the sweep cra
       },
       { warm: () => own.services.events.dispatcher.subscriptions.refresh() },
     );
-    expect(ops).toEqual(expect.arrayContaining(['Expiry.query', 'Tasks.get', 'TaskGroups.transaction', 'Tasks.transaction', 'Expiry.transaction']));
-    expect(ops).not.toContain('TaskGroups.query');
+    // The task, its history and its group's rows go in one transaction (the partition's emptiness above says all went).
+    expect(ops).toEqual(expect.arrayContaining(['Expiry.query', 'Tasks.get', 'Tasks.transaction', 'Expiry.transaction']));
+    expect(ops).not.toContain('Tasks.query');
+    expect(ops.filter((op) => op.startsWith('TaskGroups.'))).toEqual([]);
   } finally {
     services.now = realNow;
     await own.close();

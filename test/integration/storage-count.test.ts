@@ -149,38 +149,38 @@ test('a simple lifecycle costs few storage transactions', async () => {
     backgroundHandlers: m.backgroundHandlers,
   };
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
-  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'TaskGroups.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
+  // The task starts its own group: the group's rows go in the task row's transaction (same partition).
+  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'claim.put': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
   // Likewise no read for the report. It deletes the claim-expiry and deadline triggers (one call
-  // each) rather than leaving them to fire later (a task read and a delete each), and the group's
-  // open row (task-group-resolved; its emptiness read only when someone listens).
-  // The open row goes in a transaction that also checks the group gained no other member since
-  // this task created it (then it is known to be without unresolved tasks, no read).
-  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1, 'deadline.delete': 1, 'TaskGroups.transaction': 1 });
+  // each) rather than leaving them to fire later (a task read and a delete each). The group's open
+  // row goes in the task row's transaction, which also requires the group's alone row (nobody
+  // joined: the group is then known to be without unresolved tasks, no read).
+  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1, 'deadline.delete': 1 });
   // Critical path (calls one after another): createTask's before-effects side by side, then the
   // row, then its index write; claimWork's hint poll, the claim trigger (beside the row
   // read, here cached), the row, then index, hint delete and recentTasks side by side; the
-  // report's row, then the open row's delete (with the claim trigger's and the index write),
-  // then the deadline trigger's delete, which guards the group step until it is done.
-  expect(m.path).toEqual({ createTask: 3, claimWork: 4, reportCompleted: 3 });
-  // Expiry only: task read; the group of one (meta, alone, member and latest rows: the open row went
-  // with the resolution) in one transaction, no partition read, as its alone row proves nobody
-  // joined; task and history in one transaction (history keys come from the task's historySeq);
-  // the task's and group's expiry rows in one delete (shared by a page's tasks under load, see below).
+  // report's row (with the group's open row), then the deadline trigger's delete (which guards the
+  // group step) beside the claim trigger's and the index write.
+  expect(m.path).toEqual({ createTask: 3, claimWork: 4, reportCompleted: 2 });
+  // Expiry only: task read; task, history and the group of one (meta, alone, member and latest
+  // rows: the open row went with the resolution) in one transaction, no partition read, as its
+  // alone row proves nobody joined (history keys come from the task's historySeq); the task's and
+  // group's expiry rows in one delete (shared by a page's tasks under load, see below).
   const bg = core(m.background);
   expect(bg['claim.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
-  expect(bg['TaskGroups.query'] ?? 0).toBe(0);
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(4);
+  expect(bg['Tasks.query'] ?? 0).toBe(0);
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(3);
   // With the operator read models: one index transaction (the task queue's partition, which holds
   // every index row of the task); and the worker's recentTasks, written once: in the claimWork, or
   // (this worker claimed less than RECENT_TASKS_WRITE_MS before, in the warm-up) a bit later.
   expect(m.background['Indexes.transaction']).toBe(1);
   const workerWrites = (m.claimWork['Workers.merge'] ?? 0) + (m.background['Workers.merge'] ?? 0);
   expect(workerWrites).toBe(1);
-  expect(m.backgroundHandlers).toBe(5 + (m.background['Workers.merge'] ?? 0));
+  expect(m.backgroundHandlers).toBe(4 + (m.background['Workers.merge'] ?? 0));
   // Events, with no subscription: recorded on the history rows of the same transactions (no call),
   // no sweep trigger, no delivery. The only call is the subscription list, re-read by each
   // instance at most every SUBSCRIPTION_CACHE_MS: at most one per lifecycle here.
@@ -193,10 +193,10 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Everything, operator read models included: one index transaction per request (the task
   // queue's partition; by-name rows there, by-group rows in the group transaction, no `resolved`
   // or `latest` partition), and the worker's recentTasks at most once per RECENT_TASKS_WRITE_MS.
-  // Requests 16 (6 + 5 + 5) and the recentTasks write (in the claim or later); expiry 5.
-  expect(totals.createTask).toBe(6);
-  expect(totals.reportCompleted).toBe(5);
-  expect(totals.claimWork + totals.backgroundHandlers).toBe(5 + 1 + 5);
+  // Requests 14 (5 + 5 + 4) and the recentTasks write (in the claim or later); expiry 4.
+  expect(totals.createTask).toBe(5);
+  expect(totals.reportCompleted).toBe(4);
+  expect(totals.claimWork + totals.backgroundHandlers).toBe(5 + 1 + 4);
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) expect(c['Indexes.transaction']).toBe(1);
 }, 60_000);
 
@@ -209,15 +209,15 @@ test('with one subscription matching everything: one queue put per event, one ca
     await lifecycle(tq, 2500);
     const m = await lifecycle(tq, 2500);
     const events = (c: Counts) =>
-      Object.fromEntries(Object.entries(core(c)).filter(([k]) => /^(events|subscription)\./.test(k) || k === 'TaskGroups.query' || k === 'deadline.update'));
+      Object.fromEntries(Object.entries(core(c)).filter(([k]) => /^(events|subscription)\./.test(k) || k === 'Tasks.query' || k === 'deadline.update'));
     // task-defined and task-pending; the deadline trigger guarded them (put with the sweep delay)
     // and is re-armed for the deadline once they were delivered: one call instead of a sweep
     // trigger's put and delete.
     expect(events(m.createTask)).toEqual({ 'subscription.put': 2, 'deadline.update': 1 });
     // task-running, guarded by the run's claim-expiry trigger.
     expect(events(m.claimWork)).toEqual({ 'subscription.put': 1 });
-    // task-completed and task-group-resolved: no read, as the open row's delete proved that no
-    // other task joined the group since this one created it.
+    // task-completed and task-group-resolved: no read, as the resolution's transaction proved
+    // (the group's alone row) that no other task joined the group since this one created it.
     expect(events(m.reportCompleted)).toEqual({ 'subscription.put': 2 });
     // The re-armed trigger's new receipt reached the report's write: it deleted the trigger, which never fires.
     expect(m.reportCompleted['deadline.delete']).toBe(1);
@@ -230,7 +230,7 @@ test('with one subscription matching everything: one queue put per event, one ca
   }
 }, 60_000);
 
-test('at expiry a task costs at most 4 transactions when several expire in one pass (a lone one 5)', async () => {
+test('at expiry a task costs at most 3 transactions when several expire in one pass (a lone one 4)', async () => {
   // A deployment of its own: its reaper pass sees only these tasks' expiry rows.
   const own = await startTestService({ QUEUE_DEADLINE_DELAY_S: '0' });
   try {
@@ -261,25 +261,22 @@ test('at expiry a task costs at most 4 transactions when several expire in one p
     const repair = (used['TaskQueues.query'] ?? 0) + (used['Indexes.query'] ?? 0);
     const perTask = (sum(used) - IDLE_PASS_CALLS - repair) / n;
     console.log('storage transactions at expiry, one pass of', n, 'tasks', JSON.stringify({ used, perTask }));
-    // Per task: its row read, its row and history, its group's rows (one transaction each, no
-    // partition read); shared: the index transactions of the task queue's partition (group
-    // commit) and the expiry rows' deletes (one transaction per day bucket, EXPIRY_BUCKETS at most).
+    // Per task: its row read, its row, history and group's rows (one transaction, no partition
+    // read); shared: the index transactions of the task queue's partition (group commit) and the
+    // expiry rows' deletes (one transaction per day bucket, EXPIRY_BUCKETS at most).
     expect(used['Tasks.get']).toBe(n);
     expect(used['Tasks.transaction']).toBe(n);
-    expect(used['TaskGroups.transaction']).toBe(n);
-    expect(used['TaskGroups.query'] ?? 0).toBe(0);
+    expect(used['Tasks.query'] ?? 0).toBe(0);
     expect(used['Expiry.transaction']).toBeLessThanOrEqual(EXPIRY_BUCKETS);
     expect(used['Indexes.transaction']).toBeLessThan(n);
-    expect(perTask).toBeLessThanOrEqual(4);
+    expect(perTask).toBeLessThanOrEqual(3);
   } finally {
     await own.close();
   }
 }, 60_000);
 
 async function probeGone(s: TestService, taskId: string): Promise<boolean> {
-  const [task, group] = await Promise.all([
-    s.services.storage.table('Tasks').page({ partitionKey: taskId }, 10),
-    s.services.storage.table('TaskGroups').page({ partitionKey: taskId }, 10),
-  ]);
-  return task.items.length === 0 && group.items.length === 0;
+  // The task's partition holds its group's rows too (shared/tasks/groups.ts).
+  const task = await s.services.storage.table('Tasks').page({ partitionKey: taskId }, 10);
+  return task.items.length === 0;
 }

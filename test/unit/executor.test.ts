@@ -41,7 +41,10 @@ function pendingTask(): TaskRecord {
 }
 
 /** Fakes recording every call in order; `rows` are the stored versions, `races` ETag losses to inject. */
-function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: boolean; events?: { deadline?: boolean; deliverFails?: boolean } } = {}) {
+function fakes(
+  initial: TaskRecord,
+  opts: { races?: TaskRecord[]; groupFails?: boolean; foldFails?: boolean; events?: { deadline?: boolean; deliverFails?: boolean } } = {},
+) {
   const calls: string[] = [];
   let stored = initial;
   const races = [...(opts.races ?? [])];
@@ -67,6 +70,9 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
     groups: {
       close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`),
       addMember: async (g: string, taskId: string) => (calls.push(`group.add ${g}/${taskId}`), 'g-etag'),
+      // The group of one's rows in its task's transactions are the store's (test/integration/crash-groups.test.ts).
+      foldable: async () => false,
+      closeActions: (g: string) => [{ op: 'delete', partitionKey: g, rowKey: `g~~open~${g}` }],
     },
     expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
     groupResolved: async (g: { taskGroupId: string }) => {
@@ -112,10 +118,13 @@ function fakes(initial: TaskRecord, opts: { races?: TaskRecord[]; groupFails?: b
         rows: { rowKey: string; event?: string }[] = [],
         alongside?: () => Promise<void>,
         outbox?: (rows: { rowKey: string; event?: string }[]) => void,
+        actions: unknown[] = [],
       ) => {
         const history = outbox ? [{ rowKey: 'h' } as { rowKey: string; event?: string }] : [];
         outbox?.(history);
-        calls.push(['write', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : ''))].join(' '));
+        calls.push(['write', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : '')), ...(actions.length ? ['+group'] : [])].join(' '));
+        // The group's condition failed (someone joined): the transaction fails, the task row is unchanged.
+        if (actions.length && opts.foldFails) return 'missing';
         const race = races.shift();
         if (race) {
           stored = { ...race, etag: `${current.etag}+` };
@@ -251,4 +260,38 @@ test('events of a create: its deadline trigger carries their sweep and is re-arm
   const failing = fakes(t, { events: { deadline: true, deliverFails: true } });
   await executeCreate(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
   expect(failing.calls.some((c) => c.startsWith('deadline.rearm'))).toBe(false);
+});
+
+describe("a group of one's close in the resolution's write", () => {
+  async function claimedAlone(): Promise<TaskRecord> {
+    const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
+    return { ...claimed.task, groupAlone: true };
+  }
+  const report = (x: TaskRecord) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW);
+
+  test('folded: no group call, the group known empty, then the deadline trigger drop', async () => {
+    const t = await claimedAlone();
+    const f = fakes(t);
+    await execute(f.d, 'T1', report, t);
+    expect(f.calls).toEqual(['write +group', 'claim.drop c1', 'group.resolved? T1', 'deadline.drop dl']);
+  });
+
+  test('its condition failing (the row unchanged: someone joined) writes again without it, then closes as any member', async () => {
+    const t = await claimedAlone();
+    const f = fakes(t, { foldFails: true });
+    await execute(f.d, 'T1', report, t);
+    expect(f.calls).toEqual(['write +group', 'load', 'write', 'claim.drop c1', 'group.close T1/T1', 'group.resolved? T1', 'deadline.drop dl']);
+  });
+
+  test('an ETag race on the task row keeps it folded', async () => {
+    const t = await claimedAlone();
+    const f = fakes(t, { races: [{ ...structuredClone(t), retriesLeft: 0 }] });
+    await execute(f.d, 'T1', report, t);
+    expect(f.calls.filter((c) => c.startsWith('write') || c === 'load' || c.startsWith('group.'))).toEqual([
+      'write +group',
+      'load',
+      'write +group',
+      'group.resolved? T1',
+    ]);
+  });
 });

@@ -164,7 +164,7 @@ function indexEntry(r: IndexRow) {
 
 async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string }) {
   const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit, 20));
-  const r = await listLatest(req.services.storage, by, limit, req.query.continuationToken);
+  const r = await listLatest(req.services.storage, by, limit, req.query.continuationToken, req.services.groups);
   const tasks = await Promise.all(
     r.rows.map(async (row) => {
       const t = await req.services.tasks.load(row.taskId);

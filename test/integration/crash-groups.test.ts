@@ -1,0 +1,97 @@
+/**
+ * A group of one keeps its rows in its task's partition and closes them in the task's own writes
+ * (shared/tasks/groups.ts). These prove that folding stays right when the group is not alone after
+ * all, whatever storage call fails: a task that joined between the creator's create and its
+ * resolution keeps the group unresolved; a creator whose group a joiner created first joins it.
+ * Users see it in task-group-resolved: published once the last task resolved, never before.
+ */
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { claimOne, uniqueQueue, sleep, waitUntil } from '../helpers/work';
+import { eachStorageCall } from '../helpers/crash';
+import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
+import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+
+let svc: TestService;
+let urls: { signedPollUrl: string; signedDeleteUrl: string };
+const delivered = new Map<string, DeliveredEvent>();
+
+beforeAll(async () => {
+  svc = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_DEADLINE_DELAY_S: '0' },
+    { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
+  );
+  const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-group-resolved`, routingKeyPattern: '#' }];
+  urls = await eventsClient(svc).createSubscription('groups', { bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
+});
+afterAll(async () => svc?.close());
+
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) =>
+  eachStorageCall(svc.services.storage.meter, scenario, {
+    warm: async () => {
+      await svc.auth().currentScopes();
+      await svc.services.events.dispatcher.subscriptions.refresh();
+    },
+  });
+
+/** The client retries 5xx itself, as workers and creators do. */
+const retrying = (c?: any) => svc.queue(c, { retries: 4 });
+
+/** task-group-resolved events of group `g` delivered so far, after a few reaper passes (late triggers, sweeps). */
+async function resolvedEvents(g: string, passes = 3): Promise<string[]> {
+  for (let i = 0; i < passes; i++) {
+    await svc.runReaper();
+    for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
+    await sleep(200);
+  }
+  return [...delivered.keys()].filter((id) => id.startsWith(`${g}.resolved.`));
+}
+
+/** Resolves `taskId` (claimed from `tq`) and waits for the group's event naming it. */
+async function lastResolves(g: string, tq: string, taskId: string): Promise<void> {
+  const c = await claimOne(svc, tq, taskId);
+  await svc.queue(c.credentials).reportCompleted(taskId, 0);
+  const end = Date.now() + 15_000;
+  while (!(await resolvedEvents(g, 1)).includes(`${g}.resolved.${taskId}.0`)) {
+    if (Date.now() > end) throw new Error(`task-group-resolved of ${g} never delivered`);
+  }
+}
+
+test("the creator's resolution after another task joined does not resolve the group, whatever call fails", async () => {
+  const ops = await sweep(async (faulty) => {
+    const [g, j] = [slugid(), slugid()];
+    const [tq, tqj] = [uniqueQueue(), uniqueQueue()];
+    // A short deadline: a close cut short by the fault is repeated by the deadline trigger.
+    const deadline = new Date(Date.now() + 2500).toJSON();
+    await svc.queue().createTask(g, taskDef(tq, { taskGroupId: g, deadline }));
+    await svc.queue().createTask(j, taskDef(tqj, { taskGroupId: g }));
+    const c = await claimOne(svc, tq, g);
+    const r = await faulty(() => retrying(c.credentials).reportCompleted(g, 0));
+    expect(r.error).toBeUndefined();
+    expect((await svc.queue().status(g)).status.state).toBe('completed');
+    await waitUntil(deadline, 300);
+    expect(await resolvedEvents(g)).toEqual([]);
+    await lastResolves(g, tqj, j);
+    expect(await resolvedEvents(g, 1)).toEqual([`${g}.resolved.${j}.0`]);
+  });
+  // The report's transaction (which fails on the group's condition), then the one without it.
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction', 'Tasks.delete', 'Tasks.query']));
+}, 300_000);
+
+test('createTask of a group whose member created it first joins it, whatever call fails', async () => {
+  const ops = await sweep(async (faulty) => {
+    const [g, j] = [slugid(), slugid()];
+    const [tq, tqj] = [uniqueQueue(), uniqueQueue()];
+    await svc.queue().createTask(j, taskDef(tqj, { taskGroupId: g }));
+    const r = await faulty(() => retrying().createTask(g, taskDef(tq, { taskGroupId: g })));
+    expect(r.error).toBeUndefined();
+    expect((await svc.queue().listTaskGroup(g)).tasks.map((t: any) => t.status.taskId).sort()).toEqual([g, j].sort());
+    expect((await svc.queue().getTaskGroup(g)).schedulerId).toBe('-');
+    // The creator resolves first: the group still has the member; then the member resolves it.
+    const c = await claimOne(svc, tq, g);
+    await svc.queue(c.credentials).reportCompleted(g, 0);
+    expect(await resolvedEvents(g, 1)).toEqual([]);
+    await lastResolves(g, tqj, j);
+  });
+  // Its own creation of the group conflicted, its task row was not there: it joined, then wrote its row.
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction', 'Tasks.get']));
+}, 300_000);
