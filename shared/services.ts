@@ -15,7 +15,7 @@ import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
-import { opsObserver } from './ops/observer';
+import { IndexWrites, opsObserver } from './ops/observer';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -77,6 +77,8 @@ export interface Services extends TaskDeps {
   startedAt: Date;
   /** Task queues and workers (seen, quarantine). */
   workers: WorkerRegistry;
+  /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
+  indexes: IndexWrites;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string) => void>;
   /** Event recording and delivery (shared/events). */
@@ -133,13 +135,15 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
+  const observer = opsObserver(storage, log, now);
   return {
     config,
     tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
+    tasks: new TaskStore(storage, observer),
+    indexes: observer,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,

@@ -2,6 +2,7 @@
  * What TaskStore does around each task write besides the task row: history rows in the same
  * transaction, then the operator indexes and one structured `task-transition` log event per run
  * transition (the per-task metric stream: App Insights turns these lines into queryable events).
+ * Index writes are queued, not awaited (see shared/ops/indexes.ts); `settled()` waits for them.
  */
 import type { Entity, Storage } from '../storage/storage';
 import type { TaskRecord } from '../tasks/model';
@@ -11,11 +12,42 @@ import { currentActor } from './actor';
 import { HistoryEntry, historyKeys, historyRowKey, historyRows } from './history';
 import { IndexBatcher, QueueRegistry, indexOps, repairOps } from './indexes';
 
-export function opsObserver(storage: Storage, log: Logger, now: () => Date): TaskObserver {
+/** The observer, and the way to wait for its queued index writes. */
+export type OpsObserver = TaskObserver & IndexWrites;
+
+/** This instance's queued operator index writes. */
+export interface IndexWrites {
+  /** Resolves once every index write queued before the call is written (or failed and logged). */
+  settled(): Promise<void>;
+}
+
+export function opsObserver(storage: Storage, log: Logger, now: () => Date, batcher = new IndexBatcher(storage)): OpsObserver {
   // Entries computed for a write, logged once the write has taken effect.
   const pending = new WeakMap<TaskRecord, HistoryEntry[]>();
-  const batcher = new IndexBatcher(storage);
   const queues = new QueueRegistry(storage);
+  // Each task's latest deferred index write, until done: its deletion's index write waits for it.
+  const deferred = new Map<string, Promise<void>>();
+
+  const writeIndex = async (before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> => {
+    const task = (after ?? before)!;
+    try {
+      if (after) await queues.ensure(task.definition.taskQueueId); // no call once this process has listed it
+      const repair = repairOps(before, after);
+      await Promise.all(
+        [...indexOps(before, after)].map(([pk, ops]) =>
+          batcher.apply(
+            pk,
+            ops,
+            repair.filter((r) => r.row.partitionKey === pk),
+          ),
+        ),
+      );
+    } catch (err) {
+      // The task write stands; the index catches up at the task's next transition (see indexes.ts).
+      log.warn('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });
+    }
+  };
+
   return {
     rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
       const { rows, entries } = historyRows(before, after, now().toJSON(), currentActor()?.actor);
@@ -31,23 +63,21 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date): Tas
       for (const { event, ...e } of entries) {
         log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }
-      try {
-        if (after) await queues.ensure(task.definition.taskQueueId); // no call once this process has listed it
-        const repair = repairOps(before, after);
-        await Promise.all(
-          [...indexOps(before, after)].map(([pk, ops]) =>
-            batcher.apply(
-              pk,
-              ops,
-              repair.filter((r) => r.row.partitionKey === pk),
-            ),
-          ),
-        );
-      } catch (err) {
-        // The task write stands; the index catches up at the task's next transition (see indexes.ts).
-        log.error('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });
+      const earlier = deferred.get(task.taskId);
+      if (!after) {
+        // A deletion's index rows go before the task row (TaskStore.delete): awaited, after any
+        // queued write of the task, which would otherwise recreate rows after their purge.
+        await earlier;
+        return writeIndex(before, after);
       }
+      // Off the request path: queued behind the task's previous write (same order as the task row).
+      const write = earlier ? earlier.then(() => writeIndex(before, after)) : writeIndex(before, after);
+      deferred.set(task.taskId, write);
+      batcher.track(write);
+      void write.then(() => deferred.get(task.taskId) === write && deferred.delete(task.taskId));
     },
+
+    settled: () => batcher.settled(),
 
     // The task row counts its history rows, so their keys need no query.
     extraKeys: async (taskId: string, known?: TaskRecord) =>

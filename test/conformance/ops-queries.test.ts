@@ -208,6 +208,24 @@ test('counts by state per task queue and per worker', async () => {
   expect(await svc.queue().taskQueueCounts(F.tq)).toMatchObject({ pendingTasks: 2, claimedTasks: 1 });
 });
 
+test('an instance’s index queries see its own writes at once: right after createTask, claimWork and reportCompleted', async () => {
+  // Index writes are queued for INDEX_LINGER_MS after the request answers; the queries wait for them.
+  const tq = uniqueQueue();
+  const [p, wt] = tq.split('/');
+  const q = svc.queue();
+  const id = slugid();
+  const name = `ryw-${slugid()}`;
+  await q.createTask(id, taskDef(tq, { metadata: meta(name) }));
+  expect(await q.pendingTasks(tq)).toMatchObject({ pendingTasks: 1 });
+  const claimed = await q.claimWork(tq, { workerGroup: 'wg', workerId: 'ryw', tasks: 1 });
+  expect(claimed.tasks.map((t: any) => t.status.taskId)).toEqual([id]);
+  expect((await q.listClaimedTasks(tq)).tasks.map((t: any) => t.taskId)).toEqual([id]);
+  await svc.queue(claimed.tasks[0].credentials).reportCompleted(id, 0);
+  expect((await ops().listTaskQueueTasks(tq, { state: 'completed' })).tasks.map((t: any) => t.taskId)).toEqual([id]);
+  expect((await ops().workerStateCounts(p, wt, 'wg', 'ryw')).counts).toEqual({ running: 0, completed: 1, failed: 0, exception: 0 });
+  expect((await ops().listTasksByName({ name })).tasks.map((t: any) => [t.taskId, t.status.state])).toEqual([[id, 'completed']]);
+});
+
 test('operator queries need their scopes', async () => {
   const clientId = `test/${slugid()}`;
   const { accessToken } = await svc
