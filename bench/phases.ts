@@ -138,6 +138,7 @@ export async function closedLoop(
     return true;
   });
   const seconds = (performance.now() - t0) / 1000;
+  await inst.services.indexes.settled(); // the lifecycles' index writes, queued off their requests' path
   return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage: meter.stop(), errors };
 }
 
