@@ -16,6 +16,7 @@ import { TaskDeps } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { IndexWrites, opsObserver } from './ops/observer';
+import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -49,6 +50,8 @@ export interface Tuning {
   eventSweepDelayS: number;
   /** createTask tracks up to this many dependencies before answering, more in the background (shared/tasks/create.ts). */
   syncDependencies: number;
+  /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
+  indexLingerMs: number;
 }
 
 /**
@@ -67,6 +70,7 @@ export const DEFAULT_TUNING: Tuning = {
   // Delivery normally follows the write within milliseconds; the sweep only catches a crash in between.
   eventSweepDelayS: 60,
   syncDependencies: SYNC_DEPENDENCIES,
+  indexLingerMs: INDEX_LINGER_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -135,7 +139,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
-  const observer = opsObserver(storage, log, now);
+  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
   return {
     config,
     tuning,

@@ -418,10 +418,22 @@ export class QueueRegistry {
 
   constructor(private readonly storage: Storage) {}
 
+  /** Upserts under way: concurrent writers of a task queue share one (and queue their rows in order). */
+  private readonly listing = new Map<string, Promise<void>>();
+
   /** Records `taskQueueId` unless this process did within QUEUE_SEEN_TTL_MS; before its first index row. */
   async ensure(taskQueueId: string): Promise<void> {
     const at = this.seen.get(taskQueueId);
     if (at !== undefined && Date.now() - at < QUEUE_SEEN_TTL_MS) return;
+    let listing = this.listing.get(taskQueueId);
+    if (!listing) {
+      listing = this.list(taskQueueId).finally(() => this.listing.delete(taskQueueId));
+      this.listing.set(taskQueueId, listing);
+    }
+    await listing;
+  }
+
+  private async list(taskQueueId: string): Promise<void> {
     await this.storage.table('Indexes').upsert({ partitionKey: QUEUES_PK, rowKey: queuePk(taskQueueId), taskQueueId });
     if (this.seen.size >= MAX_QUEUES_SEEN) this.seen.clear();
     this.seen.set(taskQueueId, Date.now());

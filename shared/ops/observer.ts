@@ -25,28 +25,9 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
   // Entries computed for a write, logged once the write has taken effect.
   const pending = new WeakMap<TaskRecord, HistoryEntry[]>();
   const queues = new QueueRegistry(storage);
-  // Each task's latest deferred index write, until done: its deletion's index write waits for it.
-  const deferred = new Map<string, Promise<void>>();
-
-  const writeIndex = async (before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> => {
-    const task = (after ?? before)!;
-    try {
-      if (after) await queues.ensure(task.definition.taskQueueId); // no call once this process has listed it
-      const repair = repairOps(before, after);
-      await Promise.all(
-        [...indexOps(before, after)].map(([pk, ops]) =>
-          batcher.apply(
-            pk,
-            ops,
-            repair.filter((r) => r.row.partitionKey === pk),
-          ),
-        ),
-      );
-    } catch (err) {
-      // The task write stands; the index catches up at the task's next transition (see indexes.ts).
-      log.warn('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });
-    }
-  };
+  const failed = (task: TaskRecord) => (err: unknown) =>
+    // The task write stands; the index catches up at the task's next transition (see indexes.ts).
+    log.warn('index-write-failed', { taskId: task.taskId, error: String((err as Error)?.message ?? err) });
 
   return {
     rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[] {
@@ -63,18 +44,24 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
       for (const { event, ...e } of entries) {
         log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }
-      const earlier = deferred.get(task.taskId);
-      if (!after) {
-        // A deletion's index rows go before the task row (TaskStore.delete): awaited, after any
-        // queued write of the task, which would otherwise recreate rows after their purge.
-        await earlier;
-        return writeIndex(before, after);
+      if (after) {
+        // Before the task's first index row (a call once per process and task queue), so awaited.
+        const listed = await queues.ensure(task.definition.taskQueueId).then(() => true, failed(task));
+        if (!listed) return;
       }
-      // Off the request path: queued behind the task's previous write (same order as the task row).
-      const write = earlier ? earlier.then(() => writeIndex(before, after)) : writeIndex(before, after);
-      deferred.set(task.taskId, write);
-      batcher.track(write);
-      void write.then(() => deferred.get(task.taskId) === write && deferred.delete(task.taskId));
+      // Queued in the order of the task writes (the batcher keeps each row key's order).
+      const repair = repairOps(before, after);
+      const written = Promise.all(
+        [...indexOps(before, after)].map(([pk, ops]) =>
+          batcher.apply(
+            pk,
+            ops,
+            repair.filter((r) => r.row.partitionKey === pk),
+          ),
+        ),
+      ).then(() => undefined, failed(task));
+      // Off the request path, except a deletion's: its index rows go before the task row (TaskStore.delete).
+      if (!after) await written;
     },
 
     settled: () => batcher.settled(),

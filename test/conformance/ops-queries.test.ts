@@ -4,12 +4,14 @@
  * group, and counts by state per task queue and per worker, each paged. Called through a
  * taskcluster-client class built from the service's own API reference.
  */
+import { INDEX_LINGER_MS } from '../../shared/ops/indexes';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 
 let svc: TestService;
 let Ops: any;
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
+  // The production linger: queued index writes wait for it, so only settled() makes them visible at once.
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { indexLingerMs: INDEX_LINGER_MS } });
   const reference = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
   Ops = svc.tc.createClient(reference, 'QueueOps');
 });

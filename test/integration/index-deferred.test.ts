@@ -2,6 +2,7 @@
  * Operator index writes are queued off the request path (shared/ops/indexes.ts): one that fails
  * is logged and lost, never the request's error, and the task's next transition repairs the index.
  */
+import { INDEX_LINGER_MS } from '../../shared/ops/indexes';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { claimOne, uniqueQueue } from '../helpers/work';
 
@@ -9,7 +10,7 @@ let svc: TestService;
 /** Index transactions still to fail (each throws before reaching storage, as a network error would). */
 let failIndexWrites = 0;
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({}, { tuning: { indexLingerMs: INDEX_LINGER_MS } });
   const meter = svc.services.storage.meter;
   const run = meter.run.bind(meter);
   meter.run = async <T>(op: string, fn: () => Promise<T>): Promise<T> => {

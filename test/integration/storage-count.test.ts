@@ -11,12 +11,17 @@ import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 import { RECENT_TASKS_WRITE_MS } from '../../shared/ops/workers';
 import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import { EXPIRY_BUCKETS } from '../../shared/tasks/expiry';
+import { INDEX_LINGER_MS } from '../../shared/ops/indexes';
 
 let svc: TestService;
 /** Another instance on the same storage: the test's own probes go through it, off svc's meter. */
 let probe: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' });
+  // The production linger, so a request's queued index write starts after the request ends.
+  svc = await startTestService(
+    { QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' },
+    { tuning: { indexLingerMs: INDEX_LINGER_MS } },
+  );
   probe = await startSecondInstance(svc);
   const meter = svc.services.storage.meter;
   const run = meter.run.bind(meter);
