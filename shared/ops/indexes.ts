@@ -282,6 +282,8 @@ interface Waiting {
   repair: IndexOp[];
   /** When it was queued (Date.now()): it goes out at most INDEX_LINGER_MS later, plus one call. */
   at: number;
+  /** Someone waits for it (a task deletion): it and its partition's queue go out without lingering. */
+  now: boolean;
   done: (err?: unknown) => void;
 }
 
@@ -318,14 +320,14 @@ export class IndexBatcher {
     private readonly lingerMs = INDEX_LINGER_MS,
   ) {}
 
-  /** Queues one writer's changes to partition `pk`; resolves once they are written. */
-  apply(pk: string, ops: IndexOp[], repair: IndexOp[] = []): Promise<void> {
+  /** Queues one writer's changes to partition `pk`; resolves once they are written. `now`: without lingering. */
+  apply(pk: string, ops: IndexOp[], repair: IndexOp[] = [], now = false): Promise<void> {
     const written = new Promise<void>((resolve, reject) => {
       const list = this.waiting.get(pk) ?? [];
-      list.push({ ops, repair, at: Date.now(), done: (err) => (err === undefined ? resolve() : reject(err)) });
+      list.push({ ops, repair, at: Date.now(), now, done: (err) => (err === undefined ? resolve() : reject(err)) });
       this.waiting.set(pk, list);
       if (!this.busy.has(pk)) void this.drain(pk);
-      else if (this.hurry || opCount(list) >= MAX_BATCH) this.wake.get(pk)?.();
+      else if (now || this.hurry || opCount(list) >= MAX_BATCH) this.wake.get(pk)?.();
     });
     this.track(written);
     return written;
@@ -361,7 +363,7 @@ export class IndexBatcher {
     try {
       for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
         const wait = list[0].at + this.lingerMs - Date.now();
-        if (wait > 0 && !this.hurry && opCount(list) < MAX_BATCH) {
+        if (wait > 0 && !this.hurry && !list.some((w) => w.now) && opCount(list) < MAX_BATCH) {
           await this.linger(pk, wait);
           continue;
         }

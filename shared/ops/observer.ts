@@ -57,10 +57,11 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
             pk,
             ops,
             repair.filter((r) => r.row.partitionKey === pk),
+            !after,
           ),
         ),
       ).then(() => undefined, failed(task));
-      // Off the request path, except a deletion's: its index rows go before the task row (TaskStore.delete).
+      // Off the request path, except a deletion's: its index rows go (unlingered) before the task row (TaskStore.delete).
       if (!after) await written;
     },
 

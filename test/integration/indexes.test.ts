@@ -137,10 +137,10 @@ test('repeating a write changes nothing', async () => {
 const calls = (op: string) => storage.meter.snapshot().byOp[`Indexes.${op}`] ?? 0;
 
 /** One writer's changes through `batcher` (a task's changes all go to its task queue's partition). */
-function queue(batcher: IndexBatcher, before: TaskRecord | undefined, after: TaskRecord): Promise<void> {
+function queue(batcher: IndexBatcher, before: TaskRecord | undefined, after: TaskRecord | undefined, now = false): Promise<void> {
   const [[pk, ops], ...rest] = [...indexOps(before, after)];
   expect(rest).toEqual([]);
-  return batcher.apply(pk, ops, repairOps(before, after));
+  return batcher.apply(pk, ops, repairOps(before, after), now);
 }
 
 /** `n` tasks of one task queue. */
@@ -170,8 +170,8 @@ test('writes queued together share transactions of at most 100 actions; each tas
   expect(calls('delete') + calls('insert')).toBe(single); // no fallback: nothing arrived out of order
 });
 
-test('a lone write goes out after the linger; settled() sends lingering writes at once', async () => {
-  const [a, b] = sameQueue(2);
+test('a lone write goes out after the linger; settled() and an awaited write (a deletion) send lingering writes at once', async () => {
+  const [a, b, c] = sameQueue(3);
   const t0 = Date.now();
   await queue(new IndexBatcher(storage), undefined, a);
   expect(Date.now() - t0).toBeGreaterThanOrEqual(INDEX_LINGER_MS - 1);
@@ -181,5 +181,9 @@ test('a lone write goes out after the linger; settled() sends lingering writes a
   const written = queue(slow, undefined, b);
   await slow.settled();
   await written;
+  expect(await counts(b)).toEqual([2, 0]);
+  const lingering = queue(slow, undefined, c);
+  await queue(slow, a, undefined, true); // a's deletion takes c's creation along
+  await lingering;
   expect(await counts(b)).toEqual([2, 0]);
 });
