@@ -334,22 +334,21 @@ export class IndexBatcher {
   }
 
   /**
-   * Resolves once every write queued before the call (and `more`, writes about to be queued) has
-   * gone out or failed; lingering partitions go out at once. Operator queries call this first, so
-   * a client reads its own writes through the same instance; closing the app calls it to flush.
+   * Resolves once every write queued before the call has gone out or failed; lingering partitions
+   * go out at once. Operator queries call this first, so a client reads its own writes through
+   * the same instance; closing the app calls it to flush.
    */
-  async settled(more: Iterable<Promise<unknown>> = []): Promise<void> {
+  async settled(): Promise<void> {
     this.hurry++;
     try {
       for (const wake of [...this.wake.values()]) wake();
-      await Promise.allSettled([...this.open, ...more]);
+      await Promise.allSettled([...this.open]);
     } finally {
       this.hurry--;
     }
   }
 
-  /** Makes settled() wait for `p` too (a write that will be queued once `p`'s prelude is done). */
-  track(p: Promise<unknown>): void {
+  private track(p: Promise<void>): void {
     const settled = p.then(
       () => undefined,
       () => undefined,
