@@ -146,6 +146,8 @@ export async function closedLoop(
     return true;
   });
   const seconds = (performance.now() - t0) / 1000;
+  // The lifecycles' index writes, queued off their requests' path, belong in this window.
+  await Promise.all([inst.services.indexes.settled(), opts.creator?.services.indexes.settled()]);
   const storage = creatorMeter ? addDeltas(meter.stop(), creatorMeter.stop()) : meter.stop();
   return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage, errors };
 }

@@ -14,3 +14,6 @@ for (const r of azureRegistrations(runtimeApp.routes)) {
     handler: makeHandler(r.def, runtimeApp.services),
   });
 }
+
+// Queued operator index writes go out before the worker process exits (shared/ops/indexes.ts).
+app.hook.appTerminate(() => runtimeApp.close());

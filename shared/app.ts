@@ -21,7 +21,7 @@ export interface App {
   timers: TimerFunction[];
   /** The services, built once on first use with the pollers attached; a failed build is retried by the next call. */
   services(): Promise<Services>;
-  /** Stops the claimWork pollers: waiting claimWork calls answer `{tasks: []}` now. */
+  /** Stops the claimWork pollers (waiting claimWork calls answer `{tasks: []}` now), then waits for background work and queued index writes. */
   close(): Promise<void>;
 }
 
@@ -47,6 +47,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
     const svc = await built?.catch(() => undefined);
     if (svc) stopPollers(svc);
     await Promise.allSettled([...(svc?.background ?? [])]);
+    await svc?.indexes.settled(); // index writes are queued, not awaited by their requests
   };
   return { routes: routeTable, timers: timerFunctions(services), services, close };
 }

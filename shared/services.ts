@@ -15,7 +15,8 @@ import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
-import { opsObserver } from './ops/observer';
+import { IndexWrites, opsObserver } from './ops/observer';
+import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -56,6 +57,8 @@ export interface Tuning {
   eventSweepDelayS: number;
   /** createTask tracks up to this many dependencies before answering, more in the background (shared/tasks/create.ts). */
   syncDependencies: number;
+  /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
+  indexLingerMs: number;
 }
 
 /**
@@ -74,6 +77,7 @@ export const DEFAULT_TUNING: Tuning = {
   // Delivery normally follows the write within milliseconds; the sweep only catches a crash in between.
   eventSweepDelayS: 60,
   syncDependencies: SYNC_DEPENDENCIES,
+  indexLingerMs: INDEX_LINGER_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -84,6 +88,8 @@ export interface Services extends TaskDeps {
   startedAt: Date;
   /** Task queues and workers (seen, quarantine). */
   workers: WorkerRegistry;
+  /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
+  indexes: IndexWrites;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string, hinted?: WakeHint) => void>;
   /** Event recording and delivery (shared/events). */
@@ -141,13 +147,15 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
   await groups.start();
+  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
   return {
     config,
     tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, opsObserver(storage, log, now)),
+    tasks: new TaskStore(storage, observer),
+    indexes: observer,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,

@@ -27,6 +27,7 @@ export async function declareWorkerGone(svc: Services, taskQueueId: string, work
   const now = svc.now();
   // A run can stay claimed (by reclaims) until its deadline, at most this long after it started.
   const since = new Date(now.getTime() - svc.config.maxTaskDeadlineDays * 24 * 3600 * 1000).toJSON();
+  await svc.indexes.settled(); // this instance's queued index writes (a claim made a moment ago) first
   const candidates = new Map<string, { taskId: string; runId: number }>();
   const add = (taskId: string, runId: number) => candidates.set(`${taskId}/${runId}`, { taskId, runId });
   let continuation: string | undefined;

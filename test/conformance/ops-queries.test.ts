@@ -4,12 +4,14 @@
  * group, and counts by state per task queue and per worker, each paged. Called through a
  * taskcluster-client class built from the service's own API reference.
  */
+import { INDEX_LINGER_MS } from '../../shared/ops/indexes';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 
 let svc: TestService;
 let Ops: any;
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
+  // The production linger: queued index writes wait for it, so only settled() makes them visible at once.
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { indexLingerMs: INDEX_LINGER_MS } });
   const reference = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
   Ops = svc.tc.createClient(reference, 'QueueOps');
 });
@@ -206,6 +208,24 @@ test('counts by state per task queue and per worker', async () => {
   expect((await ops().workerStateCounts(p, wt, 'wg', 'nobody')).counts).toEqual({ running: 0, completed: 0, failed: 0, exception: 0 });
   // They agree with the Taskcluster counts.
   expect(await svc.queue().taskQueueCounts(F.tq)).toMatchObject({ pendingTasks: 2, claimedTasks: 1 });
+});
+
+test('an instance’s index queries see its own writes at once: right after createTask, claimWork and reportCompleted', async () => {
+  // Index writes are queued for INDEX_LINGER_MS after the request answers; the queries wait for them.
+  const tq = uniqueQueue();
+  const [p, wt] = tq.split('/');
+  const q = svc.queue();
+  const id = slugid();
+  const name = `ryw-${slugid()}`;
+  await q.createTask(id, taskDef(tq, { metadata: meta(name) }));
+  expect(await q.pendingTasks(tq)).toMatchObject({ pendingTasks: 1 });
+  const claimed = await q.claimWork(tq, { workerGroup: 'wg', workerId: 'ryw', tasks: 1 });
+  expect(claimed.tasks.map((t: any) => t.status.taskId)).toEqual([id]);
+  expect((await q.listClaimedTasks(tq)).tasks.map((t: any) => t.taskId)).toEqual([id]);
+  await svc.queue(claimed.tasks[0].credentials).reportCompleted(id, 0);
+  expect((await ops().listTaskQueueTasks(tq, { state: 'completed' })).tasks.map((t: any) => t.taskId)).toEqual([id]);
+  expect((await ops().workerStateCounts(p, wt, 'wg', 'ryw')).counts).toEqual({ running: 0, completed: 1, failed: 0, exception: 0 });
+  expect((await ops().listTasksByName({ name })).tasks.map((t: any) => [t.taskId, t.status.state])).toEqual([[id, 'completed']]);
 });
 
 test('operator queries need their scopes', async () => {

@@ -45,7 +45,9 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     ...env,
   });
   const log = memoryLogger();
-  const app = await startApp(config, { log, tuning: opts.tuning });
+  // Queued index writes go out at once unless a test asks for the production linger: crash sweeps
+  // rely on a fixed order of calls, which a timer would shuffle (see Tuning.indexLingerMs).
+  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, ...opts.tuning } });
   const services = app.svc;
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;

@@ -1,10 +1,23 @@
 /**
  * The operator indexes against real Azurite when writers land out of order or an index write is
- * lost: counts must follow the task rows, not the order in which index writes arrive.
+ * lost: counts must follow the task rows, not the order in which index writes arrive. And the
+ * group commit (IndexBatcher): writes queued together share transactions.
  */
 import crypto from 'node:crypto';
 import { Storage, createStorage } from '../../shared/storage/storage';
-import { applyOps, countActive, indexBucket, indexOps, listResolved, listWorkerRuns, QueueRegistry, repairOps, stalePending } from '../../shared/ops/indexes';
+import {
+  INDEX_LINGER_MS,
+  IndexBatcher,
+  applyOps,
+  countActive,
+  indexBucket,
+  indexOps,
+  listResolved,
+  listWorkerRuns,
+  QueueRegistry,
+  repairOps,
+  stalePending,
+} from '../../shared/ops/indexes';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
 
 let storage: Storage;
@@ -149,4 +162,59 @@ test('stalePending over three buckets on Azurite: the oldest pending runs of all
   const stale = await stalePending(storage, q, at(10), new Date(), 4);
   expect(stale.map((s) => s.taskId)).toEqual(made.slice(0, 4).map((m) => m.taskId));
   expect(new Set(made.slice(0, 4).map((m) => m.bucket)).size).toBe(3);
+});
+
+/** Index storage calls made so far, by operation. */
+const calls = (op: string) => storage.meter.snapshot().byOp[`Indexes.${op}`] ?? 0;
+
+/** One writer's changes through `batcher` (a task's changes all go to its task queue's partition). */
+function queue(batcher: IndexBatcher, before: TaskRecord | undefined, after: TaskRecord | undefined, now = false): Promise<void> {
+  const [[pk, ops], ...rest] = [...indexOps(before, after)];
+  expect(rest).toEqual([]);
+  return batcher.apply(pk, ops, repairOps(before, after), now);
+}
+
+/** `n` tasks of one task queue. */
+function sameQueue(n: number): TaskRecord[] {
+  const tq = `prov/batch-${crypto.randomBytes(4).toString('hex')}`;
+  return Array.from({ length: n }, () => {
+    const t = task([pending()]);
+    t.definition.taskQueueId = tq;
+    return t;
+  });
+}
+
+test('writes queued together share transactions of at most 100 actions; each task’s writes keep their order', async () => {
+  const batcher = new IndexBatcher(storage);
+  const ts = sameQueue(120); // 2 actions each at creation (name row, pending row): 240
+  const claimed = ts.slice(0, 10).map((t) => next(t, [running()]));
+  const tx = calls('transaction');
+  const single = calls('delete') + calls('insert');
+  await Promise.all([
+    ...ts.map((t) => queue(batcher, undefined, t)),
+    // Claims queued right behind their creation: each waits for a later transaction than its pending row's.
+    ...claimed.map((c, i) => queue(batcher, ts[i], c)),
+  ]);
+  // 240 creation actions in 3 transactions (100, 100, 40; the claims' 30 fit the third), not 130.
+  expect(calls('transaction') - tx).toBe(3);
+  expect(await counts(ts[0])).toEqual([110, 10]);
+  expect(calls('delete') + calls('insert')).toBe(single); // no fallback: nothing arrived out of order
+});
+
+test('a lone write goes out after the linger; settled() and an awaited write (a deletion) send lingering writes at once', async () => {
+  const [a, b, c] = sameQueue(3);
+  const t0 = Date.now();
+  await queue(new IndexBatcher(storage), undefined, a);
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(INDEX_LINGER_MS - 1);
+  expect(await counts(a)).toEqual([1, 0]);
+  // With a linger far longer than the test's timeout, only settled() can send it.
+  const slow = new IndexBatcher(storage, 3600_000);
+  const written = queue(slow, undefined, b);
+  await slow.settled();
+  await written;
+  expect(await counts(b)).toEqual([2, 0]);
+  const lingering = queue(slow, undefined, c);
+  await queue(slow, a, undefined, true); // a's deletion takes c's creation along
+  await lingering;
+  expect(await counts(b)).toEqual([2, 0]);
 });

@@ -64,6 +64,16 @@ const RESOLVED: ResolvedState[] = ['completed', 'failed', 'exception'];
 const page = (continuation: string | undefined) => (continuation ? { continuationToken: continuation } : {});
 const queueOf = (req: ApiRequest) => `${req.params.provisionerId}/${req.params.workerType}`;
 
+/**
+ * The storage to read the operator index from, once this instance's queued index writes are
+ * written: a client reads its own writes through the same instance (others lag by at most
+ * INDEX_LINGER_MS and one call, see shared/ops/indexes.ts).
+ */
+async function indexed(req: ApiRequest) {
+  await req.services.indexes.settled();
+  return req.services.storage;
+}
+
 /** Counts echo the queue they count, so a malformed one is a 400 rather than zero counts of nothing. */
 function checkedQueue(taskQueueId: string): string {
   if (!new RegExp(TASK_QUEUE_ID).test(taskQueueId)) throw badArgs(`taskQueueId '${taskQueueId}' does not match ${TASK_QUEUE_ID}`);
@@ -164,7 +174,7 @@ function indexEntry(r: IndexRow) {
 
 async function latest(req: ApiRequest, by: { name?: string; taskGroupId?: string }) {
   const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit, 20));
-  const r = await listLatest(req.services.storage, by, limit, req.query.continuationToken, req.services.groups);
+  const r = await listLatest(await indexed(req), by, limit, req.query.continuationToken, req.services.groups);
   const tasks = await Promise.all(
     r.rows.map(async (row) => {
       const t = await req.services.tasks.load(row.taskId);
@@ -216,13 +226,14 @@ export const opsQueryRoutes: RouteDef[] = [
     description:
       "A task queue's tasks in one state: unscheduled, pending, running (oldest first) or completed/failed/exception runs resolved in [since, until] (newest first).",
     handler: async (req) => {
+      const storage = await indexed(req);
       const state = req.query.state ?? 'pending';
       const { taskQueueId } = req.params;
       const limit = pageLimit(req.query.limit);
       const r = (ACTIVE as string[]).includes(state)
-        ? await listActive(req.services.storage, taskQueueId, state as ActiveState, req.services.now(), limit, req.query.continuationToken)
+        ? await listActive(storage, taskQueueId, state as ActiveState, req.services.now(), limit, req.query.continuationToken)
         : await listResolved(
-            req.services.storage,
+            storage,
             taskQueueId,
             { state: resolvedState(state), since: date(req, 'since'), until: date(req, 'until') },
             limit,
@@ -246,14 +257,15 @@ export const opsQueryRoutes: RouteDef[] = [
       "A task queue's tasks by state: unscheduled, pending and running exactly; completed, failed and exception runs resolved since `since` (default: the last 24 hours). " +
       'Of the pending, `delayed` are not due yet (a delayed start or a resumption waiting for its time) and `suspended` are resumed runs of suspended tasks.',
     handler: async (req) => {
+      const storage = await indexed(req);
       const since = sinceOrDefault(req);
       const svc = req.services;
       const tq = checkedQueue(req.params.taskQueueId);
       const now = svc.now();
       const [c, delayed, suspended] = await Promise.all([
-        queueStateCounts(svc.storage, tq, since, now),
-        countActive(svc.storage, tq, 'pending', now, [{ prop: 'at', op: 'gt', value: now.toJSON() }]),
-        countActive(svc.storage, tq, 'pending', now, [{ prop: 'reasonCreated', op: 'eq', value: 'resumed' }]),
+        queueStateCounts(storage, tq, since, now),
+        countActive(storage, tq, 'pending', now, [{ prop: 'at', op: 'gt', value: now.toJSON() }]),
+        countActive(storage, tq, 'pending', now, [{ prop: 'reasonCreated', op: 'eq', value: 'resumed' }]),
       ]);
       return ok({ taskQueueId: tq, since, counts: { unscheduled: c.unscheduled, pending: c.pending, delayed, suspended, ...c } });
     },
@@ -271,8 +283,9 @@ export const opsQueryRoutes: RouteDef[] = [
     scopes: 'queue:list-resolved-tasks',
     description: 'Runs of every task queue resolved in [since, until], newest first, optionally of one state (completed, failed, exception).',
     handler: async (req) => {
+      const storage = await indexed(req);
       const r = await listResolved(
-        req.services.storage,
+        storage,
         undefined,
         { state: resolvedState(req.query.state), since: date(req, 'since'), until: date(req, 'until') },
         pageLimit(req.query.limit),
@@ -326,9 +339,10 @@ export const opsQueryRoutes: RouteDef[] = [
     description:
       "A worker's runs by state: running exactly; completed, failed and exception among the runs it claimed since `since` (default: the last 24 hours).",
     handler: async (req) => {
+      const storage = await indexed(req);
       const { workerGroup, workerId } = req.params;
       const since = sinceOrDefault(req);
-      const counts = await workerStateCounts(req.services.storage, checkedQueue(queueOf(req)), workerGroup, workerId, since, req.services.now());
+      const counts = await workerStateCounts(storage, checkedQueue(queueOf(req)), workerGroup, workerId, since, req.services.now());
       return ok({ taskQueueId: queueOf(req), workerGroup, workerId, since, counts });
     },
   },
@@ -375,11 +389,12 @@ export const opsRoutes: RouteDef[] = [
     route: '/task-queues/<taskQueueId*>/counts',
     scopes: { AllOf: ['queue:pending-count:<taskQueueId>', 'queue:claimed-count:<taskQueueId>'] },
     handler: async (req) => {
+      const storage = await indexed(req);
       const { taskQueueId } = req.params;
       const now = req.services.now();
       const [pendingTasks, claimedTasks] = await Promise.all([
-        countActive(req.services.storage, taskQueueId, 'pending', now),
-        countActive(req.services.storage, taskQueueId, 'running', now),
+        countActive(storage, taskQueueId, 'pending', now),
+        countActive(storage, taskQueueId, 'running', now),
       ]);
       const [provisionerId, workerType] = taskQueueId.split('/');
       return ok({ provisionerId, workerType, taskQueueId, pendingTasks, claimedTasks });
@@ -397,8 +412,9 @@ export const opsRoutes: RouteDef[] = [
     query: ['continuationToken', 'limit'],
     scopes: 'queue:pending-list:<taskQueueId>',
     handler: async (req) => {
+      const storage = await indexed(req);
       const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit));
-      const r = await listActive(req.services.storage, req.params.taskQueueId, 'pending', req.services.now(), limit, req.query.continuationToken);
+      const r = await listActive(storage, req.params.taskQueueId, 'pending', req.services.now(), limit, req.query.continuationToken);
       const tasks = (await withTasks(req, r.rows, 'pending')).map(({ r: row, t }) => ({
         taskId: row.taskId,
         runId: row.runId!,
@@ -420,8 +436,9 @@ export const opsRoutes: RouteDef[] = [
     query: ['continuationToken', 'limit'],
     scopes: 'queue:claimed-list:<taskQueueId>',
     handler: async (req) => {
+      const storage = await indexed(req);
       const limit = Math.min(MAX_LOADED_PAGE, pageLimit(req.query.limit));
-      const r = await listActive(req.services.storage, req.params.taskQueueId, 'running', req.services.now(), limit, req.query.continuationToken);
+      const r = await listActive(storage, req.params.taskQueueId, 'running', req.services.now(), limit, req.query.continuationToken);
       const tasks = (await withTasks(req, r.rows, 'running')).map(({ r: row, t }) => {
         const run = t.runs[row.runId!];
         return { taskId: row.taskId, runId: row.runId!, workerGroup: run.workerGroup!, workerId: run.workerId!, claimed: run.started!, task: t.definition };
@@ -469,9 +486,10 @@ export const opsRoutes: RouteDef[] = [
     route: '/pending/<taskQueueId*>',
     scopes: 'queue:pending-count:<taskQueueId>',
     handler: async (req) => {
+      const storage = await indexed(req);
       const { taskQueueId } = req.params;
       const [provisionerId, workerType] = taskQueueId.split('/');
-      return ok({ provisionerId, workerType, taskQueueId, pendingTasks: await countActive(req.services.storage, taskQueueId, 'pending', req.services.now()) });
+      return ok({ provisionerId, workerType, taskQueueId, pendingTasks: await countActive(storage, taskQueueId, 'pending', req.services.now()) });
     },
   },
 
