@@ -324,6 +324,12 @@ interface Waiting {
  * saving is small and the lag doubles.
  */
 export const INDEX_LINGER_MS = 50;
+/**
+ * Backpressure: with this many actions queued for one partition (ten full transactions behind),
+ * the index is not keeping up, and requests wait for their index writes again (as before they
+ * were queued) instead of growing the queue without bound.
+ */
+export const INDEX_BACKLOG_MAX = 1000;
 
 /**
  * Group commit of index writes, off the request path: a partition's first queued write lingers up
@@ -360,6 +366,12 @@ export class IndexBatcher {
     });
     this.track(written);
     return written;
+  }
+
+  /** Whether partition `pk` is INDEX_BACKLOG_MAX actions or more behind: a new writer should wait for its write. */
+  backlogged(pk: string): boolean {
+    const list = this.waiting.get(pk);
+    return !!list && opCount(list) >= INDEX_BACKLOG_MAX;
   }
 
   /**

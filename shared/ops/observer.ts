@@ -51,8 +51,10 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
       }
       // Queued in the order of the task writes (the batcher keeps each row key's order).
       const repair = repairOps(before, after);
+      const changes = indexOps(before, after);
+      const behind = [...changes.keys()].some((pk) => batcher.backlogged(pk));
       const written = Promise.all(
-        [...indexOps(before, after)].map(([pk, ops]) =>
+        [...changes].map(([pk, ops]) =>
           batcher.apply(
             pk,
             ops,
@@ -61,8 +63,9 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
           ),
         ),
       ).then(() => undefined, failed(task));
-      // Off the request path, except a deletion's: its index rows go (unlingered) before the task row (TaskStore.delete).
-      if (!after) await written;
+      // Off the request path, except a deletion's (its index rows go, unlingered, before the task
+      // row: TaskStore.delete) and while the partition is backlogged (the request waits its turn).
+      if (!after || behind) await written;
     },
 
     settled: () => batcher.settled(),
