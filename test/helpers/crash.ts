@@ -18,11 +18,6 @@ export interface FaultResult<T> {
 export type Faulty = <T>(op: () => Promise<T>) => Promise<FaultResult<T>>;
 
 /**
- * Returns the storage operation failed at each n (the last n ran clean). `warm` runs before each
- * armed operation to fill per-instance caches that expire on a timer (the auth roles cache), so
- * every n sees the same sequence of calls.
- */
-/**
  * Fails each storage call of a scenario on `svc` in turn, after filling its auth cache so every
  * armed call sequence starts the same way.
  */
@@ -35,6 +30,11 @@ export function sweeperFor(svc: {
   return (scenario: Parameters<typeof eachStorageCall>[1]) => eachStorageCall(svc.services.storage.meter, scenario, { warm });
 }
 
+/**
+ * Returns the storage operation failed at each n (the last n ran clean). `warm` runs before each
+ * armed operation to fill per-instance caches that expire on a timer (the auth roles cache), so
+ * every n sees the same sequence of calls.
+ */
 export async function eachStorageCall(
   meter: StorageMeter,
   scenario: (faulty: Faulty, n: number) => Promise<void>,

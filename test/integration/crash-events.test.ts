@@ -5,7 +5,7 @@
  */
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { claimOne, uniqueQueue, sleep, reapUntil } from '../helpers/work';
-import { eachStorageCall } from '../helpers/crash';
+import { eachStorageCall, sweeperFor } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { readHistory } from '../../shared/ops/history';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
@@ -26,13 +26,7 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 /** Fails each storage call in turn, after filling the auth and subscription caches so every armed sequence is the same. */
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) =>
-  eachStorageCall(svc.services.storage.meter, scenario, {
-    warm: async () => {
-      await svc.auth().currentScopes();
-      await svc.services.events.dispatcher.subscriptions.refresh();
-    },
-  });
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(svc)(scenario);
 
 /** Ids of the events of every committed transition of a task (history rows; reclaims have none). */
 async function committedIds(taskId: string): Promise<string[]> {

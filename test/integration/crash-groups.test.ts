@@ -7,7 +7,7 @@
  */
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { claimOne, uniqueQueue, sleep, waitUntil } from '../helpers/work';
-import { eachStorageCall } from '../helpers/crash';
+import { eachStorageCall, sweeperFor } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 
@@ -25,13 +25,8 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) =>
-  eachStorageCall(svc.services.storage.meter, scenario, {
-    warm: async () => {
-      await svc.auth().currentScopes();
-      await svc.services.events.dispatcher.subscriptions.refresh();
-    },
-  });
+/** Fails each storage call in turn, after filling the auth and subscription caches so every armed sequence is the same. */
+const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(svc)(scenario);
 
 /** The client retries 5xx itself, as workers and creators do. */
 const retrying = (c?: any) => svc.queue(c, { retries: 4 });
