@@ -119,6 +119,9 @@ async function main(): Promise<void> {
       return undefined;
     } finally {
       clearTimeout(timer);
+      // Where the process's memory peaks, phase by phase (the RSS target is one figure for all).
+      rss.sample();
+      phase(`(${id}) done; RSS now ${mb(process.memoryUsage().rss)}, peak so far ${mb(Math.max(rss.peak, peakRssOf('self') ?? 0))}`);
     }
   };
   /** Starts instances of one new deployment, runs `fn`, then closes them and drops the deployment's storage. */
