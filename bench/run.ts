@@ -23,6 +23,8 @@ const MODEL_ACCOUNTS = Number(process.env.BENCH_MODEL_ACCOUNTS) || 4;
 /** Targets the figures are compared against (reported, never enforced). */
 const TARGETS = {
   pickupP50Ms: 100,
+  /** Issue 15: a task created on another instance (no local wake: the next poll finds it). */
+  crossPickupP50Ms: 300,
   transactionsPerLifecycle: 12,
   /** "Independent of waiting workers": 50 idle workers may cost at most this factor of 1. */
   idleRatioMax: 1.5,
@@ -40,7 +42,8 @@ const TARGETS = {
 const SIZES = {
   pickupSamples: 50,
   pickupMaxPauseMs: 200,
-  crossPickupSamples: 12,
+  /** Enough for a median that does not jump with two or three samples (each waits 0-300 ms for a poll). */
+  crossPickupSamples: 30,
   /** Longer than the poller's 1 s maximum back-off, so the wait reaches its steady state. */
   crossPickupMaxPauseMs: 2500,
   concurrency: 16,
@@ -303,7 +306,12 @@ async function main(): Promise<void> {
         : []),
       ...(crossPickup
         ? [
-            { metric: '(a) pickup p50, created on another instance', value: `${crossPickup.p50Ms} ms`, target: 'informative' },
+            {
+              metric: '(a) pickup p50, created on another instance',
+              value: `${crossPickup.p50Ms} ms`,
+              target: `<= ${TARGETS.crossPickupP50Ms} ms`,
+              verdict: verdict(crossPickup.p50Ms <= TARGETS.crossPickupP50Ms),
+            },
             { metric: '(a) pickup p95, created on another instance', value: `${crossPickup.p95Ms} ms` },
             { metric: `(a) samples (pause 0-${SIZES.crossPickupMaxPauseMs} ms)`, value: String(crossPickup.samples) },
           ]
@@ -491,6 +499,7 @@ async function main(): Promise<void> {
       errors: { client: clientErrors, serviceWarnings: warnings, serviceErrors },
       targets: {
         pickupP50: pickup && { target: TARGETS.pickupP50Ms, value: pickup.p50Ms, met: pickup.p50Ms <= TARGETS.pickupP50Ms },
+        crossPickupP50: crossPickup && { target: TARGETS.crossPickupP50Ms, value: crossPickup.p50Ms, met: crossPickup.p50Ms <= TARGETS.crossPickupP50Ms },
         transactionsPerLifecycle: totalPer && {
           target: TARGETS.transactionsPerLifecycle,
           value: totalPer.total,

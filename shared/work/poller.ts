@@ -15,11 +15,12 @@ import type { Hint, UsedQueue } from '../tasks/pending';
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
 /**
- * A task created on another instance waits for the next poll, half of this on average: 500 ms
- * keeps that pickup near 250 ms (issue target <= 300 ms) for 2 receives/s per idle pending
- * queue and instance (1 s halved it but put pickup from another instance near 500 ms).
+ * A task created on another instance waits for the next poll, half of this on average, plus the
+ * create and the claim (~80 ms here): 300 ms keeps that pickup's median near 230 ms (target
+ * <= 300 ms; at 500 ms the bench measured 123-371 ms, at 1 s 212-399 ms) for about 3 receives/s
+ * per idle pending queue and instance.
  */
-export const MAX_BACKOFF_MS = 500;
+export const MAX_BACKOFF_MS = 300;
 /** Fetch rounds per priority shard per pass, so one busy priority cannot starve the loop forever. */
 const ROUNDS_PER_PRIORITY = 10;
 
