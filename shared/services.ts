@@ -15,6 +15,7 @@ import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
+import { LegacyIndexRows } from './ops/legacy-index';
 import { IndexWrites, opsObserver } from './ops/observer';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { EventRecorder, taskEventEffects } from './events/recorder';
@@ -88,6 +89,8 @@ export interface Services extends TaskDeps {
   startedAt: Date;
   /** Task queues and workers (seen, quarantine). */
   workers: WorkerRegistry;
+  /** Rows older versions left in the Indexes table, deleted a share per reaper pass (shared/ops/legacy-index.ts). */
+  legacyIndex: LegacyIndexRows;
   /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
   indexes: IndexWrites;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
@@ -146,7 +149,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
-  await groups.start();
+  const legacyIndex = new LegacyIndexRows(storage);
+  await Promise.all([groups.start(), legacyIndex.start()]);
   const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
   return {
     config,
@@ -165,6 +169,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     log,
     startedAt: now(),
     workers: new WorkerRegistry(storage, now),
+    legacyIndex,
     wakeListeners,
     events,
     checkTask: opts.checkTask,
