@@ -5,20 +5,14 @@
  * is complete and in order, paged across them; a deployment that drops back to one bucket still
  * reads the old ones.
  */
-import crypto from 'node:crypto';
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { startTestService, TestService, taskDef, slugid, sharedDeployment } from '../helpers/service';
 import { claim, sleep, uniqueQueue, W1, W2 } from '../helpers/work';
-import { generateAccessToken } from '../../shared/auth/clients';
 import { queuePk } from '../../shared/ops/indexes';
 import { jumpHash } from '../../shared/storage/accounts';
 
 const BUCKETS = 3;
 /** Shared by both services, so they serve one deployment. */
-const DEPLOYMENT = {
-  QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
-  QUEUE_ROOT_ACCESS_TOKEN: generateAccessToken(),
-  QUEUE_TOKEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
-};
+const DEPLOYMENT = sharedDeployment();
 
 let svc: TestService;
 let Ops: any;

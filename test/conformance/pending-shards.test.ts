@@ -3,11 +3,9 @@
  * shards by taskId, claimWork claims every task once and keeps strict priority across shards,
  * pollTaskUrls hands out every shard, and a deployment that lowers the count still drains them.
  */
-import crypto from 'node:crypto';
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { startTestService, TestService, taskDef, slugid, sharedDeployment } from '../helpers/service';
 import { claim, uniqueQueue, W1, W2, WorkerId } from '../helpers/work';
 import { poll, PollUrls } from '../helpers/azure-queue';
-import { generateAccessToken } from '../../shared/auth/clients';
 import { PRIORITIES, Priority } from '../../shared/tasks/vocabulary';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -15,11 +13,7 @@ const tc10 = require('tc10');
 
 const SHARDS = 3;
 /** Shared by the two services of the last test, so they serve one deployment. */
-const DEPLOYMENT = {
-  QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
-  QUEUE_ROOT_ACCESS_TOKEN: generateAccessToken(),
-  QUEUE_TOKEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
-};
+const DEPLOYMENT = sharedDeployment();
 
 let svc: TestService;
 beforeAll(async () => {

@@ -27,6 +27,18 @@ export interface TestService {
   close(): Promise<void>;
 }
 
+/**
+ * Settings that several test services pass to serve one deployment (same storage names, root
+ * credentials and token key), as instances of one Functions app do.
+ */
+export function sharedDeployment(): Record<string, string> {
+  return {
+    QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
+    QUEUE_ROOT_ACCESS_TOKEN: generateAccessToken(),
+    QUEUE_TOKEN_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
+  };
+}
+
 export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
   const conn = process.env.TEST_STORAGE_CONNECTION;
   if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
