@@ -184,7 +184,14 @@ export async function startHost(opts: {
     }
   });
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
+  // A listen error (EADDRINUSE) rejects instead of crashing the process as an unhandled 'error'.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const port = (server.address() as { port: number }).port;
 
   const jobs = scheduled.map(([name, schedule]) => runOnSchedule(schedule, () => void runTimer(name)));
