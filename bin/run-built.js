@@ -19,8 +19,8 @@ const ROOT = path.resolve(__dirname, '..');
 const SOURCE_DIRS = ['functions', 'shared', 'bench', 'bin', 'worker', 'types'];
 const SOURCE_FILES = ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
 
-/** The newest modification time among the sources (ms). */
-function newestSource() {
+/** The newest modification time among the sources under `root` (ms). */
+function newestSource(root = ROOT) {
   let newest = 0;
   const visit = (p) => {
     let st;
@@ -33,19 +33,19 @@ function newestSource() {
       for (const name of fs.readdirSync(p)) if (name !== 'node_modules') visit(path.join(p, name));
     } else newest = Math.max(newest, st.mtimeMs);
   };
-  for (const d of [...SOURCE_DIRS, ...SOURCE_FILES]) visit(path.join(ROOT, d));
+  for (const d of [...SOURCE_DIRS, ...SOURCE_FILES]) visit(path.join(root, d));
   return newest;
 }
 
-/** Why dist/ must be rebuilt, or undefined when it is current. */
-function staleness() {
+/** Why dist/ under `root` must be rebuilt, or undefined when it is current. */
+function staleness(root = ROOT) {
   let stamp;
   try {
-    stamp = fs.statSync(BUILD_STAMP).mtimeMs;
+    stamp = fs.statSync(path.join(root, path.relative(ROOT, BUILD_STAMP))).mtimeMs;
   } catch {
     return 'dist/ has not been built';
   }
-  return newestSource() > stamp ? 'sources changed since the last build' : undefined;
+  return newestSource(root) > stamp ? 'sources changed since the last build' : undefined;
 }
 
 function ensureBuilt() {
