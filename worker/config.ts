@@ -90,7 +90,9 @@ Scopes the credentials need:
 
 SIGTERM or SIGINT: stop claiming at once (the long poll in flight is aborted); running tasks
 are stopped and reported exception/worker-shutdown (the queue retries them), at once or after
---shutdown-grace; then exit. A second signal stops them without waiting, a third exits at once.
+--shutdown-grace; then exit. Another signal stops them without waiting for the grace; once they
+are stopping, another exits at once without reporting (a signal repeated within a second, as
+\`npm run\` forwards Ctrl-C, counts once).
 A 401 (wrong or expired credentials) stops the worker with a message naming the client id.`;
 
 function int(name: string, raw: string | undefined, dflt: number, min: number, max: number): number {

@@ -12,6 +12,7 @@ import type { WorkSource } from './protocols/source';
 import { runTask } from './task-run';
 import { startTaskProxy } from './proxy';
 import { Worker } from './worker';
+import { signalHandler } from './signals';
 import type { WorkerLog } from './types';
 
 /** Variables a command inherits from the worker's environment; nothing else (no credentials). */
@@ -70,17 +71,7 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   }
   const log = lineLogger();
   const worker = await startWorker(config, log, env);
-  // First signal: stop claiming (tasks stop at once or after the grace); second: stop the tasks
-  // now; third: exit without reporting.
-  let signals = 0;
-  const onSignal = (sig: NodeJS.Signals) => {
-    signals++;
-    if (signals > 2) {
-      log.warn('worker-killed', { signal: sig });
-      process.exit(1);
-    }
-    worker.shutdown(sig);
-  };
+  const onSignal = signalHandler(worker, log, (code) => process.exit(code));
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   log.info('worker-started', {

@@ -40,6 +40,7 @@ export class Worker {
   /** The claim call in flight, if any: tasks are stopped only once it has ended. */
   private claiming: Promise<unknown> = Promise.resolve();
   private cancelGrace: (() => void) | undefined;
+  private tasksStopping = false;
   private started = 0;
   readonly outcomes: { taskId: string; runId: number; outcome: Outcome }[] = [];
   /** Why the worker stopped on its own (credentials rejected), if it did. */
@@ -49,6 +50,11 @@ export class Worker {
 
   get stopping(): boolean {
     return this.claimCtl.signal.aborted;
+  }
+
+  /** Whether running tasks have been told to stop (at shutdown, or when its grace ended). */
+  get stoppingTasks(): boolean {
+    return this.tasksStopping;
   }
 
   /** Stops claiming now; running tasks stop (worker-shutdown) at once or after the grace period. */
@@ -66,6 +72,7 @@ export class Worker {
   }
 
   private stopTasks(reason: string): void {
+    this.tasksStopping = true;
     this.cancelGrace?.();
     // Only once our own claim request has ended, so it cannot pick up the retries our reports create.
     void this.claiming.finally(() => this.taskCtl.abort(reason));

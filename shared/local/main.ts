@@ -178,6 +178,7 @@ export function banner(s: LocalService, persistDir?: string): string {
     `  clientId:      ${config.rootClientId}`,
     `  accessToken:   ${config.rootAccessToken}`,
     `  storage:       ${storage}`,
+    '  command line:  npx tcq --help   (docs/cli.md; reads the variables below)',
     '',
     'export TASKCLUSTER_ROOT_URL=' + config.publicUrl,
     'export TASKCLUSTER_CLIENT_ID=' + config.rootClientId,
