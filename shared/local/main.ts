@@ -203,6 +203,16 @@ export async function main(argv = process.argv.slice(2), env: NodeJS.ProcessEnv 
   }
   const persisted = s.azurite && (argv.includes('--persist') || isTrue(env.QUEUE_LOCAL_PERSIST)) ? PERSIST_DIR : undefined;
   console.log(banner(s, persisted));
+  // Whatever ends this process (an uncaught error too), its Azurite goes with it.
+  const azuritePid = s.azurite?.pid;
+  if (azuritePid)
+    process.once('exit', () => {
+      try {
+        process.kill(azuritePid);
+      } catch {
+        // already gone
+      }
+    });
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
