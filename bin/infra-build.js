@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
- * `npm run infra:build`: compiles infra/main.bicep to ARM JSON in infra/.build/ and lints every
- * Bicep file (and compiles infra/main.bicepparam to main.parameters.json beside it), with the pinned Bicep compiler that `dotnet restore` of infra/bicep-cli/ brings from
- * NuGet (no other download). Any error or warning fails: a warning that stays is suppressed in the
+ * `npm run infra:build`: compiles infra/main.bicep to ARM JSON in infra/.build/main.json and lints
+ * every Bicep file, with the pinned Bicep compiler that `dotnet restore` of infra/bicep-cli/ brings
+ * from NuGet (no other download). infra/main.bicepparam is compiled too, with placeholder secrets,
+ * to infra/.build/main.parameters.check.json: for the tests, never to deploy. Any error or warning fails: a warning that stays is suppressed in the
  * source with `#disable-next-line <code>` and a comment saying why.
  *
  *   --no-lint  compile only (the settings tests use this)
@@ -70,7 +71,7 @@ function main() {
   fs.mkdirSync(OUT, { recursive: true });
   const findings = new Set(run(exe, ['build', 'infra/main.bicep', '--outdir', OUT]));
   // The parameters file as the deployment would read it (secrets: the placeholders), for the tests.
-  for (const l of run(exe, ['build-params', 'infra/main.bicepparam', '--outfile', path.join(OUT, 'main.parameters.json')], PARAM_PLACEHOLDERS)) {
+  for (const l of run(exe, ['build-params', 'infra/main.bicepparam', '--outfile', path.join(OUT, 'main.parameters.check.json')], PARAM_PLACEHOLDERS)) {
     findings.add(l);
   }
   if (lint) {

@@ -662,7 +662,7 @@ describe('infra: compiled template and the settings the code reads', () => {
   });
 
   test('main.bicepparam restates the template defaults it sets (secrets aside)', () => {
-    const given = JSON.parse(fs.readFileSync(path.join(BUILD, 'main.parameters.json'), 'utf8')).parameters;
+    const given = JSON.parse(fs.readFileSync(path.join(BUILD, 'main.parameters.check.json'), 'utf8')).parameters;
     const declaredParams = compiled().parameters;
     const differing = Object.entries(given)
       .filter(([name]) => !['rootAccessToken', 'tokenEncryptionKey'].includes(name))
@@ -688,5 +688,126 @@ describe('infra: the Node.js version', () => {
     const site = resourceList(app).find((r) => r.type === 'Microsoft.Web/sites');
     expect(site.properties.functionAppConfig.runtime).toEqual({ name: 'node', version: "[parameters('nodeRuntimeVersion')]" });
     expect(moduleDeployment(compiled(), 'functionapp').properties.parameters.nodeRuntimeVersion.value).toBe("[parameters('nodeRuntimeVersion')]");
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// The deploy guide, infra/README.md, against the compiled template.
+// ------------------------------------------------------------------------------------------------
+
+/** The guide's shell commands (```bash blocks): comments dropped, continuations joined, heredoc bodies left out. */
+function guideCommands(): string[] {
+  const guide = fs.readFileSync(path.join(INFRA, 'README.md'), 'utf8');
+  const out: string[] = [];
+  for (const block of guide.matchAll(/^```bash\n([\s\S]*?)^```$/gm)) {
+    let current = '';
+    let heredoc: string | undefined;
+    for (const raw of block[1].split('\n')) {
+      if (heredoc !== undefined) {
+        if (raw.trim() === heredoc) heredoc = undefined;
+        continue;
+      }
+      const line = raw.replace(/(^|\s)#.*$/, '').trimEnd();
+      heredoc = line.match(/<<-?'?(\w+)'?/)?.[1];
+      if (line.endsWith('\\')) {
+        current += `${line.slice(0, -1).trim()} `;
+        continue;
+      }
+      current += line.trim();
+      if (current !== '') out.push(current);
+      current = '';
+    }
+  }
+  return out;
+}
+
+/** Shell words, quotes removed (enough for the guide's commands). */
+function shellWords(s: string): string[] {
+  return [...s.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"']+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
+}
+
+/** The `name=value` parameters the guide gives: `PARAMS=(…)`, `PARAMS+=(…)` and `--parameters name=value`. */
+function guideParameters(commands: string[]): { first: string[]; all: Array<[string, string]> } {
+  const all: Array<[string, string]> = [];
+  let first: string[] = [];
+  for (const c of commands) {
+    const list = c.match(/^PARAMS(\+)?=\((.*)\)$/);
+    if (list) {
+      const words = shellWords(list[2]).map((w) => w.split('=', 2) as [string, string]);
+      all.push(...words);
+      if (!list[1] && first.length === 0) first = words.map(([k]) => k);
+    }
+    const words = shellWords(c);
+    words.forEach((w, i) => {
+      if (words[i - 1] === '--parameters' && /^\w+=/.test(w)) all.push(w.split('=', 2) as [string, string]);
+    });
+  }
+  return { first, all };
+}
+
+describe('infra: the deploy guide (infra/README.md) against the compiled template', () => {
+  const commands = guideCommands();
+  const deployments = () => commands.filter((c) => /^az deployment group (create|what-if)\b/.test(c));
+
+  test('it deploys the compiled template, where npm run infra:build writes it, under one deployment name', () => {
+    expect(deployments().length).toBeGreaterThanOrEqual(4);
+    for (const c of deployments()) {
+      const words = shellWords(c);
+      const file = words[words.indexOf('--template-file') + 1];
+      expect({ c, file }).toEqual({ c, file: path.relative(ROOT, path.join(BUILD, 'main.json')) });
+      expect({ c, parameters: words[words.indexOf('--parameters') + 1] }).toEqual({ c, parameters: '${PARAMS[@]}' });
+    }
+    const names = commands
+      .filter((c) => /^(\w+=\$\()?az deployment group (create|show)\b/.test(c) || /out\(\)/.test(c))
+      .map((c) => shellWords(c)[shellWords(c).indexOf('--name') + 1]);
+    expect(new Set(names)).toEqual(new Set(['tcq']));
+    expect(fs.existsSync(path.join(BUILD, 'main.json'))).toBe(true);
+  });
+
+  test("every parameter it gives is one of the template's, of the right type and range, and the first deployment gives every required one", () => {
+    const declaredParams = compiled().parameters;
+    const { first, all } = guideParameters(commands);
+    expect(all.length).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const [name, value] of all) {
+      const p = declaredParams[name];
+      if (!p) {
+        problems.push(`${name}: no such parameter`);
+        continue;
+      }
+      if (value.includes('$')) continue; // a shell variable: its value is the reader's
+      if (p.type === 'int' && !(/^\d+$/.test(value) && Number(value) >= (p.minValue ?? -Infinity) && Number(value) <= (p.maxValue ?? Infinity))) {
+        problems.push(`${name}=${value}: not an int within the template's range`);
+      }
+      if (p.allowedValues && !p.allowedValues.map(String).includes(value)) problems.push(`${name}=${value}: not one of ${p.allowedValues}`);
+      if (/string/i.test(p.type) && (value.length < (p.minLength ?? 0) || value.length > (p.maxLength ?? Infinity)))
+        problems.push(`${name}=${value}: bad length`);
+    }
+    expect(problems).toEqual([]);
+    const required = Object.entries(declaredParams)
+      .filter(([, p]) => (p as { defaultValue?: unknown }).defaultValue === undefined)
+      .map(([n]) => n);
+    expect(required.sort()).toEqual(['rootAccessToken', 'tokenEncryptionKey']);
+    expect(required.filter((n) => !first.includes(n))).toEqual([]);
+  });
+
+  test('every output it reads is one the template has, and its outputs table lists them all', () => {
+    const outputs = Object.keys(compiled().outputs);
+    const text = commands.join('\n');
+    const read = [...text.matchAll(/properties\.outputs\.(\w+)/g), ...text.matchAll(/\$\(out (\w+)\)/g)].map((m) => m[1]);
+    expect(read.length).toBeGreaterThan(5);
+    expect(read.filter((o) => !outputs.includes(o))).toEqual([]);
+    const guide = fs.readFileSync(path.join(INFRA, 'README.md'), 'utf8');
+    const table = guide.slice(guide.indexOf('| Output | Meaning |'));
+    const rows = table.slice(0, table.indexOf('\n\n')).split('\n').slice(2);
+    const listed = rows.flatMap((r) => [...r.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
+    expect(listed.sort()).toEqual([...outputs].sort());
+  });
+
+  test('every npm script it runs exists', () => {
+    const scripts = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts;
+    const used = commands.flatMap((c) => [...c.matchAll(/\bnpm run ([\w:-]+)/g)].map((m) => m[1]));
+    expect(used).toEqual(expect.arrayContaining(['infra:build', 'package', 'worker']));
+    expect(used.filter((s) => !(s in scripts))).toEqual([]);
   });
 });
