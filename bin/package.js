@@ -286,10 +286,13 @@ function archive() {
 
 function main() {
   stage();
+  const files = walk(STAGING);
+  const unpacked = files.reduce((sum, f) => sum + fs.statSync(path.join(STAGING, f)).size, 0);
   const how = archive();
   if (!process.env.PACKAGE_KEEP_STAGING) fs.rmSync(STAGING, { recursive: true, force: true });
   const size = fs.statSync(ZIP_PATH).size;
-  console.log(`package: wrote ${path.relative(ROOT, ZIP_PATH)} (${(size / 1048576).toFixed(1)} MiB, ${how})`);
+  const mb = (n) => (n / 1e6).toFixed(1);
+  console.log(`package: wrote ${path.relative(ROOT, ZIP_PATH)} (${mb(size)} MB; unpacked ${mb(unpacked)} MB in ${files.length} files; ${how})`);
 }
 
 module.exports = { writeZip, crc32, walk };

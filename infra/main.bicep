@@ -42,7 +42,7 @@ param functionAppName string = ''
 // Function app runtime and scale
 // ---------------------------------------------------------------------------------------------
 
-@description('Node.js major version of the Functions runtime.')
+@description('Node.js major version of the Functions runtime. CI runs the unit tier and the conformance suite on 22 (npm run test:node22) and on 20.')
 @allowed([
   '20'
   '22'
