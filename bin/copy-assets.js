@@ -2,7 +2,8 @@
 'use strict';
 /**
  * Part of `npm run build`: copies the static files the compiled code reads at run time (tsc only
- * emits .js) from the source tree to the same place under dist/. bin/package.js zips them too.
+ * emits .js) from the source tree to the same place under dist/, then writes dist/.build-stamp,
+ * whose time bin/run-built.js compares with the sources'. bin/package.js zips the assets too.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -10,6 +11,8 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 /** Folders of static files, relative to the repository root and to dist/. */
 const ASSET_DIRS = ['shared/ops/dashboard'];
+/** Written last by a build: dist/ is current when no source is newer than this file. */
+const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
 
 function copyAssets() {
   for (const dir of ASSET_DIRS) {
@@ -19,6 +22,13 @@ function copyAssets() {
   }
 }
 
-module.exports = { ASSET_DIRS };
+function writeStamp() {
+  fs.writeFileSync(BUILD_STAMP, new Date().toISOString() + '\n');
+}
 
-if (require.main === module) copyAssets();
+module.exports = { ASSET_DIRS, BUILD_STAMP, copyAssets, writeStamp };
+
+if (require.main === module) {
+  copyAssets();
+  writeStamp();
+}

@@ -574,10 +574,22 @@ const MINIMAL_ENV: Record<string, string> = {
   QUEUE_PUBLIC_URL: 'https://queue.example.com',
 };
 
-/** The settings table of README.md: name to its "default" cell. */
+/** Rows of README.md's settings table for `npm start` only (read in shared/local/, never by the deployed app). */
+const LOCAL_ONLY_ROW = /^(`npm start` only|local host only)\b/;
+
+/** The settings table of README.md: name to its "default" and "meaning" cells. */
+function readmeRows(): Array<{ name: string; dflt: string; meaning: string }> {
+  const rows = [...fs.readFileSync(README, 'utf8').matchAll(/^\|\s*`(QUEUE_[A-Z0-9_]+)`\s*\|([^|]*)\|([^\n]*)\|\s*$/gm)];
+  return rows.map((m) => ({ name: m[1], dflt: m[2].trim(), meaning: m[3].trim() }));
+}
+
+/** README's default cell of every setting the deployed app reads. */
 function readmeDefaults(): Map<string, string> {
-  const rows = [...fs.readFileSync(README, 'utf8').matchAll(/^\|\s*`(QUEUE_[A-Z0-9_]+)`\s*\|([^|]*)\|/gm)];
-  return new Map(rows.map((m) => [m[1], m[2].trim()]));
+  return new Map(
+    readmeRows()
+      .filter((r) => !LOCAL_ONLY_ROW.test(r.meaning))
+      .map((r) => [r.name, r.dflt]),
+  );
 }
 
 /** The value a README default cell names: its first `code` span, '' for "unset"/"empty", else none (e.g. "generated locally"). */
@@ -615,10 +627,23 @@ describe('infra: compiled template and the settings the code reads', () => {
     expect(names.filter((n) => !n.startsWith('QUEUE_')).sort()).toEqual([...HOST_SETTINGS].sort());
   });
 
-  test('every setting name shared/config.ts mentions is in SETTING_NAMES, and README.md documents exactly those', () => {
+  test('every setting name shared/config.ts mentions is in SETTING_NAMES, and README.md documents exactly those (besides `npm start` ones)', () => {
     const mentioned = new Set(fs.readFileSync(path.join(ROOT, 'shared', 'config.ts'), 'utf8').match(/\bQUEUE_[A-Z0-9_]+\b/g));
     expect([...mentioned].filter((n) => !(SETTING_NAMES as readonly string[]).includes(n))).toEqual([]);
     expect([...readmeDefaults().keys()].sort()).toEqual([...SETTING_NAMES].sort());
+    // The rows for `npm start` only name settings the local host reads, and none the app reads.
+    const local = readmeRows().filter((r) => LOCAL_ONLY_ROW.test(r.meaning));
+    const localSources = fs
+      .readdirSync(path.join(ROOT, 'shared', 'local'))
+      .map((f) => fs.readFileSync(path.join(ROOT, 'shared', 'local', f), 'utf8'))
+      .join('\n');
+    for (const { name } of local) {
+      expect({ name, readByTheLocalHost: wordRe(name).test(localSources), readByTheApp: (SETTING_NAMES as readonly string[]).includes(name) }).toEqual({
+        name,
+        readByTheLocalHost: true,
+        readByTheApp: false,
+      });
+    }
   });
 
   test('the required settings get a Key Vault reference or a value the deployment derives', () => {
