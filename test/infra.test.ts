@@ -292,13 +292,15 @@ describe('infra: app settings', () => {
     expect(found).toEqual([]);
   });
 
-  test('local.settings.example.json lists every setting the code reads', () => {
+  test('local.settings.example.json lists every setting the code reads, and no other QUEUE_* name', () => {
     // Deliberately not skipped when the file is absent: the example file is part of the contract.
     expect(fs.existsSync(LOCAL_SETTINGS_EXAMPLE)).toBe(true);
     const example = JSON.parse(fs.readFileSync(LOCAL_SETTINGS_EXAMPLE, 'utf8'));
     const values = example.Values ?? {};
     const missing = SETTING_NAMES.filter((n) => !Object.prototype.hasOwnProperty.call(values, n));
     expect(missing).toEqual([]);
+    const unknown = Object.keys(values).filter((n) => n.startsWith('QUEUE_') && !(SETTING_NAMES as readonly string[]).includes(n));
+    expect(unknown).toEqual([]);
   });
 });
 
