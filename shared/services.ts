@@ -18,6 +18,7 @@ import { WorkerRegistry } from './ops/workers';
 import { LegacyIndexRows } from './ops/legacy-index';
 import { IndexWrites, opsObserver } from './ops/observer';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
+import { Rollups } from './ops/rollups';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -93,6 +94,8 @@ export interface Services extends TaskDeps {
   legacyIndex: LegacyIndexRows;
   /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
   indexes: IndexWrites;
+  /** Per-minute tallies for the dashboard's charts, flushed once a minute (shared/ops/rollups.ts). */
+  rollups: Rollups;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string, hinted?: WakeHint) => void>;
   /** Event recording and delivery (shared/events). */
@@ -151,7 +154,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const groups = new TaskGroups(storage);
   const legacyIndex = new LegacyIndexRows(storage);
   await Promise.all([groups.start(), legacyIndex.start()]);
-  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
+  const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields));
+  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
   return {
     config,
     tuning,
@@ -160,6 +164,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     authenticator: new Authenticator(clients, now),
     tasks: new TaskStore(storage, observer),
     indexes: observer,
+    rollups,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,

@@ -242,6 +242,8 @@ export const TABLES = [
   'IndexNamespaces',
   'Hooks',
   'HookFires',
+  // Per-minute tallies for the dashboard's charts (shared/ops/rollups.ts).
+  'Rollups',
   // Which data accounts a deployment has had, in order (shared/storage/accounts.ts).
   'Accounts',
 ] as const;

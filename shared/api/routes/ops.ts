@@ -14,6 +14,7 @@ import {
   ActiveState,
   ResolvedState,
   countActive,
+  indexedQueues,
   listActive,
   listLatest,
   listResolved,
@@ -22,6 +23,7 @@ import {
   IndexRow,
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
+import { readChart } from '../../ops/rollups';
 import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
@@ -55,6 +57,26 @@ registerSchema('update-workertype-request', {
 
 /** Operator queries that load a task per item page by this much at most. */
 const MAX_LOADED_PAGE = 100;
+/** The windows the charts offer, in hours (per-minute rollups are kept 25 h). */
+const CHART_HOURS = ['1', '24'];
+
+/** A chart's minutes over the last `hours` (1 by default), for one task queue or all of them. */
+async function chart(req: ApiRequest, taskQueueId: string | undefined) {
+  const hours = req.query.hours ?? '1';
+  if (!CHART_HOURS.includes(hours)) throw badArgs(`hours must be one of ${CHART_HOURS.join(', ')}, got '${hours}'`);
+  const svc = req.services;
+  // This instance's tallies of the running minute, so a caller sees its own work at once.
+  await svc.rollups.flush(true);
+  const storage = await indexed(req);
+  const now = svc.now();
+  const since = new Date(now.getTime() - Number(hours) * 3600_000);
+  const queues = taskQueueId === undefined ? (await indexedQueues(storage)).map((q) => q.taskQueueId) : [taskQueueId];
+  const counts = await Promise.all(queues.map((q) => Promise.all([countActive(storage, q, 'pending', now), countActive(storage, q, 'running', now)])));
+  const current = counts.reduce((a, [p, r]) => ({ pending: a.pending + p, running: a.running + r }), { pending: 0, running: 0 });
+  const minutes = await readChart(storage, taskQueueId, since, now, current);
+  return ok({ ...(taskQueueId === undefined ? {} : { taskQueueId }), since: since.toJSON(), minutes });
+}
+
 /** Default window of resolved counts: the last day. */
 const DEFAULT_COUNT_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -269,6 +291,36 @@ export const opsQueryRoutes: RouteDef[] = [
       ]);
       return ok({ taskQueueId: tq, since, counts: { unscheduled: c.unscheduled, pending: c.pending, delayed, suspended, ...c } });
     },
+  },
+  {
+    name: 'taskQueueChart',
+    title: 'Task Queue Chart Data',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'chart-minutes-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/minutes',
+    query: ['hours'],
+    scopes: 'queue:list-tasks:<taskQueueId>',
+    description:
+      "A task queue's last hour (`hours=1`, the default) or day (`hours=24`) by minute: pending and running runs at each minute's end, " +
+      'runs completed, failed and exception, runs started and their wait (scheduled to started) p50 and p95 in ms (a histogram bucket bound). From per-minute rollups: one partition read.',
+    handler: async (req) => chart(req, checkedQueue(req.params.taskQueueId)),
+  },
+  {
+    name: 'allQueuesChart',
+    title: 'Chart Data of All Task Queues',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'chart-minutes-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/minutes',
+    query: ['hours'],
+    scopes: 'queue:list-tasks:*',
+    description: 'As `taskQueueChart`, for all task queues together.',
+    handler: async (req) => chart(req, undefined),
   },
   {
     name: 'listResolvedTasks',
