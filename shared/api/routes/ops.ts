@@ -24,6 +24,7 @@ import {
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
 import { readChart } from '../../ops/rollups';
+import { LIVE_LOG_NAME, liveLogUrl, readLog } from '../../artifacts/live-log';
 import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
@@ -290,6 +291,42 @@ export const opsQueryRoutes: RouteDef[] = [
         countActive(storage, tq, 'pending', now, [{ prop: 'reasonCreated', op: 'eq', value: 'resumed' }]),
       ]);
       return ok({ taskQueueId: tq, since, counts: { unscheduled: c.unscheduled, pending: c.pending, delayed, suspended, ...c } });
+    },
+  },
+  {
+    name: 'createLiveLog',
+    title: 'Stream a Run Log',
+    stability: 'experimental',
+    output: 'live-log-url-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/live-log',
+    scopes: 'queue:create-artifact:<taskId>/<runId>',
+    description:
+      'For the worker of a running run: a URL to stream the run log to as it is written: create an append blob there (`PUT` with ' +
+      '`x-ms-blob-type: AppendBlob`), then append (`PUT ?comp=appendblock`, at most 4 MiB each). Readers follow it with `liveLog`; ' +
+      `the complete log is still uploaded as the artifact \`${LIVE_LOG_NAME}\`.`,
+    handler: async (req) =>
+      ok(liveLogUrl(req.services.storage, await req.services.tasks.load(req.params.taskId), Number(req.params.runId), req.services.now())),
+  },
+  {
+    name: 'liveLog',
+    title: 'Read a Run Log',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'live-log-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/live-log',
+    query: ['offset'],
+    scopes: `queue:get-artifact:${LIVE_LOG_NAME}`,
+    description:
+      `A run's log from byte \`offset\` (default 0): up to 256 KiB as text, ending at a line end unless it reaches the end, and the offset to ask for next. ` +
+      `While the run is running, what its worker streamed so far; once resolved, the uploaded \`${LIVE_LOG_NAME}\` artifact.`,
+    handler: async (req) => {
+      const raw = req.query.offset ?? '0';
+      if (!/^\d{1,15}$/.test(raw)) throw badArgs(`offset must be a non-negative integer, got '${raw}'`);
+      return ok(await readLog(req.services.storage, await req.services.tasks.load(req.params.taskId), Number(req.params.runId), Number(raw)));
     },
   },
   {
