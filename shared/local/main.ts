@@ -40,6 +40,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     '',
     `Taskcluster queue running at ${config.publicUrl}`,
     `  root URL:      ${config.publicUrl}   (taskcluster-client: new Queue({rootUrl}))`,
+    `  dashboard:     ${config.publicUrl}/`,
     `  queue API:     ${config.publicUrl}/api/queue/v1/ping`,
     `  clientId:      ${config.rootClientId}`,
     `  accessToken:   ${config.rootAccessToken}`,

@@ -60,7 +60,7 @@ export interface MinuteTally {
   w: number[];
 }
 
-function emptyTally(): MinuteTally {
+export function emptyTally(): MinuteTally {
   return {
     pendingIn: 0,
     pendingOut: 0,
@@ -120,7 +120,8 @@ function add(into: MinuteTally, t: MinuteTally): void {
   t.w.forEach((n, i) => (into.w[i] += n));
 }
 
-function toEntity(pk: string, minute: string, instance: string, t: MinuteTally): Entity {
+/** The row of one instance's minute (tests seed charts with it). */
+export function rollupEntity(pk: string, minute: string, instance: string, t: MinuteTally): Entity {
   const e: Entity = { partitionKey: pk, rowKey: `${minute}~${instance}` };
   for (const [k, v] of Object.entries(t)) if (k !== 'w') e[k] = v;
   t.w.forEach((n, i) => {
@@ -202,7 +203,7 @@ export class Rollups {
     for (const [minute, parts] of [...this.minutes].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const over = minute < thisMinute;
       if (!over && !current) continue;
-      const results = await Promise.allSettled([...parts].map(([pk, t]) => table.upsert(toEntity(pk, minute, this.instance, t))));
+      const results = await Promise.allSettled([...parts].map(([pk, t]) => table.upsert(rollupEntity(pk, minute, this.instance, t))));
       const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
       if (failed) {
         this.warn('rollup-write-failed', { minute, error: String((failed.reason as Error)?.message ?? failed.reason) });
