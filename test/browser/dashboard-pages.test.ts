@@ -125,6 +125,7 @@ browserTest(
       expect(await page.locator('#who').textContent()).toBe('signed in as static/root');
       await page.waitForSelector(`tr[data-queue="${tq}"]`, { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-overview.png'), fullPage: true });
+      await page.locator('section.charts-section').screenshot({ path: path.join(OUT, 'dashboard-charts.png') });
       await page.click('button[data-hours="24"]');
       await page.waitForSelector('button[data-hours="24"].active', { timeout: 15_000 });
       await drawn('main');
@@ -202,6 +203,7 @@ browserTest(
       s,
       async (page) => {
         await page.waitForSelector('main .signin-hint', { timeout: 15_000 });
+        expect(await page.locator('#signin-banner').textContent()).toContain('Not signed in.');
         expect(await page.locator('#who').textContent()).toBe('not signed in');
         expect(await page.locator('main').textContent()).not.toContain('InsufficientScopes');
         await page.screenshot({ path: path.join(OUT, 'dashboard-signed-out.png'), fullPage: false });

@@ -10,6 +10,8 @@
 var CHART_WINDOWS = { 1: 'last hour', 24: 'last 24 h' };
 /** The window the operator picked, kept for the session. */
 var CHART_HOURS_KEY = 'tcq-dashboard-chart-hours';
+/** The day's charts show 10-minute bins: 144 points read better than 1440. */
+var DAY_BIN_MINUTES = 10;
 var COLORS = { pending: '#b54708', running: '#2457c5', completed: '#067647', failed: '#b42318', exception: '#6941c6', p50: '#2457c5', p95: '#b54708' };
 
 function chartHours() {
@@ -57,7 +59,8 @@ async function chartsSection(taskQueueId) {
   var hours = chartHours();
   var path = taskQueueId ? '/task-queues/' + enc(taskQueueId) + '/minutes' : '/minutes';
   var r = await api('GET', path + '?hours=' + hours);
-  var m = r.minutes;
+  var binned = hours === '24';
+  var m = binned ? bins(r.minutes, DAY_BIN_MINUTES) : r.minutes;
   var xs = m.map(function (x) {
     return Date.parse(x.minute) / 1000;
   });
@@ -87,8 +90,8 @@ async function chartsSection(taskQueueId) {
     );
   });
   var total = function (k) {
-    return pick(k).reduce(function (a, b) {
-      return a + b;
+    return r.minutes.reduce(function (a, x) {
+      return a + x[k];
     }, 0);
   };
   var summary = el(
@@ -113,13 +116,13 @@ async function chartsSection(taskQueueId) {
     ),
     chartBox(
       'wait',
-      'Wait, scheduled → started',
+      binned ? 'Wait, scheduled → started (worst minute of 10)' : 'Wait, scheduled → started',
       width,
       {
         series: [
           {},
-          Object.assign(line('p50', COLORS.p50), { value: fmtSecs, spanGaps: false, points: { show: true, size: 4 } }),
-          Object.assign(line('p95', COLORS.p95), { value: fmtSecs, spanGaps: false, points: { show: true, size: 4 } }),
+          Object.assign(line('p50', COLORS.p50), { value: fmtSecs, points: { show: sparsePoints, size: 5 } }),
+          Object.assign(line('p95', COLORS.p95), { value: fmtSecs, points: { show: sparsePoints, size: 5 } }),
         ],
         axes: [timeAxis(), valueAxis(fmtAxisSecs)],
         scales: { y: { range: [0, null] } },
@@ -128,7 +131,7 @@ async function chartsSection(taskQueueId) {
     ),
     chartBox(
       'resolutions',
-      'Resolved per minute',
+      binned ? 'Resolved per minute (10-minute average)' : 'Resolved per minute',
       width,
       {
         series: [{}, line('completed', COLORS.completed, true), line('failed', COLORS.failed), line('exception', COLORS.exception)],
@@ -146,9 +149,65 @@ async function chartsSection(taskQueueId) {
   );
 }
 
+/**
+ * Minutes merged `n` at a time: pending and running at the bin's end, resolutions per minute on
+ * average, and the highest p50 and p95 wait of the bin (a bin shows its worst minute).
+ */
+function bins(minutes, n) {
+  var out = [];
+  for (var i = 0; i < minutes.length; i += n) {
+    var part = minutes.slice(i, i + n);
+    var lastOf = part[part.length - 1];
+    var avg = function (k) {
+      return (
+        Math.round(
+          (10 *
+            part.reduce(function (a, x) {
+              return a + x[k];
+            }, 0)) /
+            part.length,
+        ) / 10
+      );
+    };
+    var max = function (k) {
+      var vals = part
+        .map(function (x) {
+          return x[k];
+        })
+        .filter(function (v) {
+          return v !== null;
+        });
+      return vals.length ? Math.max.apply(null, vals) : null;
+    };
+    out.push({
+      minute: lastOf.minute,
+      pending: lastOf.pending,
+      running: lastOf.running,
+      completed: avg('completed'),
+      failed: avg('failed'),
+      exception: avg('exception'),
+      started: part.reduce(function (a, x) {
+        return a + x.started;
+      }, 0),
+      waitP50Ms: max('waitP50Ms'),
+      waitP95Ms: max('waitP95Ms'),
+    });
+  }
+  return out;
+}
+
+/** Points only where a series has few values (else isolated minutes would not show at all). */
+function sparsePoints(u, seriesIdx) {
+  return (
+    u.data[seriesIdx].filter(function (v) {
+      return v !== null;
+    }).length < 30
+  );
+}
+
 function fmtSecs(u, v) {
   return v === null || v === undefined ? '–' : duration(v * 1000);
 }
 function fmtAxisSecs(v) {
-  return v === null ? '' : duration(v * 1000);
+  return v === null ? '' : v === 0 ? '0' : duration(v * 1000);
 }

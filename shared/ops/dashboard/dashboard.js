@@ -157,14 +157,9 @@ function duration(ms) {
   if (s < 60) return s + ' s';
   var min = Math.round(a / 60000);
   if (min < 60) return min + ' min';
-  var h = Math.floor(a / 3600000);
-  if (h < 48) {
-    var rest = Math.round((a - h * 3600000) / 60000);
-    return rest ? h + ' h ' + rest + ' min' : h + ' h';
-  }
-  var d = Math.floor(a / 86400000);
-  var hh = Math.round((a - d * 86400000) / 3600000);
-  return hh ? d + ' d ' + hh + ' h' : d + ' d';
+  if (min < 48 * 60) return min % 60 ? Math.floor(min / 60) + ' h ' + (min % 60) + ' min' : min / 60 + ' h';
+  var h = Math.round(a / 3600000);
+  return h % 24 ? Math.floor(h / 24) + ' d ' + (h % 24) + ' h' : h / 24 + ' d';
 }
 /** "in 59 min", "3 h ago", "just now" (the exact time is in the cell's tooltip). */
 function ago(iso) {
@@ -190,9 +185,8 @@ function timeCell(iso) {
 /** An API error as the operator can act on it: sign in, fix the token, or what the queue said. */
 function errorBox(e) {
   var c = creds();
-  if (e.status === 401 && c) return el('p', { class: 'hint bad-token', text: 'The queue refused the access token for ' + c.clientId + ': sign in again.' });
-  if ((e.status === 403 || e.status === 401) && !c)
-    return el('p', { class: 'hint signin-hint', text: 'Not signed in: enter a clientId and accessToken above to see this.' });
+  if (e.status === 401 && c) return el('p', { class: 'hint bad-token', text: 'Not shown: the access token for ' + c.clientId + ' was refused.' });
+  if ((e.status === 403 || e.status === 401) && !c) return el('p', { class: 'hint signin-hint', text: 'Sign in to see this.' });
   var box = el('div', { class: 'error' }, el('p', { text: (e.code ? e.code + ': ' : '') + e.message }));
   if (e.details) box.appendChild(el('details', null, el('summary', { text: 'details' }), el('pre', { text: e.details })));
   return box;
@@ -213,7 +207,7 @@ async function attempt(fn) {
 // ---- views ----
 async function overview() {
   var out = [];
-  out.push(await attempt(() => chartsSection(undefined)));
+  out.push(await attempt(() => chartsSection(undefined)).then((n) => (n.tagName === 'SECTION' ? n : section('Activity', n))));
   out.push(
     section(
       'Task queues',
@@ -454,7 +448,8 @@ async function queueView(id) {
       );
     }),
   );
-  return [head, await attempt(() => chartsSection(id)), lists, workers];
+  var charts = await attempt(() => chartsSection(id));
+  return [head, charts.tagName === 'SECTION' ? charts : section('Activity', charts), lists, workers];
 }
 
 async function taskView(taskId) {
@@ -582,9 +577,9 @@ async function taskView(taskId) {
                   'td',
                   null,
                   el('a', { href: url, target: '_blank', rel: 'noopener', class: 'open', text: 'open' }),
-                  ' ',
+                  ' · ',
                   el('a', { href: url, download: file, class: 'download', text: 'download' }),
-                  x.name === 'public/logs/live.log' ? el('span', null, ' ', el('a', { href: '#log=' + enc(taskId) + '/' + runId, text: 'view log' })) : null,
+                  x.name === 'public/logs/live.log' ? el('span', null, ' · ', el('a', { href: '#log=' + enc(taskId) + '/' + runId, text: 'view log' })) : null,
                 ),
               );
             }),
@@ -713,6 +708,26 @@ async function render() {
       nodes = await indexView(hash.slice(6)); // index-hooks.js
     else if (hash === 'hooks' || hash.indexOf('hooks=') === 0) nodes = await hooksView(hash.slice(6));
     else nodes = await overview();
+    if (!creds())
+      nodes.unshift(
+        el(
+          'p',
+          { class: 'banner', id: 'signin-banner' },
+          el('strong', { text: 'Not signed in. ' }),
+          'Enter a clientId and accessToken in the header to see task queues, tasks and logs (',
+          el('code', { text: 'npm start' }),
+          ' prints the root credentials). Without them, only what the anonymous role grants shows.',
+        ),
+      );
+    if (creds() && credsChecked.result === 'bad')
+      nodes.unshift(
+        el(
+          'p',
+          { class: 'banner banner-bad', id: 'signin-banner' },
+          el('strong', { text: 'Wrong access token for ' + creds().clientId + '. ' }),
+          'The queue refused its signature: check the accessToken (and the certificate, for temporary credentials) and sign in again.',
+        ),
+      );
     var main = document.getElementById('main');
     main.textContent = '';
     nodes.forEach(function (n) {

@@ -90,11 +90,57 @@ function layers(tasks) {
     var k = d(t.status.taskId);
     (cols[k] = cols[k] || []).push(t);
   });
-  cols.forEach(function (c) {
-    c.sort(function (a, b) {
-      return a.task.metadata.name < b.task.metadata.name ? -1 : 1;
+  var byName = function (a, b) {
+    return a.task.metadata.name < b.task.metadata.name ? -1 : a.task.metadata.name > b.task.metadata.name ? 1 : 0;
+  };
+  // Fewer crossing edges: each column ordered by the mean row of what its tasks wait for (left to
+  // right), then the first column by the mean row of what waits for its tasks.
+  var row = {};
+  var place = function (c) {
+    c.forEach(function (t, j) {
+      row[t.status.taskId] = j;
     });
+  };
+  var mean = function (list) {
+    return list.length
+      ? list.reduce(function (a, b) {
+          return a + b;
+        }, 0) / list.length
+      : Infinity;
+  };
+  cols.forEach(function (c, i) {
+    if (i === 0) c.sort(byName);
+    else {
+      var key = {};
+      c.forEach(function (t) {
+        key[t.status.taskId] = mean(
+          (t.task.dependencies || [])
+            .filter(function (x) {
+              return row[x] !== undefined;
+            })
+            .map(function (x) {
+              return row[x];
+            }),
+        );
+      });
+      c.sort(function (a, b) {
+        return key[a.status.taskId] - key[b.status.taskId] || byName(a, b);
+      });
+    }
+    place(c);
   });
+  if (cols.length > 1) {
+    var below = {};
+    tasks.forEach(function (t) {
+      (t.task.dependencies || []).forEach(function (x) {
+        if (depth[x] === 0 && depth[t.status.taskId] === 1) (below[x] = below[x] || []).push(row[t.status.taskId]);
+      });
+    });
+    cols[0].sort(function (a, b) {
+      return mean(below[a.status.taskId] || []) - mean(below[b.status.taskId] || []) || byName(a, b);
+    });
+    place(cols[0]);
+  }
   return { cols: cols, byId: byId };
 }
 
@@ -159,19 +205,21 @@ async function groupView(taskGroupId) {
       'Tasks',
       grid(
         ['task', 'name', 'state', 'runs', 'task queue', 'depends on', 'deadline'],
-        tasks.map(function (t) {
-          return el(
-            'tr',
-            { 'data-member': t.status.taskId },
-            el('td', null, taskLink(t.status.taskId)),
-            el('td', { text: t.task.metadata.name }),
-            stateCell(t.status.state),
-            el('td', { class: 'num', text: t.status.runs.length }),
-            el('td', { text: t.status.taskQueueId }),
-            el('td', { class: 'num', text: (t.task.dependencies || []).length }),
-            timeCell(t.status.deadline),
-          );
-        }),
+        layers(tasks)
+          .cols.flat()
+          .map(function (t) {
+            return el(
+              'tr',
+              { 'data-member': t.status.taskId },
+              el('td', null, taskLink(t.status.taskId)),
+              el('td', { text: t.task.metadata.name }),
+              stateCell(t.status.state),
+              el('td', { class: 'num', text: t.status.runs.length }),
+              el('td', { text: t.status.taskQueueId }),
+              el('td', { class: 'num', text: (t.task.dependencies || []).length }),
+              timeCell(t.status.deadline),
+            );
+          }),
         'no tasks in this group',
       ),
     ),

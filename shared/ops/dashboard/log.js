@@ -45,7 +45,7 @@ async function logView(arg) {
   signedUrl('/task/' + enc(taskId) + '/runs/' + runId + '/artifacts/' + enc(artifact)).then(function (u) {
     raw.href = u;
   });
-  var head = el('p', null, 'task ', taskLink(taskId), ' run ' + runId + '  ', status, '  ', size, '  ', raw);
+  var head = el('p', { class: 'log-head' }, 'task ', taskLink(taskId), ' · run ' + runId + ' · ', status, ' · ', size, ' · ', raw);
   var state = { partial: '' };
   var show = function (chunk) {
     var atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
