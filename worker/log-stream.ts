@@ -81,7 +81,9 @@ export class LiveLogStream {
 
   private failed(err: unknown): void {
     this.failures++;
-    if (this.failures === MAX_FAILURES) {
+    // 404: the queue has no createLiveLog (another Taskcluster queue): nothing to retry.
+    const missing = (err as { statusCode?: number })?.statusCode === 404 && !this.url;
+    if (this.failures === MAX_FAILURES || missing) {
       this.stopped = true;
       if (this.timer) clearInterval(this.timer);
     }
