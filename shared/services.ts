@@ -18,7 +18,7 @@ import { WorkerRegistry } from './ops/workers';
 import { LegacyIndexRows } from './ops/legacy-index';
 import { IndexWrites, opsObserver } from './ops/observer';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
-import { Rollups } from './ops/rollups';
+import { ROLLUP_FLUSH_MS, Rollups } from './ops/rollups';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -61,6 +61,8 @@ export interface Tuning {
   syncDependencies: number;
   /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
   indexLingerMs: number;
+  /** How often the chart rollups' finished minutes are written (shared/ops/rollups.ts); 0 = only at close and when a chart is read (a fixed call order for crash sweeps). */
+  rollupFlushMs: number;
 }
 
 /**
@@ -80,6 +82,7 @@ export const DEFAULT_TUNING: Tuning = {
   eventSweepDelayS: 60,
   syncDependencies: SYNC_DEPENDENCIES,
   indexLingerMs: INDEX_LINGER_MS,
+  rollupFlushMs: ROLLUP_FLUSH_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -154,7 +157,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const groups = new TaskGroups(storage);
   const legacyIndex = new LegacyIndexRows(storage);
   await Promise.all([groups.start(), legacyIndex.start()]);
-  const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields));
+  const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields), tuning.rollupFlushMs);
   const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
   return {
     config,

@@ -155,6 +155,7 @@ export class Rollups {
     /** The clock that assigns tallies to minutes (tests set it). */
     public now: () => Date,
     private readonly warn: (event: string, fields: Record<string, unknown>) => void = () => {},
+    private readonly flushMs = ROLLUP_FLUSH_MS,
   ) {}
 
   /** Notes a task write (called after it took effect). */
@@ -172,9 +173,10 @@ export class Rollups {
     }
   }
 
-  /** Flushes every ROLLUP_FLUSH_MS (not keeping the process alive). */
+  /** Flushes every `flushMs` (not keeping the process alive; 0: never by itself). */
   start(): void {
-    this.timer ??= setInterval(() => void this.flush(), ROLLUP_FLUSH_MS);
+    if (!this.flushMs) return;
+    this.timer ??= setInterval(() => void this.flush(), this.flushMs);
     this.timer.unref();
   }
 
@@ -203,6 +205,11 @@ export class Rollups {
     for (const [minute, parts] of [...this.minutes].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const over = minute < thisMinute;
       if (!over && !current) continue;
+      // Writes that kept failing for longer than a chart looks back are dropped, not kept forever.
+      if (minute < minuteKey(nowMs - ROLLUP_KEEP_MS)) {
+        this.minutes.delete(minute);
+        continue;
+      }
       const results = await Promise.allSettled([...parts].map(([pk, t]) => table.upsert(rollupEntity(pk, minute, this.instance, t))));
       const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
       if (failed) {

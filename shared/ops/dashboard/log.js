@@ -8,6 +8,9 @@
 /* exported logView, LOG_VIEW */
 'use strict';
 var LOG_POLL_MS = 1000;
+/** A longer log shows its last LOG_TAIL_BYTES only (the whole one is a click away: raw log). */
+var LOG_MAX_SHOWN_BYTES = 4 * 1024 * 1024;
+var LOG_TAIL_BYTES = 1024 * 1024;
 /** The prefix of the worker's own lines in a task log (worker/task-log.ts). */
 var WORKER_PREFIX = '[taskcluster-worker]';
 /** Marks the view that refreshes itself: the page's auto-refresh leaves it alone. */
@@ -15,6 +18,13 @@ var LOG_VIEW = 'log';
 var following = 0;
 
 function appendLines(pre, text, state) {
+  if (state.dropFirstLine) {
+    // A tail starts mid-line: from the first whole line.
+    var nl = text.indexOf('\n');
+    if (nl === -1) return;
+    text = text.slice(nl + 1);
+    state.dropFirstLine = false;
+  }
   // The last line of the previous chunk may have been cut: continue it.
   var parts = (state.partial + text).split('\n');
   state.partial = parts.pop();
@@ -34,6 +44,7 @@ async function logView(arg) {
   var first;
   try {
     first = await api('GET', base + '?offset=0');
+    if (first.size > LOG_MAX_SHOWN_BYTES) first = await api('GET', base + '?offset=' + (first.size - LOG_TAIL_BYTES));
   } catch (e) {
     return [section('Log of ' + taskId + ' run ' + runId, errorBox(e))];
   }
@@ -46,7 +57,14 @@ async function logView(arg) {
     raw.href = u;
   });
   var head = el('p', { class: 'log-head' }, 'task ', taskLink(taskId), ' · run ' + runId + ' · ', status, ' · ', size, ' · ', raw);
-  var state = { partial: '' };
+  var state = { partial: '', dropFirstLine: first.offset > 0 };
+  var skipped =
+    first.offset > 0
+      ? el('p', {
+          class: 'muted',
+          text: 'showing the last ' + LOG_TAIL_BYTES / 1048576 + ' MiB of ' + Math.round(first.size / 1048576) + ' MiB: the raw log has all of it',
+        })
+      : null;
   var show = function (chunk) {
     var atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     if (chunk.text) appendLines(pre, chunk.text, state);
@@ -72,5 +90,5 @@ async function logView(arg) {
     }
   };
   if (first.next < first.size || first.state === 'running' || first.state === 'pending') setTimeout(poll, first.next < first.size ? 0 : LOG_POLL_MS);
-  return [section('Log of ' + taskId + ' run ' + runId, head, pre)];
+  return [section('Log of ' + taskId + ' run ' + runId, head, skipped, pre)];
 }
