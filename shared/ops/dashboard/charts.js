@@ -30,6 +30,8 @@ function timeAxis() {
 
 function valueAxis(format) {
   var a = { stroke: '#667085', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e4e7ec' }, size: 60 };
+  // Counts step by whole numbers.
+  if (!format) a.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000];
   if (format)
     a.values = function (u, splits) {
       return splits.map(format);
@@ -110,7 +112,7 @@ async function chartsSection(taskQueueId) {
       {
         series: [{}, line('pending', COLORS.pending, true), line('running', COLORS.running, true)],
         axes: [timeAxis(), valueAxis()],
-        scales: { y: { range: [0, null] } },
+        scales: { y: { range: countRange } },
       },
       [xs, pick('pending'), pick('running')],
     ),
@@ -125,7 +127,7 @@ async function chartsSection(taskQueueId) {
           Object.assign(line('p95', COLORS.p95), { value: fmtSecs, points: { show: sparsePoints, size: 5 } }),
         ],
         axes: [timeAxis(), valueAxis(fmtAxisSecs)],
-        scales: { y: { range: [0, null] } },
+        scales: { y: { range: countRange } },
       },
       [xs, secs('waitP50Ms'), secs('waitP95Ms')],
     ),
@@ -136,7 +138,7 @@ async function chartsSection(taskQueueId) {
       {
         series: [{}, line('completed', COLORS.completed, true), line('failed', COLORS.failed), line('exception', COLORS.exception)],
         axes: [timeAxis(), valueAxis()],
-        scales: { y: { range: [0, null] } },
+        scales: { y: { range: countRange } },
       },
       [xs, pick('completed'), pick('failed'), pick('exception')],
     ),
@@ -194,6 +196,11 @@ function bins(minutes, n) {
     });
   }
   return out;
+}
+
+/** Counts from 0, with some headroom, and never a scale of fractions for a quiet minute. */
+function countRange(u, min, max) {
+  return [0, Math.max(4, Math.ceil((max || 0) * 1.1))];
 }
 
 /** Points only where a series has few values (else isolated minutes would not show at all). */

@@ -166,7 +166,9 @@ function ago(iso) {
   if (!iso) return '';
   var ms = Date.now() - Date.parse(iso);
   if (Math.abs(ms) < 1500) return 'just now';
-  return ms < 0 ? 'in ' + duration(-ms) : duration(ms) + ' ago';
+  // Whole seconds: "9 s ago" (tenths are for measured durations, not for when).
+  var span = Math.abs(ms) < 60000 ? Math.round(Math.abs(ms) / 1000) + ' s' : duration(ms);
+  return ms < 0 ? 'in ' + span : span + ' ago';
 }
 /**
  * Who made a change: a worker's temporary credentials (`task-client/<taskId>/<runId>/on/<group>/<id>/until/<t>`)
@@ -370,7 +372,7 @@ async function queueView(id) {
       Object.keys(c.counts).forEach(function (k) {
         p.appendChild(el('span', { class: 'state state-' + k, text: k + ': ' + c.counts[k] + '   ' }));
       });
-      p.appendChild(el('span', { class: 'muted', text: '(resolved since ' + c.since + ')' }));
+      p.appendChild(el('span', { class: 'muted', title: c.since, text: '(resolved in the last ' + duration(Date.now() - Date.parse(c.since)) + ')' }));
       return p;
     }),
   );
