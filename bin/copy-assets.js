@@ -3,7 +3,8 @@
 /**
  * Part of `npm run build`: copies the static files the compiled code reads at run time (tsc only
  * emits .js) from the source tree to the same place under dist/, and the browser libraries the
- * dashboard serves from node_modules into its `vendor/` folder. bin/package.js zips them too.
+ * dashboard serves from node_modules into its `vendor/` folder, then writes dist/.build-stamp,
+ * whose time bin/run-built.js compares with the sources'. bin/package.js zips the assets too.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -16,6 +17,8 @@ const VENDOR_FILES = [
   { into: 'shared/ops/dashboard', name: 'uPlot.iife.min.js', from: 'uplot/dist/uPlot.iife.min.js' },
   { into: 'shared/ops/dashboard', name: 'uPlot.min.css', from: 'uplot/dist/uPlot.min.css' },
 ];
+/** Written last by a build: dist/ is current when no source is newer than this file. */
+const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
 
 function copyAssets() {
   for (const dir of ASSET_DIRS) {
@@ -30,6 +33,13 @@ function copyAssets() {
   }
 }
 
-module.exports = { ASSET_DIRS, VENDOR_FILES };
+function writeStamp() {
+  fs.writeFileSync(BUILD_STAMP, new Date().toISOString() + '\n');
+}
 
-if (require.main === module) copyAssets();
+module.exports = { ASSET_DIRS, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp };
+
+if (require.main === module) {
+  copyAssets();
+  writeStamp();
+}
