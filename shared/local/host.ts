@@ -13,6 +13,9 @@ import { ApiError } from '../errors';
 import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 import { setClientGone } from '../api/client-gone';
 
+/** Where `/` sends a browser. */
+export const DASHBOARD_PATH = '/api/dashboard';
+
 export interface TimerDef {
   name: string;
   /** NCRONTAB schedule (see shared/cron.ts); `%SETTING%` is resolved from the app settings as Azure does. */
@@ -142,6 +145,11 @@ export async function startHost(opts: {
       if (adminTimer && method === 'POST' && timers.has(adminTimer[1])) {
         await runTimer(adminTimer[1]);
         res.writeHead(202).end();
+        return;
+      }
+      // The root is the operator dashboard (a Functions host serves only under /api).
+      if (path === '/' && (method === 'GET' || method === 'HEAD')) {
+        res.writeHead(302, { location: DASHBOARD_PATH }).end();
         return;
       }
       const hit = findRoute(compiled, method, path);

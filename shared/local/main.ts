@@ -174,6 +174,7 @@ export function banner(s: LocalService, persistDir?: string): string {
     '',
     `Taskcluster queue running at ${config.publicUrl}`,
     `  root URL:      ${config.publicUrl}   (taskcluster-client: new Queue({rootUrl}))`,
+    `  dashboard:     ${config.publicUrl}/`,
     `  queue API:     ${config.publicUrl}/api/queue/v1/ping`,
     `  clientId:      ${config.rootClientId}`,
     `  accessToken:   ${config.rootAccessToken}`,

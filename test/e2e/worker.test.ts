@@ -10,6 +10,7 @@ import { startTestService, TestService, taskDef, slugid } from '../helpers/servi
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
 import { PRIORITIES } from '../../shared/tasks/vocabulary';
 import { sdkQueue } from '../helpers/storage-sdk';
+import hawk from 'hawk';
 
 /** Short claims so reclaims (and a cancel noticed at reclaim) happen within seconds; reclaim at half. */
 const CLAIM_TIMEOUT_S = 10;
@@ -115,6 +116,15 @@ async function logOf(taskId: string, runId = 0): Promise<string> {
   return a.text;
 }
 
+/** The queue's liveLog call (an extension taskcluster-client does not know), signed with the root credentials. */
+async function liveLog(taskId: string, runId: number, offset = 0): Promise<any> {
+  const url = `${svc.rootUrl}/api/queue/v1/task/${taskId}/runs/${runId}/live-log?offset=${offset}`;
+  const { header } = hawk.client.header(url, 'GET', { credentials: { id: svc.root.clientId, key: svc.root.accessToken, algorithm: 'sha256' } });
+  const res = await fetch(url, { headers: { authorization: header } });
+  if (!res.ok) throw new Error(`liveLog answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
 describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
   let tq: string;
   let worker: WorkerProcess;
@@ -163,6 +173,35 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(await readArtifact(taskId, 0, 'public/never-written.txt')).toMatchObject({ storageType: 'error', reason: 'file-missing-on-worker' });
     // No hint is left behind in the Azure pending queues (for pollTaskUrls: the worker deleted it).
     expect(await pendingMessages(tq)).toBe(0);
+  });
+
+  test('the log can be followed while the task runs (liveLog), then reads as the uploaded artifact', async () => {
+    // The task writes its second line only once the test has seen the first (a file as the signal).
+    const go = path.join(os.tmpdir(), `e2e-go-${slugid()}`);
+    const script = [
+      "const fs = require('fs');",
+      "console.log('first line');",
+      `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); console.log('second line'); } }, 50);`,
+    ].join('\n');
+    const taskId = await createTask(tq, { command: [NODE, '-e', script], maxRunTime: 60 });
+    const whileRunning = await until(
+      async () => {
+        const l = await liveLog(taskId, 0);
+        return l.state === 'running' && /^first line$/m.test(l.text) ? l : undefined;
+      },
+      20_000,
+      `the first line of ${taskId} while it runs`,
+    );
+    expect(whileRunning).toMatchObject({ source: 'live', offset: 0 });
+    expect(whileRunning.text).not.toMatch(/^second line$/m); // the command, which the log names, contains it
+    await fs.promises.writeFile(go, '');
+    expect((await resolved(taskId)).state).toBe('completed');
+    await fs.promises.rm(go);
+    const after = await liveLog(taskId, 0);
+    expect(after).toMatchObject({ state: 'completed', source: 'artifact', text: await logOf(taskId) });
+    expect(after.text).toMatch(/^second line$/m);
+    // From an offset: the rest only.
+    expect((await liveLog(taskId, 0, whileRunning.next)).text).toBe(after.text.slice(whileRunning.text.length));
   });
 
   test('a non-zero exit is failed, with the log and artifacts still uploaded', async () => {
