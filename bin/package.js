@@ -25,7 +25,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { spawnSync } = require('node:child_process');
-const { ASSET_DIRS } = require('./copy-assets');
+const { ASSET_DIRS, VENDOR_FILES } = require('./copy-assets');
 
 const ROOT = path.resolve(__dirname, '..');
 const OUT_DIR = path.join(ROOT, '.package');
@@ -91,7 +91,7 @@ function thirdPartyNotices(inputs) {
     const text = licenseFile ? fs.readFileSync(path.join(root, licenseFile), 'utf8').trim() : `(no licence file; package.json says ${pkg.license})`;
     return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${text}\n`;
   });
-  return `Packages bundled into dist/functions/app.js:\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
+  return `Packages bundled into dist/functions/app.js or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
 }
 
 /** Bundles the entry points into STAGING/dist/functions/app.js; returns the bundled input files. */
@@ -131,7 +131,9 @@ function stage() {
 
   console.log(`package: bundling ${ENTRY_POINTS.map((e) => `dist/${e}`).join(', ')} with esbuild`);
   const inputs = bundle(dist);
-  fs.writeFileSync(path.join(STAGING, 'dist', 'THIRD-PARTY-NOTICES.txt'), thirdPartyNotices(inputs));
+  // The browser libraries the dashboard serves ship too, so their licences go in the notices.
+  const vendored = VENDOR_FILES.map((f) => path.relative(ROOT, require.resolve(f.from, { paths: [ROOT] })));
+  fs.writeFileSync(path.join(STAGING, 'dist', 'THIRD-PARTY-NOTICES.txt'), thirdPartyNotices([...inputs, ...vendored]));
   // The dashboard module (now inside app.js) reads its files from <its __dirname>/dashboard.
   for (const dir of ASSET_DIRS) {
     for (const rel of walk(path.join(dist, dir))) copyFile(path.join(dist, dir, rel), path.join(STAGING, 'dist', 'functions', path.basename(dir), rel));

@@ -12,6 +12,8 @@ import { extractZip } from './helpers/unzip';
 import { routes } from '../shared/api/route-table';
 import { azureRegistrations } from '../shared/api/router';
 import { taskDef, slugid } from './helpers/service';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS build script
+const { VENDOR_FILES } = require('../bin/copy-assets');
 
 const root = path.resolve(__dirname, '..');
 const FAKE_CORE = path.join(__dirname, 'helpers', 'fake-functions-core.js');
@@ -39,13 +41,14 @@ function nodeInPackage(args: string[]) {
 
 test('the zip holds the bundled app, its notices, the dashboard files, host.json and package.json, and nothing else', () => {
   const dashboard = fs.readdirSync(path.join(root, 'shared', 'ops', 'dashboard')).map((f) => `dist/functions/dashboard/${f}`);
-  expect(entries.sort()).toEqual(['dist/THIRD-PARTY-NOTICES.txt', 'dist/functions/app.js', ...dashboard, 'host.json', 'package.json'].sort());
+  const vendor = VENDOR_FILES.map((f: { name: string }) => `dist/functions/dashboard/vendor/${f.name}`);
+  expect(entries.sort()).toEqual(['dist/THIRD-PARTY-NOTICES.txt', 'dist/functions/app.js', ...dashboard, ...vendor, 'host.json', 'package.json'].sort());
   expect(JSON.parse(fs.readFileSync(path.join(dir, 'host.json'), 'utf8')).extensions.http.routePrefix).toBe('api');
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
   expect(pkg).not.toHaveProperty('dependencies');
   expect(pkg.main).toBe(JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).main);
   const notices = fs.readFileSync(path.join(dir, 'dist', 'THIRD-PARTY-NOTICES.txt'), 'utf8');
-  for (const dep of ['@azure/functions', '@azure/data-tables', 'hawk', 'json-e', 'taskcluster-lib-scopes'])
+  for (const dep of ['@azure/functions', '@azure/data-tables', 'hawk', 'json-e', 'taskcluster-lib-scopes', 'uplot'])
     expect(notices).toMatch(new RegExp(`^${dep} \\d`, 'm'));
   // Local-only code and devDependencies are not reached from the entry points.
   const app = fs.readFileSync(path.join(dir, 'dist', 'functions', 'app.js'), 'utf8');
