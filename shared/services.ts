@@ -48,6 +48,8 @@ export interface Tuning {
   hintLeaseS: number;
   /** A trigger message being handled stays invisible this long; if we crash it comes back then. */
   triggerLeaseS: number;
+  /** A claimed schedule tick stays claimed this long unless renewed; if the instance dies, another fires it then. */
+  hookLeaseS: number;
   /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
   resolvedNetDelayS: number;
   /** A run pending this long without a visible hint gets a fresh one (see shared/reaper/hints.ts). */
@@ -68,9 +70,13 @@ export interface Tuning {
  */
 export const HINT_LEASE_S = 10;
 
+/** A fire takes well under a second and renews its claim every third of this; a crashed one is taken over this soon. */
+export const HOOK_LEASE_S = 10;
+
 export const DEFAULT_TUNING: Tuning = {
   hintLeaseS: HINT_LEASE_S,
   triggerLeaseS: 5 * 60,
+  hookLeaseS: HOOK_LEASE_S,
   resolvedNetDelayS: 2 * 60,
   // Far beyond any lease (10 s) a hint is normally hidden by, so only lost or hijacked hints qualify.
   hintRepairAfterS: 15 * 60,

@@ -207,6 +207,12 @@ export interface ArtifactContainer {
   upload(blobName: string, body: Buffer, contentType: string): Promise<void>;
   /** A create/write URL for one PUT of the whole blob (`x-ms-blob-type: BlockBlob`; no storage call). */
   putUrl(blobName: string, expiresOn: Date): string;
+  /**
+   * `artifacts.copy`: a server-side copy of committed blob `from` (bytes and content type) to `to`
+   * unless `to` exists already (then nothing is copied). The size `to` has afterwards and whether
+   * this call copied it; undefined if neither blob exists.
+   */
+  copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined>;
 }
 
 /**
