@@ -26,7 +26,11 @@ async function putUrlUpload(name: string, contentLength: number) {
     proposedUploadMethods: { putUrl: { contentType: 'text/plain', contentLength } },
   });
   const put = (body: string | Buffer) =>
-    fetch(r.uploadMethod.putUrl.url, { method: 'PUT', headers: { ...r.uploadMethod.putUrl.headers, 'Content-Length': String(body.length) }, body });
+    fetch(r.uploadMethod.putUrl.url, {
+      method: 'PUT',
+      headers: { ...r.uploadMethod.putUrl.headers, 'Content-Length': String(body.length) },
+      body: new Uint8Array(Buffer.from(body)),
+    });
   return { uploadId, put };
 }
 
