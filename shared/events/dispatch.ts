@@ -6,7 +6,7 @@
 import type { Storage } from '../storage/storage';
 import type { QueueEvent } from './exchanges';
 import { anyBindingMatches } from './topic';
-import type { Subscription, Subscriptions } from './subscriptions';
+import { queueIdOf, type Subscription, type Subscriptions } from './subscriptions';
 import { putSubscriptionMessage } from '../storage/subscription-queues';
 
 /** Azure queue messages hold 64 KiB of text, and ours are base64 (4 characters per 3 bytes). */
@@ -68,7 +68,7 @@ export class EventDispatcher {
     for (const e of events) {
       if (!anyBindingMatches(s.bindings, e)) continue;
       try {
-        await putSubscriptionMessage(this.storage, s.subscriptionId, queueMessageOf(e), ttlS);
+        await putSubscriptionMessage(this.storage, queueIdOf(s), queueMessageOf(e), ttlS);
       } catch (err) {
         // Deleted on another instance since our list was read: nothing to deliver to.
         if ((err as { statusCode?: number }).statusCode === 404) return;
