@@ -153,7 +153,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
         ]
       : []);
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
-  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
+  const background = new Set<Promise<void>>();
+  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS, background });
   const groups = new TaskGroups(storage);
   const legacyIndex = new LegacyIndexRows(storage);
   await Promise.all([groups.start(), legacyIndex.start()]);
@@ -179,7 +180,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     wakeListeners,
     events,
     checkTask: opts.checkTask,
-    background: new Set(),
+    background,
     wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
     taskEvents: taskEventEffects(events),
     groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),
