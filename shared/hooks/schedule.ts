@@ -87,7 +87,7 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
  * with each renewal, so the fire's own later write does not conflict with it). A renewal that
  * conflicts means the hook changed: the advance step re-reads it anyway, so renewing stops.
  */
-function renewLease(d: HookDeps, store: HookStore, claimed: HookRecord): { stop(): Promise<void> } {
+export function renewLease(d: HookDeps, store: HookStore, claimed: HookRecord): { stop(): Promise<void> } {
   let inFlight: Promise<void> | undefined;
   let stopped = false;
   const timer = setInterval(
