@@ -8,6 +8,7 @@ import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
 import { signedSubscriptionUrls } from '../shared/storage/subscription-queues';
+import { queueIdOf } from '../shared/events/subscriptions';
 import { deleteUrlFor, parseQueueMessages, pollUrlFor } from '../worker/protocols/azure-queue';
 
 const WORKER = { workerGroup: 'bench', workerId: 'w' };
@@ -371,13 +372,13 @@ const EVENT_POLL_MS = 5;
  */
 export async function eventLatency(inst: Instance, taskQueueId: string, lifecycles: number): Promise<EventLatencyResult> {
   const subscriptionId = 'bench-everything';
-  await inst.services.events.dispatcher.subscriptions.create({
+  const sub = await inst.services.events.dispatcher.subscriptions.create({
     subscriptionId,
     bindings: EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' })),
     expires: new Date(Date.now() + 3600_000).toJSON(),
   });
   // Through the subscription's SAS URLs, as a consumer reads: not counted by the service's meter.
-  const urls = signedSubscriptionUrls(inst.services.storage, subscriptionId, {
+  const urls = signedSubscriptionUrls(inst.services.storage, queueIdOf(sub), {
     endpoint: inst.services.storage.queueEndpoint,
     startsOn: new Date(Date.now() - 60_000),
     expiresOn: new Date(Date.now() + 3600_000),

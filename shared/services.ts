@@ -49,6 +49,8 @@ export interface Tuning {
   hintLeaseS: number;
   /** A trigger message being handled stays invisible this long; if we crash it comes back then. */
   triggerLeaseS: number;
+  /** A claimed schedule tick stays claimed this long unless renewed; if the instance dies, another fires it then. */
+  hookLeaseS: number;
   /** The resolution safety net fires this long after a report, if the report's propagation was cut short. */
   resolvedNetDelayS: number;
   /** A run pending this long without a visible hint gets a fresh one (see shared/reaper/hints.ts). */
@@ -71,9 +73,13 @@ export interface Tuning {
  */
 export const HINT_LEASE_S = 10;
 
+/** A fire takes well under a second and renews its claim every third of this; a crashed one is taken over this soon. */
+export const HOOK_LEASE_S = 10;
+
 export const DEFAULT_TUNING: Tuning = {
   hintLeaseS: HINT_LEASE_S,
   triggerLeaseS: 5 * 60,
+  hookLeaseS: HOOK_LEASE_S,
   resolvedNetDelayS: 2 * 60,
   // Far beyond any lease (10 s) a hint is normally hidden by, so only lost or hijacked hints qualify.
   hintRepairAfterS: 15 * 60,
@@ -153,7 +159,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
         ]
       : []);
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
-  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
+  const background = new Set<Promise<void>>();
+  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS, background });
   const groups = new TaskGroups(storage);
   const legacyIndex = new LegacyIndexRows(storage);
   await Promise.all([groups.start(), legacyIndex.start()]);
@@ -181,7 +188,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     wakeListeners,
     events,
     checkTask: opts.checkTask,
-    background: new Set(),
+    background,
     wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
     taskEvents: taskEventEffects(events),
     groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),

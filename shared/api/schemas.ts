@@ -3,6 +3,7 @@
  */
 import Ajv, { ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { fullFormats } from 'ajv-formats/dist/formats';
 
 import { CONCURRENCY_KEY, EXCEPTION_REASONS, IDENTIFIER, PRIORITIES, SLUGID, TASK_QUEUE_ID, WORKER_TYPE } from '../tasks/vocabulary';
 
@@ -13,6 +14,18 @@ const identifier = { type: 'string', minLength: 1, maxLength: 38, pattern: IDENT
 const slugid = { type: 'string', pattern: SLUGID };
 const scope = { type: 'string', pattern: PRINTABLE };
 const dateTime = { type: 'string', format: 'date-time' };
+
+/** RFC 3339 as ajv-formats reads it (time zone required). */
+const RFC3339 = fullFormats['date-time'] as { validate: (s: string) => boolean };
+
+/**
+ * Every `date-time` of every request: RFC 3339 that JavaScript's Date can represent. A leap second
+ * (`23:59:60`) is valid RFC 3339 but no instant Date (or Azure Table Storage) holds; like
+ * Taskcluster, it is refused (400) rather than moved to the next second.
+ */
+export function isDateTime(s: string): boolean {
+  return RFC3339.validate(s) && !Number.isNaN(Date.parse(s));
+}
 
 const schemas: Record<string, object> = {
   'create-task-request': {
@@ -128,6 +141,7 @@ const schemas: Record<string, object> = {
 
 const ajv = new Ajv({ useDefaults: true, allErrors: true, strict: false });
 addFormats(ajv);
+ajv.addFormat('date-time', { validate: isDateTime });
 const compiled = new Map<string, ValidateFunction>();
 
 /** Validates (and fills defaults into) `value`; returns error lines, empty when valid. */

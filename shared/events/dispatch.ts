@@ -6,7 +6,7 @@
 import type { Storage } from '../storage/storage';
 import type { QueueEvent } from './exchanges';
 import { anyBindingMatches } from './topic';
-import type { Subscription, Subscriptions } from './subscriptions';
+import { queueIdOf, SYSTEM_SUBSCRIPTION_ID, type Subscription, type Subscriptions } from './subscriptions';
 import { putSubscriptionMessage } from '../storage/subscription-queues';
 
 /** Azure queue messages hold 64 KiB of text, and ours are base64 (4 characters per 3 bytes). */
@@ -24,6 +24,44 @@ export function queueMessageOf(e: QueueEvent): QueueEvent & { truncated?: true }
   return { ...e, payload, truncated: true };
 }
 
+/**
+ * Subscriptions a request delivers to itself (in parallel: one round trip). When more match its
+ * events, the request delivers only to the system subscription and the sinks, and leaves every
+ * subscription to the instance's background work (shared/events/recorder.ts), so a request's
+ * cost does not grow with the number of subscribers.
+ */
+export const INLINE_FANOUT = 4;
+/** Background deliveries at once per instance: enough to keep up, few enough to leave storage round trips to requests. */
+const BACKGROUND_CONCURRENCY = 4;
+
+/**
+ * Background deliveries: at most BACKGROUND_CONCURRENCY at once per instance, and one after
+ * another per subscription, in the order they were queued (a subscription's events keep their order).
+ */
+class FanoutLane {
+  private readonly tails = new Map<string, Promise<void>>();
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  run(key: string, fn: () => Promise<void>): Promise<void> {
+    const next = (this.tails.get(key) ?? Promise.resolve()).catch(() => undefined).then(() => this.slot(fn));
+    this.tails.set(key, next);
+    void next.catch(() => undefined).finally(() => this.tails.get(key) === next && this.tails.delete(key));
+    return next;
+  }
+
+  private async slot(fn: () => Promise<void>): Promise<void> {
+    while (this.active >= BACKGROUND_CONCURRENCY) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
 /** Another delivery target besides subscription queues (Event Grid). */
 export interface EventSink {
   name: string;
@@ -31,6 +69,8 @@ export interface EventSink {
 }
 
 export class EventDispatcher {
+  private readonly lane = new FanoutLane();
+
   constructor(
     private readonly storage: Storage,
     readonly subscriptions: Subscriptions,
@@ -62,13 +102,33 @@ export class EventDispatcher {
     await Promise.all([...subs.map((s) => this.toSubscription(s, events)), ...this.sinks.map((k) => k.publish(events))]);
   }
 
+  /**
+   * Delivers `events` to the system subscription and the sinks, and to the subscriptions they
+   * match if there are at most INLINE_FANOUT; otherwise returns the delivery to those
+   * subscriptions, for the caller to run off the request path. Throws if a delivery failed.
+   */
+  async deliverBounded(events: QueueEvent[]): Promise<(() => Promise<void>) | undefined> {
+    if (!events.length) return undefined;
+    const subs = await this.subscriptions.active();
+    const matching = subs.filter((s) => s.subscriptionId !== SYSTEM_SUBSCRIPTION_ID && events.some((e) => anyBindingMatches(s.bindings, e)));
+    const inline = matching.length <= INLINE_FANOUT ? subs : subs.filter((s) => s.subscriptionId === SYSTEM_SUBSCRIPTION_ID);
+    await Promise.all([...inline.map((s) => this.toSubscription(s, events)), ...this.sinks.map((k) => k.publish(events))]);
+    if (matching.length <= INLINE_FANOUT) return undefined;
+    // Queued now, in the order of the writes: each subscription receives them in that order.
+    const runs = matching.map((s) => this.lane.run(s.subscriptionId, () => this.toSubscription(s, events)));
+    return async () => {
+      const failed = (await Promise.allSettled(runs)).find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+    };
+  }
+
   private async toSubscription(s: Subscription, events: QueueEvent[]): Promise<void> {
     // Messages live no longer than their subscription (whose queue is deleted then anyway).
     const ttlS = Math.max(1, Math.floor((new Date(s.expires).getTime() - this.now().getTime()) / 1000));
     for (const e of events) {
       if (!anyBindingMatches(s.bindings, e)) continue;
       try {
-        await putSubscriptionMessage(this.storage, s.subscriptionId, queueMessageOf(e), ttlS);
+        await putSubscriptionMessage(this.storage, queueIdOf(s), queueMessageOf(e), ttlS);
       } catch (err) {
         // Deleted on another instance since our list was read: nothing to deliver to.
         if ((err as { statusCode?: number }).statusCode === 404) return;

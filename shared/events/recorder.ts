@@ -35,6 +35,8 @@ const MAX_EVENTS_READ = 1000;
 export interface RecorderOptions {
   /** The sweep fires this long after it was put, if delivery has not deleted it by then. */
   sweepDelayS: () => number;
+  /** Work that outlives its request (a wide fan-out); closing the app waits for it. */
+  background?: Set<Promise<void>>;
 }
 
 /** A change about to be written whose events must be delivered once it commits. */
@@ -101,8 +103,19 @@ export class EventRecorder {
     if (!p || !p.events.length) return false;
     try {
       const claim = p.alsoClaimOf === undefined || !p.guard ? [] : (await this.runEvents(p.guard.taskId, p.alsoClaimOf)).claim;
-      await this.dispatcher.deliver([...claim, ...p.events]);
-      await dropSweepTrigger(this.storage, p.trigger);
+      const events = [...claim, ...p.events];
+      const sweep = p.trigger ? undefined : sweepOf(p);
+      const rest = p.trigger || sweep ? await this.dispatcher.deliverBounded(events) : await this.dispatcher.deliver(events);
+      if (!rest) {
+        await dropSweepTrigger(this.storage, p.trigger);
+        return true;
+      }
+      // A wide fan-out: a sweep trigger (the write's own, or one put now) guards it until done.
+      const trigger = p.trigger ?? (await putSweepTrigger(this.storage, sweep!, this.opts.sweepDelayS()));
+      this.inBackground(async () => {
+        await rest();
+        await dropSweepTrigger(this.storage, trigger);
+      }, p);
       return true;
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
@@ -113,6 +126,13 @@ export class EventRecorder {
       }
       return false;
     }
+  }
+
+  /** Runs `work` after the request; a failure leaves its sweep trigger, which delivers again. */
+  private inBackground(work: () => Promise<void>, p: PreparedEvents): void {
+    const run = work().catch((err) => this.log.error('event-fanout-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) }));
+    this.opts.background?.add(run);
+    void run.finally(() => this.opts.background?.delete(run));
   }
 
   // ---- tasks ----
@@ -214,6 +234,17 @@ export class EventRecorder {
     await this.dispatcher.deliver(events);
     return events.length;
   }
+}
+
+/** The sweep trigger that delivers a guarded write's events again (from the task's outbox), if it has one. */
+function sweepOf(p: PreparedEvents): SweepTrigger | undefined {
+  if (p.guard)
+    return p.alsoClaimOf === undefined
+      ? { kind: 'task', taskId: p.guard.taskId, seqs: p.guard.seqs }
+      : { kind: 'run', taskId: p.guard.taskId, runId: p.alsoClaimOf };
+  const taskId = (p.events[0]?.payload as { status?: { taskId?: string } }).status?.taskId;
+  if (p.deadlineSweep && taskId) return { kind: 'task', taskId, seqs: p.deadlineSweep.seqs };
+  return undefined;
 }
 
 /** The executor's view of the recorder (shared/tasks/deps.ts): a task write's events as its effects. */

@@ -8,14 +8,15 @@ import { StorageConflict } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
+import * as slugid from 'slugid';
 import { normalizeDate } from '../tasks/model';
 import { Binding, bindingProblem } from './topic';
 import { EXCHANGE_PREFIX } from './exchanges';
 import { createSubscriptionQueue, deleteSubscriptionQueue } from '../storage/subscription-queues';
 import type { ExpiryIndex } from '../tasks/expiry';
 
-/** Every event is matched against every subscription and costs a queue put per match: keep the fan-out bounded. */
-export const MAX_SUBSCRIPTIONS = 100;
+/** Active subscriptions one client may hold: one client cannot take what others need. */
+export const MAX_SUBSCRIPTIONS_PER_CLIENT = 100;
 /** Matching is linear in bindings; QueueEvents users bind a handful, a few dozen at most. */
 export const MAX_BINDINGS = 64;
 /** Subscription ids: like Taskcluster identifiers, a little longer. */
@@ -58,11 +59,27 @@ export interface Subscription {
   subscriptionId: string;
   bindings: Binding[];
   expires: string;
+  /** The generation of this subscription's queue: random per creation, so URLs of a deleted one read nothing. */
+  queueKey?: string;
+  /** Who created it (counted against MAX_SUBSCRIPTIONS_PER_CLIENT). */
+  clientId?: string;
 }
 
+/** The id of a subscription's queue (shared/storage/subscription-queues.ts); `.` is in no subscription id or slugid, and a valid table key. */
+export const queueIdOf = (s: { subscriptionId: string; queueKey?: string }) => (s.queueKey ? `${s.subscriptionId}.${s.queueKey}` : s.subscriptionId);
+
 function decode(r: Record<string, unknown>): Subscription {
-  return { subscriptionId: r.subscriptionId as string, bindings: JSON.parse(r.bindings as string), expires: r.expires as string };
+  return {
+    subscriptionId: r.subscriptionId as string,
+    bindings: JSON.parse(r.bindings as string),
+    expires: r.expires as string,
+    queueKey: (r.queueKey as string) ?? '',
+    clientId: (r.clientId as string) ?? '',
+  };
 }
+
+/** The definition as the API shows it. */
+export const definitionOf = (s: Subscription) => ({ subscriptionId: s.subscriptionId, bindings: s.bindings, expires: s.expires });
 
 /** Checks a createSubscription body; returns the normalized definition (400 on anything wrong). */
 export function parseDefinition(subscriptionId: string, body: unknown, now: Date): Subscription {
@@ -122,24 +139,29 @@ export class Subscriptions {
    * queue and the expiry row exist before the definition, so a crash never leaves a subscription
    * events are sent to without a queue, or one the reaper would never remove.
    */
-  async create(def: Subscription, attempt = 0): Promise<Subscription> {
-    const raw = await this.table.get(PK, encodeKey(def.subscriptionId));
+  async create(input: Subscription, clientId = '', attempt = 0): Promise<Subscription> {
+    const raw = await this.table.get(PK, encodeKey(input.subscriptionId));
     const existing = raw && new Date(raw.expires as string) > this.now() ? decode(raw) : undefined;
     if (existing) {
-      if (isDeepStrictEqual(existing.bindings, def.bindings) && existing.expires === def.expires) return existing;
-      throw conflict(`subscription ${def.subscriptionId} exists with a different definition; delete it first or choose another id`);
+      if (isDeepStrictEqual(existing.bindings, input.bindings) && existing.expires === input.expires) return existing;
+      throw conflict(`subscription ${input.subscriptionId} exists with a different definition; delete it first or choose another id`);
     }
-    const active = await this.list();
-    if (active.length >= MAX_SUBSCRIPTIONS) throw conflict(`this deployment has ${MAX_SUBSCRIPTIONS} subscriptions, the most it allows; delete unused ones`);
+    const mine = (await this.list()).filter((s) => s.clientId === clientId);
+    if (mine.length >= MAX_SUBSCRIPTIONS_PER_CLIENT)
+      throw conflict(
+        `client ${clientId || '(anonymous)'} has ${mine.length} subscriptions, the most one client may hold (${MAX_SUBSCRIPTIONS_PER_CLIENT}); delete unused ones`,
+      );
+    const def: Subscription = { ...definitionOf(input), queueKey: slugid.nice(), clientId };
     try {
-      await createSubscriptionQueue(this.storage, def.subscriptionId);
+      await createSubscriptionQueue(this.storage, queueIdOf(def));
     } catch (err) {
       // Azure keeps a deleted queue's name for about 30 s (QueueBeingDeleted).
       if (err instanceof StorageConflict)
         throw conflict(`subscription ${def.subscriptionId} was just deleted and its queue is still being removed; retry in a minute`);
       throw err;
     }
-    await this.expiry.record(EXPIRY_KIND, def.subscriptionId, def.expires);
+    // One expiry row per queue generation: a queue whose create crashed before its row is removed too.
+    await this.expiry.record(EXPIRY_KIND, queueIdOf(def), def.expires);
     const row = { partitionKey: PK, rowKey: encodeKey(def.subscriptionId), ...def, bindings: JSON.stringify(def.bindings) };
     try {
       // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
@@ -147,7 +169,10 @@ export class Subscriptions {
       else await this.table.insert(row);
     } catch (err) {
       // A concurrent create of the same id won: same definition is fine, another is a conflict.
-      if (err instanceof StorageConflict && attempt === 0) return this.create(def, 1);
+      if (err instanceof StorageConflict && attempt === 0) {
+        await deleteSubscriptionQueue(this.storage, queueIdOf(def));
+        return this.create(input, clientId, 1);
+      }
       throw err;
     }
     this.cache = undefined;
@@ -157,19 +182,27 @@ export class Subscriptions {
   /** Deletes the definition (so events stop), then the queue. Deleting twice is fine. */
   async delete(subscriptionId: string): Promise<boolean> {
     if (!SUBSCRIPTION_ID.test(subscriptionId)) throw notFound(`subscription ${subscriptionId} not found`);
-    const existed = await this.table.delete(PK, encodeKey(subscriptionId));
+    const r = await this.table.get(PK, encodeKey(subscriptionId));
+    if (!r) return false;
+    const existed = await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
     this.cache = undefined;
-    await deleteSubscriptionQueue(this.storage, subscriptionId);
+    await deleteSubscriptionQueue(this.storage, queueIdOf(decode(r)));
     return existed;
   }
 
-  /** Reaper: removes a subscription whose expiry has passed (one re-created with a later expiry stays). */
-  async expire(subscriptionId: string): Promise<void> {
+  /**
+   * Reaper: removes the queue `queueId` (`<subscriptionId>.<queueKey>`) and, if it is still the
+   * subscription's and its expiry has passed, the subscription (one re-created, or renewed with a
+   * later expiry, stays).
+   */
+  async expire(queueId: string): Promise<void> {
+    const subscriptionId = queueId.split('.')[0];
     const r = await this.table.get(PK, encodeKey(subscriptionId));
-    if (r && new Date(r.expires as string) > this.now()) return;
-    if (r) await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
+    const current = r && queueIdOf(decode(r)) === queueId;
+    if (current && new Date(r.expires as string) > this.now()) return;
+    if (current) await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
     this.cache = undefined;
-    await deleteSubscriptionQueue(this.storage, subscriptionId);
+    await deleteSubscriptionQueue(this.storage, queueId);
   }
 
   async page(limit: number, continuation?: string): Promise<{ items: Subscription[]; continuation?: string }> {

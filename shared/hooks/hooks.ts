@@ -3,9 +3,6 @@
  * through the queue's own createTask, trigger tokens, and recording fires.
  */
 import crypto from 'node:crypto';
-import Ajv, { ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
-import jsone from 'json-e';
 import { Cron, CronOptions } from 'croner';
 import * as slugid from 'slugid';
 import type { Services } from '../services';
@@ -17,6 +14,7 @@ import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
 import { StorageConflict } from '../storage/storage';
+import { BudgetExceeded, SandboxJob, SandboxResult, overBudget, sandbox } from '../sandbox/sandbox';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
 export type HookDeps = Services;
@@ -32,23 +30,26 @@ const DEFAULT_DEADLINE_MS = 24 * 3600 * 1000;
 const DEFAULT_EXPIRES_MS = 31 * 24 * 3600 * 1000;
 export const EXPIRY_KIND_FIRE = 'hook-fire';
 
-const schemaAjv = new Ajv({ allErrors: true, strict: false });
-addFormats(schemaAjv);
-/** Compiled trigger schemas kept per process; hooks are few, this only bounds a pathological churn. */
-const MAX_COMPILED_SCHEMAS = 500;
-const compiledSchemas = new Map<string, ValidateFunction>();
-
-/** Compiles a trigger schema once per distinct text (Ajv's own cache is keyed by object and would grow with every read). */
-function compileTriggerSchema(schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let fn = compiledSchemas.get(key);
-  if (!fn) {
-    fn = schemaAjv.compile(schema);
-    schemaAjv.removeSchema(schema);
-    if (compiledSchemas.size >= MAX_COMPILED_SCHEMAS) compiledSchemas.delete(compiledSchemas.keys().next().value!);
-    compiledSchemas.set(key, fn);
+/**
+ * Runs a job in the sandbox (shared/sandbox/sandbox.ts); `what` names the template or schema in
+ * the 400 when it goes over a budget.
+ */
+async function sandboxed(what: string, job: SandboxJob): Promise<SandboxResult> {
+  try {
+    const r = await sandbox.run(job);
+    if (!r.ok && r.name === 'ResultTooLarge') throw overBudget(what, 'size', sandbox.budget);
+    return r;
+  } catch (e) {
+    if (e instanceof BudgetExceeded) throw overBudget(what, e.budget, sandbox.budget);
+    throw e;
   }
-  return fn;
+}
+
+/** Renders a JSON-e template in the sandbox; a template error is thrown as `{name, message}` (an Error). */
+export async function renderTemplate(what: string, template: unknown, context: Record<string, unknown>): Promise<unknown> {
+  const r = await sandboxed(what, { kind: 'render', template, context });
+  if (!r.ok) throw Object.assign(new Error(r.message), { name: r.name });
+  return JSON.parse(r.json!);
 }
 
 export const hookRole = (h: { hookGroupId: string; hookId: string }) => `hook-id:${h.hookGroupId}/${h.hookId}`;
@@ -74,7 +75,7 @@ export function nextDate(schedule: string[], after: Date): Date | undefined {
 }
 
 /** Checks what the schema cannot: cron patterns, the trigger schema, the template, the bindings. 400 naming the field. */
-export function checkDefinition(def: HookDefinition): void {
+export async function checkDefinition(def: HookDefinition): Promise<void> {
   if (def.schedule.length > MAX_SCHEDULE_PATTERNS) throw inputError(`schedule may hold at most ${MAX_SCHEDULE_PATTERNS} patterns`);
   def.schedule.forEach((p, i) => {
     try {
@@ -83,16 +84,22 @@ export function checkDefinition(def: HookDefinition): void {
       throw inputError(`schedule[${i}] '${p}' is not a valid cron pattern: ${(e as Error).message.replace(/^CronPattern: /, '')}`);
     }
   });
-  try {
-    compileTriggerSchema(def.triggerSchema);
-  } catch (e) {
-    throw inputError(`triggerSchema is not a valid JSON schema: ${(e as Error).message}`);
-  }
+  if (JSON.stringify(def).length > MAX_DEFINITION_CHARS)
+    throw inputError(`the hook definition (task template included) may be at most ${MAX_DEFINITION_CHARS} characters of JSON`);
+  const compiled = await sandboxed('triggerSchema', { kind: 'compile', schema: def.triggerSchema });
+  if (!compiled.ok) throw inputError(`triggerSchema is not a valid JSON schema: ${compiled.message}`);
   // A trial render catches template errors that do not depend on the context's values.
   try {
-    jsone(def.task, { firedBy: 'schedule', taskId: slugid.nice(), now: new Date().toJSON(), payload: {}, clientId: '' });
+    await renderTemplate("the hook's task template", def.task, {
+      firedBy: 'schedule',
+      taskId: slugid.nice(),
+      now: new Date().toJSON(),
+      payload: {},
+      clientId: '',
+    });
   } catch (e) {
-    if ((e as Error).name !== 'InterpreterError') throw inputError(`task is not a valid JSON-e template: ${String(e)}`);
+    if (e instanceof ApiError) throw e;
+    if ((e as Error).name !== 'InterpreterError') throw inputError(`task is not a valid JSON-e template: ${(e as Error).name}: ${(e as Error).message}`);
   }
   def.bindings.forEach((b, i) => {
     if (!/^[^\s]+$/.test(b.exchange)) throw inputError(`bindings[${i}].exchange '${b.exchange}' must be an exchange name without spaces`);
@@ -101,8 +108,6 @@ export function checkDefinition(def: HookDefinition): void {
       throw inputError(`bindings[${i}].routingKeyPattern '${b.routingKeyPattern}' must be dot-separated words, '*' or '#'`);
     }
   });
-  if (JSON.stringify(def).length > MAX_DEFINITION_CHARS)
-    throw inputError(`the hook definition (task template included) may be at most ${MAX_DEFINITION_CHARS} characters of JSON`);
 }
 
 /** The definition as the API returns it. */
@@ -111,7 +116,7 @@ export function definitionView(d: HookDefinition) {
   return overlap ? { ...rest, overlap } : rest;
 }
 
-function normalize(hookGroupId: string, hookId: string, body: any): HookDefinition {
+async function normalize(hookGroupId: string, hookId: string, body: any): Promise<HookDefinition> {
   for (const [k, v] of [
     ['hookGroupId', hookGroupId],
     ['hookId', hookId],
@@ -128,12 +133,12 @@ function normalize(hookGroupId: string, hookId: string, body: any): HookDefiniti
     bindings: body.bindings,
     ...(body.overlap ? { overlap: body.overlap } : {}),
   };
-  checkDefinition(def);
+  await checkDefinition(def);
   return def;
 }
 
 export async function createHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {
-  const def = normalize(hookGroupId, hookId, body);
+  const def = await normalize(hookGroupId, hookId, body);
   const store = new HookStore(d.storage);
   const next = nextDate(def.schedule, d.now());
   const rec: HookRecord = {
@@ -188,7 +193,7 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
 }
 
 export async function updateHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {
-  const def = normalize(hookGroupId, hookId, body);
+  const def = await normalize(hookGroupId, hookId, body);
   const now = d.now();
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
   const rec = await modifyHook(d, hookGroupId, hookId, (h) => ({
@@ -227,10 +232,11 @@ export function tokenMatches(expected: string, given: string): boolean {
 }
 
 /** Validates a trigger payload against the hook's triggerSchema (400 with the schema's errors). */
-export function checkPayload(def: HookDefinition, payload: unknown): void {
-  const fn = compileTriggerSchema(def.triggerSchema);
-  if (!fn(payload)) {
-    const errors = (fn.errors ?? []).map((e) => `  * ${e.instancePath || '/'} ${e.message}`).join('\n');
+export async function checkPayload(def: HookDefinition, payload: unknown): Promise<void> {
+  const r = await sandboxed("the hook's triggerSchema validation", { kind: 'validate', schema: def.triggerSchema, data: payload });
+  if (!r.ok) throw inputError(`the hook's triggerSchema cannot be used: ${r.message}`);
+  if (!r.valid) {
+    const errors = (r.errors ?? []).map((e) => `  * ${e.instancePath || '/'} ${e.message}`).join('\n');
     throw new ApiError('InputValidationError', `payload does not match the hook's triggerSchema:\n${errors}`);
   }
 }
@@ -252,9 +258,10 @@ export async function fireHook(d: HookDeps, def: HookDefinition, ctx: FireContex
   if (ctx.clientId !== undefined) context.clientId = ctx.clientId;
   let task: any;
   try {
-    task = jsone(def.task, context);
+    task = await renderTemplate("the hook's task template", def.task, context);
   } catch (e) {
-    throw inputError(`the hook's task template failed to render: ${String(e)}`);
+    if (e instanceof ApiError) throw e;
+    throw inputError(`the hook's task template failed to render: ${(e as Error).name}: ${(e as Error).message}`);
   }
   if (task === null) return undefined;
   if (typeof task !== 'object' || Array.isArray(task)) throw inputError("the hook's task template must render to an object (or null)");
@@ -298,7 +305,7 @@ export function lastFireOf(result: { taskId: string; time: string; error?: ApiEr
  */
 export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext): Promise<TaskStatus | undefined> {
   const h = await loadHook(d, hookGroupId, hookId);
-  checkPayload(h.definition, ctx.payload ?? {});
+  await checkPayload(h.definition, ctx.payload ?? {});
   const taskId = slugid.nice();
   const time = d.now();
   let status: TaskStatus | undefined;

@@ -3,7 +3,9 @@
  * the hook row that fixes the fire's taskId and time BEFORE the task is created, so:
  *   - two instances never fire a tick twice (the loser of the write skips it);
  *   - a fire interrupted after any storage call is retried, after the claim's lease, as the
- *     identical task, which the idempotent createTask absorbs;
+ *     identical task, which the idempotent createTask absorbs; the lease is short (seconds, as a
+ *     pending hint's) and renewed while the fire runs, so a crashed instance's tick is taken over
+ *     within the lease plus one reaper interval while a slow fire keeps its claim;
  *   - missed ticks during downtime collapse into one (the next date is computed from now).
  */
 import * as slugid from 'slugid';
@@ -17,6 +19,9 @@ import { HookDeps, fireHook, lastFireOf, nextDate, recordFire } from './hooks';
 export const MAX_DUE_PER_PASS = 100;
 /** A tick older than this is fired as of now: createTask only accepts `created` within 15 minutes. */
 export const LATE_FIRE_MS = CREATED_DRIFT_MS - 5 * 60 * 1000;
+
+/** The claim's lease is renewed this many times per lease while the fire runs. */
+const RENEWALS_PER_LEASE = 3;
 
 export interface ScheduleStats {
   fired: number;
@@ -47,14 +52,13 @@ function unresolved(state: string | undefined): boolean {
 /** Claims, fires and advances one hook's due tick. */
 export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleStats = { fired: 0, skipped: 0, errors: 0 }): Promise<void> {
   const store = new HookStore(d.storage);
-  const { hookGroupId, hookId } = h.definition;
   const now = d.now();
   if (!h.nextScheduledDate || new Date(h.nextScheduledDate) > now) return;
 
   // 1. Claim the tick (or take over a claim whose instance crashed).
   const prior = h.pendingFire;
   let claim: PendingFire;
-  const leaseUntil = new Date(now.getTime() + d.tuning.triggerLeaseS * 1000).toJSON();
+  const leaseUntil = new Date(now.getTime() + d.tuning.hookLeaseS * 1000).toJSON();
   if (prior && prior.scheduled === h.nextScheduledDate) {
     if (new Date(prior.leaseUntil) > now) return; // another instance is firing it
     claim = { ...prior, leaseUntil };
@@ -70,6 +74,52 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
     throw err;
   }
 
+  const renewal = renewLease(d, store, claimed);
+  try {
+    await fireClaimed(d, h, claimed, claim, !!prior, stats);
+  } finally {
+    await renewal.stop();
+  }
+}
+
+/**
+ * Keeps the claim's lease ahead of the clock while the fire runs (the record's ETag moves along
+ * with each renewal, so the fire's own later write does not conflict with it). A renewal that
+ * conflicts means the hook changed: the advance step re-reads it anyway, so renewing stops.
+ */
+export function renewLease(d: HookDeps, store: HookStore, claimed: HookRecord): { stop(): Promise<void> } {
+  let inFlight: Promise<void> | undefined;
+  let stopped = false;
+  const timer = setInterval(
+    () => {
+      if (inFlight || stopped || !claimed.pendingFire) return;
+      const leaseUntil = new Date(d.now().getTime() + d.tuning.hookLeaseS * 1000).toJSON();
+      const before = claimed.pendingFire;
+      claimed.pendingFire = { ...before, leaseUntil };
+      inFlight = store
+        .replace(claimed)
+        .catch(() => {
+          claimed.pendingFire = before;
+          stopped = true;
+        })
+        .finally(() => (inFlight = undefined));
+    },
+    (d.tuning.hookLeaseS * 1000) / RENEWALS_PER_LEASE,
+  );
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
+
+async function fireClaimed(d: HookDeps, h: HookRecord, claimed: HookRecord, claim: PendingFire, prior: boolean, stats: ScheduleStats): Promise<void> {
+  const store = new HookStore(d.storage);
+  const { hookGroupId, hookId } = h.definition;
+  const now = d.now();
   // 2. Fire, unless the overlap rule says the previous fire's task is still running.
   let created = false;
   let error: ApiError | undefined;

@@ -15,7 +15,7 @@ export async function expireObject(storage: Storage, name: string, nowIso: strin
   const o = await store.get(name);
   const due = !!o && (o.expires < nowIso || (!isFinished(o) && o.uploadExpires !== '' && o.uploadExpires < nowIso));
   if (!o || !due) return 0;
-  await new ObjectBlobs(storage).delete(name);
+  await new ObjectBlobs(storage).delete(name, o.stagingId);
   await store.delete(o);
   return 1;
 }

@@ -5,8 +5,11 @@
  *   and expires, to renegotiate or renew a URL) and picks an upload method: `dataInline` (stored at
  *   once) before `putUrl` (a SAS URL plus the headers the PUT must carry); none proposed just
  *   reserves.
- * - finishUpload records the hashes and makes the object downloadable and immutable; repeating it is
- *   fine unless it brings a new or different hash.
+ * - Both methods write a staging blob of the upload, never the object's own blob; finishUpload
+ *   copies it there server-side (once: the copy never replaces an existing object blob), checks
+ *   that its size is the declared one, records the hashes and makes the object downloadable and
+ *   immutable: nothing written through a putUrl afterwards reaches readers. Repeating finishUpload
+ *   is fine unless it brings a new or different hash.
  * - startDownload offers `getUrl` (URL, expiry and hashes, so the client checks the data) before
  *   `simple` (a URL).
  * - Every object expires through the artifact expiry index (shared/artifacts/expiry.ts); an upload
@@ -15,6 +18,7 @@
 import type { Storage } from '../storage/storage';
 import { ObjectBlobs, PutUrl } from '../storage/object-blobs';
 import { ApiError, conflict, inputError, notFound } from '../errors';
+import { normalizeDate } from '../tasks/model';
 import { noteExpiry } from './expiry-index';
 import { ObjectRecord, ObjectStore, isFinished, objectKey } from './store';
 
@@ -87,15 +91,17 @@ async function reserve(d: ObjectDeps, name: string, wanted: ObjectRecord, anyExp
       throw conflict(`Object "${name}" already exists`);
     }
     const hashes = mergeHashes(name, o.hashes, wanted.hashes);
-    if (sameHashes(hashes, o.hashes)) return o;
-    if (await store.replace({ ...o, hashes })) return { ...o, hashes };
+    const stagedLength = wanted.stagedLength >= 0 ? wanted.stagedLength : o.stagedLength;
+    if (sameHashes(hashes, o.hashes) && stagedLength === o.stagedLength) return o;
+    const next = { ...o, hashes, stagedLength, stagingId: wanted.uploadId };
+    if (await store.replace(next)) return next;
   }
   throw conflict(`object ${name} is being changed concurrently; retry`);
 }
 
 /** What the queue does for an object artifact: reserve the upload, proposing no method. */
 export async function reserveUpload(d: ObjectDeps, name: string, projectId: string, uploadId: string, expires: string): Promise<ObjectRecord> {
-  return reserve(d, name, { name, projectId, uploadId, expires, uploadExpires: '', hashes: {} }, true);
+  return reserve(d, name, { name, projectId, uploadId, expires, uploadExpires: '', hashes: {}, stagingId: uploadId, stagedLength: -1 }, true);
 }
 
 export async function createUpload(
@@ -103,21 +109,35 @@ export async function createUpload(
   name: string,
   input: CreateUploadInput,
 ): Promise<{ projectId: string; uploadId: string; expires: string; uploadMethod: UploadMethod }> {
-  const expires = new Date(input.expires).toJSON();
-  await reserve(d, name, { name, projectId: input.projectId, uploadId: input.uploadId, expires, uploadExpires: '', hashes: input.hashes ?? {} });
-  const reply = { projectId: input.projectId, uploadId: input.uploadId, expires: input.expires };
-  const blobs = new ObjectBlobs(d.storage);
+  const expires = normalizeDate(input.expires, 'expires');
   const { dataInline, putUrl } = input.proposedUploadMethods;
+  let data: Buffer | undefined;
   if (dataInline) {
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(dataInline.objectData)) throw inputError('Invalid base64 objectData');
-    const data = Buffer.from(dataInline.objectData, 'base64');
+    data = Buffer.from(dataInline.objectData, 'base64');
     if (data.length > DATA_INLINE_MAX_BYTES) throw inputError(`dataInline carries at most ${DATA_INLINE_MAX_BYTES} bytes`);
-    await blobs.upload(name, data, dataInline.contentType);
+  }
+  const stagedLength = data ? data.length : putUrl ? putUrl.contentLength : -1;
+  const wanted = {
+    name,
+    projectId: input.projectId,
+    uploadId: input.uploadId,
+    expires,
+    uploadExpires: '',
+    hashes: input.hashes ?? {},
+    stagingId: input.uploadId,
+    stagedLength,
+  };
+  await reserve(d, name, wanted);
+  const reply = { projectId: input.projectId, uploadId: input.uploadId, expires: input.expires };
+  const blobs = new ObjectBlobs(d.storage);
+  if (dataInline && data) {
+    await blobs.upload(name, input.uploadId, data, dataInline.contentType);
     return { ...reply, uploadMethod: { dataInline: true } };
   }
   if (putUrl) {
     const now = d.now().getTime();
-    const url = blobs.putUrl(name, putUrl.contentType, putUrl.contentLength, new Date(now + PUT_URL_TTL_MS + PUT_URL_DRIFT_MS));
+    const url = blobs.putUrl(name, input.uploadId, putUrl.contentType, putUrl.contentLength, new Date(now + PUT_URL_TTL_MS + PUT_URL_DRIFT_MS));
     return { ...reply, uploadMethod: { putUrl: { ...url, expires: new Date(now + PUT_URL_TTL_MS).toJSON() } } };
   }
   return { ...reply, uploadMethod: {} };
@@ -142,8 +162,18 @@ export async function finishUpload(
     }
     if (o.uploadId !== input.uploadId) throw conflict(`Object "${name}" does not have uploadId ${input.uploadId}`);
     const hashes = mergeHashes(name, o.hashes, input.hashes);
-    if (!(await new ObjectBlobs(d.storage).exists(name))) throw inputError(`No data was uploaded for object "${name}"`);
-    if (await store.replace({ ...o, uploadId: '', uploadExpires: '', hashes })) return;
+    const blobs = new ObjectBlobs(d.storage);
+    const size = o.stagedLength < 0 ? undefined : await blobs.publish(name, o.uploadId);
+    if (size === undefined) throw inputError(`No data was uploaded for object "${name}"`);
+    if (size !== o.stagedLength) {
+      // Not the declared bytes: unpublish, so the uploader can PUT again and finish.
+      await blobs.delete(name);
+      throw inputError(`Object "${name}" was uploaded with ${size} bytes, but ${o.stagedLength} were declared; upload it again`);
+    }
+    if (await store.replace({ ...o, uploadId: '', uploadExpires: '', hashes })) {
+      await blobs.dropStaged(name, o.uploadId).catch(() => undefined);
+      return;
+    }
   }
   throw conflict(`object ${name} is being changed concurrently; retry`);
 }

@@ -16,6 +16,10 @@ export interface ObjectRecord {
   uploadExpires: string;
   /** `{algorithm: hex}`, as the uploader declared them. */
   hashes: Record<string, string>;
+  /** The uploadId whose staging blob holds the upload (kept once finished, to delete it at expiry); '' if none. */
+  stagingId: string;
+  /** How many bytes the upload method declared (putUrl's contentLength, dataInline's data); -1 if no method was chosen. */
+  stagedLength: number;
   etag?: string;
 }
 
@@ -42,6 +46,8 @@ export class ObjectStore {
       expires: o.expires,
       uploadExpires: o.uploadExpires,
       hashes: JSON.stringify(o.hashes),
+      stagingId: o.stagingId,
+      stagedLength: o.stagedLength,
     };
   }
 
@@ -55,6 +61,8 @@ export class ObjectStore {
       expires: row.expires as string,
       uploadExpires: (row.uploadExpires as string) ?? '',
       hashes: JSON.parse((row.hashes as string) || '{}'),
+      stagingId: (row.stagingId as string) ?? '',
+      stagedLength: typeof row.stagedLength === 'number' ? row.stagedLength : -1,
       etag: row.etag,
     };
   }

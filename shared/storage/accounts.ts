@@ -72,7 +72,7 @@ export function queueHome(fullName: string): Home {
 /** Artifact blobs are `<taskId>/…`; Object API blobs (`o/`, `o.h/`) belong with the global Objects table. */
 export function blobHome(blobName: string): Home {
   const first = blobName.slice(0, blobName.indexOf('/'));
-  return first === '' || first === 'o' || first === 'o.h' ? GLOBAL : { kind: 'task', key: first };
+  return first === '' || first === 'o' || first === 'o.h' || first === 'o.up' ? GLOBAL : { kind: 'task', key: first };
 }
 
 /** Jump consistent hash (Lamping and Veach 2014): a bucket in [0, buckets); growing `buckets` only moves keys to the new buckets. */
@@ -477,5 +477,11 @@ class RoutedArtifacts implements ArtifactContainer {
   }
   async readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {
     return (await this.on(blobName)).readRange(blobName, offset, count);
+  }
+  /** Object blobs only (staging to final): both live in the global account. */
+  async copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined> {
+    const [a, b] = await Promise.all([this.on(from), this.on(to)]);
+    if (a !== b) throw new Error(`copy across accounts is not supported (${from} -> ${to})`);
+    return a.copyIfAbsent(from, to);
   }
 }

@@ -416,6 +416,11 @@ function sharedKeyOf<K>(client: { credential: unknown }, what: string): K {
   return c as K;
 }
 
+/** Copy Blob's source SAS: the copy within one account completes in well under this. */
+const COPY_SOURCE_SAS_MS = 10 * 60 * 1000;
+/** How often a copy still pending (a large blob) is checked. */
+const COPY_POLL_MS = 500;
+
 class AzureArtifacts implements ArtifactContainer {
   constructor(
     private readonly container: ContainerClient,
@@ -547,6 +552,26 @@ class AzureArtifacts implements ArtifactContainer {
         }
         throw err;
       }
+    });
+  }
+
+  async copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined> {
+    return this.call('copy', async (abortSignal) => {
+      // Copy Blob within one account: the source is read through a short read SAS.
+      const source = this.readUrl(from, new Date(Date.now() + COPY_SOURCE_SAS_MS));
+      let copied = true;
+      try {
+        const poller = await this.blob(to).beginCopyFromURL(source, { abortSignal, intervalInMs: COPY_POLL_MS, conditions: { ifNoneMatch: '*' } });
+        await poller.pollUntilDone();
+      } catch (err) {
+        const status = statusOf(err);
+        if (status === 409 || status === 412)
+          copied = false; // `to` exists: the condition held it
+        else if (status !== 404) throw err;
+        else if (!(await this.blob(to).exists({ abortSignal }))) return undefined;
+        else copied = false;
+      }
+      return { size: (await this.blob(to).getProperties({ abortSignal })).contentLength ?? 0, copied };
     });
   }
 }

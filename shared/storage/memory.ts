@@ -590,6 +590,19 @@ class MemoryArtifacts implements ArtifactContainer {
     });
   }
 
+  copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined> {
+    return this.call('copy', () => {
+      this.mustExist();
+      const existing = this.committed.get(to);
+      if (existing) return { size: existing.body.length, copied: false };
+      const b = this.committed.get(from);
+      if (!b) return undefined;
+      this.committed.set(to, { body: Buffer.from(b.body), contentType: b.contentType, contentEncoding: b.contentEncoding, blocks: new Map() });
+      this.uncommitted.delete(to);
+      return { size: b.body.length, copied: true };
+    });
+  }
+
   private url(blobName: string): string {
     return `${MEMORY_BLOB_ENDPOINT}/${this.containerName}/${blobName.split('/').map(encodeURIComponent).join('/')}`;
   }

@@ -214,6 +214,12 @@ export interface ArtifactContainer {
   appendUrl(blobName: string, expiresOn: Date): string;
   /** `artifacts.readRange`: up to `count` bytes from `offset` and the blob's size; undefined if missing, no bytes at or past its end. */
   readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined>;
+  /**
+   * `artifacts.copy`: a server-side copy of committed blob `from` (bytes and content type) to `to`
+   * unless `to` exists already (then nothing is copied). The size `to` has afterwards and whether
+   * this call copied it; undefined if neither blob exists.
+   */
+  copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined>;
 }
 
 /**

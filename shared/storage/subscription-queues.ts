@@ -9,27 +9,31 @@ import type { Queue, Storage } from './port';
 /** Counted as `subscription.<op>` in the storage meter. */
 const LABEL = 'subscription';
 
-/** A valid Azure queue name (3-63 lowercase letters, digits, hyphens) for any subscription id. */
-export function subscriptionQueueName(prefix: string, subscriptionId: string): string {
-  return `${prefix}-sub-${crypto.createHash('sha256').update(subscriptionId, 'utf8').digest('hex').slice(0, 32)}`;
+/**
+ * A valid Azure queue name (3-63 lowercase letters, digits, hyphens) for any queue id. A
+ * subscription's queue id names its id and the generation it was created with
+ * (shared/events/subscriptions.ts queueIdOf), so a re-created subscription gets a new queue.
+ */
+export function subscriptionQueueName(prefix: string, queueId: string): string {
+  return `${prefix}-sub-${crypto.createHash('sha256').update(queueId, 'utf8').digest('hex').slice(0, 32)}`;
 }
 
-export function subscriptionQueue(storage: Storage, subscriptionId: string): Queue {
-  return storage.queueNamed(subscriptionQueueName(storage.prefix, subscriptionId), LABEL);
+export function subscriptionQueue(storage: Storage, queueId: string): Queue {
+  return storage.queueNamed(subscriptionQueueName(storage.prefix, queueId), LABEL);
 }
 
-export async function createSubscriptionQueue(storage: Storage, subscriptionId: string): Promise<void> {
-  await subscriptionQueue(storage, subscriptionId).create();
+export async function createSubscriptionQueue(storage: Storage, queueId: string): Promise<void> {
+  await subscriptionQueue(storage, queueId).create();
 }
 
 /** Deletes the queue and whatever it still holds; a missing queue is fine. */
-export async function deleteSubscriptionQueue(storage: Storage, subscriptionId: string): Promise<void> {
-  await subscriptionQueue(storage, subscriptionId).deleteQueue();
+export async function deleteSubscriptionQueue(storage: Storage, queueId: string): Promise<void> {
+  await subscriptionQueue(storage, queueId).deleteQueue();
 }
 
 /** Puts one event message; its text is base64 JSON, like every other message of this queue service. */
-export async function putSubscriptionMessage(storage: Storage, subscriptionId: string, body: unknown, ttlS: number): Promise<void> {
-  await subscriptionQueue(storage, subscriptionId).put(body, { ttlS });
+export async function putSubscriptionMessage(storage: Storage, queueId: string, body: unknown, ttlS: number): Promise<void> {
+  await subscriptionQueue(storage, queueId).put(body, { ttlS });
 }
 
 export interface SignedQueueUrls {
@@ -43,10 +47,10 @@ export interface SignedQueueUrls {
  */
 export function signedSubscriptionUrls(
   storage: Storage,
-  subscriptionId: string,
+  queueId: string,
   opts: { endpoint: string; startsOn: Date; expiresOn: Date; httpAllowed: boolean; visibilityS: number },
 ): SignedQueueUrls {
-  const queueName = subscriptionQueueName(storage.prefix, subscriptionId);
+  const queueName = subscriptionQueueName(storage.prefix, queueId);
   // The pending queues' poll SAS: process permission only (receive and delete), this queue only.
   const sas = storage.pollSas(queueName, { startsOn: opts.startsOn, expiresOn: opts.expiresOn, protocol: opts.httpAllowed ? 'https,http' : 'https' });
   const base = `${opts.endpoint.replace(/\/+$/, '')}/${queueName}/messages`;

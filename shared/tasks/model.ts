@@ -240,7 +240,9 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
 
 /** JS `toJSON()` form with milliseconds, so equivalent dates compare equal. */
 export function normalizeDate(s: string, field: string): string {
-  const d = new Date(s);
-  if (Number.isNaN(d.getTime())) throw inputError(`${field} is not a valid date`);
+  const d = typeof s === 'string' ? new Date(s) : new Date(NaN);
+  // Date reads `23:59:60` (a leap second) as no date at all: refused like any invalid date.
+  if (Number.isNaN(d.getTime()))
+    throw inputError(`${field} is not a valid date${/:60(\.\d+)?(Z|[+-])/i.test(String(s)) ? ' (leap seconds are not accepted)' : ''}`);
   return d.toJSON();
 }

@@ -4,6 +4,11 @@
  * signed with the root credentials so they get past authentication into the handlers. Nothing may
  * answer 5xx, and the service must still work afterwards.
  *
+ * A second pass sends every route with a body (Queue, Auth, Index, Hooks, Object, subscriptions,
+ * scheduling, operator routes) bodies shaped from that route's own input schema, with one value
+ * replaced by something hostile (a leap second, 100,000 characters, non-ASCII, 1,000 keys, deep
+ * nesting, a wrong type), and known-good path parameters so the body reaches the handler.
+ *
  * The seed is fixed so a failure reproduces; FUZZ_REQUESTS (default 400) and FUZZ_SEED run more.
  */
 import http from 'node:http';
@@ -12,6 +17,7 @@ import { startTestService, TestService, taskDef } from '../helpers/service';
 import { uniqueQueue, claimOne } from '../helpers/work';
 import { routes } from '../../shared/api/route-table';
 import { basePath } from '../../shared/api/router';
+import { schemaById } from '../../shared/api/schemas';
 import type { RouteDef } from '../../shared/api/types';
 
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 400);
@@ -142,6 +148,66 @@ function makeGen(seed: number, known: Known) {
   return { rnd, pick, param, queryValue, body };
 }
 
+/** Values that break storage or parsing if they get past validation. */
+const HOSTILE: unknown[] = [
+  '2026-12-31T23:59:60Z',
+  '2026-02-30T00:00:00Z',
+  '+275760-09-13T00:00:00.001Z',
+  'a'.repeat(100_000),
+  'caf\u00e9 \u4e2d\u6587 \ud83d\udca9',
+  'line\r\nbreak',
+  '\u0000',
+  -1,
+  1e308,
+  2 ** 53 + 1,
+  1.5,
+  null,
+  true,
+  {},
+  [],
+  Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 'v'])),
+  Array.from({ length: 1000 }, () => 'x'),
+  JSON.parse('['.repeat(200) + ']'.repeat(200)),
+];
+
+/** A plausible value for `schema` (no $ref), so that one hostile value placed in it reaches the handler. */
+function sample(schema: any, rnd: () => number, depth = 0): unknown {
+  if (!schema || typeof schema !== 'object' || depth > 6) return 'x';
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[Math.floor(rnd() * schema.enum.length)];
+  const alt = schema.oneOf ?? schema.anyOf;
+  if (Array.isArray(alt) && alt.length)
+    return sample({ ...schema, oneOf: undefined, anyOf: undefined, ...alt[Math.floor(rnd() * alt.length)] }, rnd, depth + 1);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === 'object' || (!type && schema.properties)) {
+    const out: Record<string, unknown> = {};
+    const required = new Set<string>(schema.required ?? []);
+    for (const [k, v] of Object.entries<any>(schema.properties ?? {})) if (required.has(k) || rnd() < 0.5) out[k] = sample(v, rnd, depth + 1);
+    return out;
+  }
+  if (type === 'array') return Array.from({ length: Math.max(schema.minItems ?? 0, Math.floor(rnd() * 3)) }, () => sample(schema.items, rnd, depth + 1));
+  if (type === 'integer' || type === 'number') return schema.minimum ?? 0;
+  if (type === 'boolean') return rnd() < 0.5;
+  if (schema.format === 'date-time') return new Date(Date.now() + 3600_000).toJSON();
+  if (schema.format === 'uri') return 'https://example.com/x';
+  if (schema.pattern && /slugid|\[A-Za-z0-9_-\]\{8\}/i.test(schema.pattern)) return 'AAAAAAAAQQAAAAAAAAAAAA';
+  return 'x'.repeat(Math.max(1, schema.minLength ?? 1));
+}
+
+/** `value` with one of its leaves (or itself) replaced by `hostile`. */
+function plant(value: unknown, hostile: unknown, rnd: () => number): unknown {
+  if (value && typeof value === 'object' && rnd() < 0.75) {
+    const keys = Object.keys(value);
+    if (keys.length) {
+      const k = keys[Math.floor(rnd() * keys.length)];
+      const copy: any = Array.isArray(value) ? [...value] : { ...value };
+      copy[k] = plant(copy[k], hostile, rnd);
+      return copy;
+    }
+  }
+  return hostile;
+}
+
 interface Sent {
   route: string;
   method: string;
@@ -220,6 +286,54 @@ describe('fuzz: malformed requests to every route', () => {
       }
       if (res.status >= 500 && r.name !== 'heartbeat')
         failures.push({ route: r.name, method: r.method, path: path.slice(0, 200), status: res.status, body: res.body });
+    }
+    expect(failures).toEqual([]);
+  }, 300_000);
+
+  it("bodies shaped from each route's input schema, one value hostile, get no 5xx on any service", async () => {
+    const rnd = prng(SEED + 1);
+    const good: Record<string, string> = {
+      taskId: known.taskId,
+      taskGroupId: known.taskGroupId,
+      taskQueueId: known.taskQueueId,
+      provisionerId: known.taskQueueId.split('/')[0],
+      workerType: known.taskQueueId.split('/')[1],
+      workerGroup: 'wg',
+      workerId: 'w1',
+      runId: '0',
+      name: 'tests/fuzz/object',
+      clientId: 'fuzz/client',
+      roleId: 'fuzz-role',
+      hookGroupId: 'fuzz',
+      hookId: 'hook',
+      namespace: 'fuzz.ns',
+      indexPath: 'fuzz.ns.task',
+      subscriptionId: 'fuzz-sub',
+      schedulerId: 'fuzz',
+      projectId: 'fuzz',
+      concurrencyKey: 'fuzz-key',
+    };
+    const failures: Sent[] = [];
+    const withBody = routes.filter((r) => r.input && r.method !== 'GET');
+    expect(withBody.map((r) => r.service).sort()).toEqual(expect.arrayContaining(['auth', 'hooks', 'index', 'object', 'queue']));
+    const PER_ROUTE = 4;
+    for (const r of withBody) {
+      const schema = schemaById(r.input!);
+      for (let i = 0; i < PER_ROUTE; i++) {
+        const path =
+          basePath(r.service) +
+          r.route.replace(/<([a-zA-Z0-9_]+)(\*?)>/g, (_m, n: string, star: string) => (star ? good[n] : encodeURIComponent(good[n] ?? 'x')));
+        const body = JSON.stringify(plant(sample(schema, rnd), HOSTILE[Math.floor(rnd() * HOSTILE.length)], rnd));
+        const headers = {
+          'content-type': 'application/json',
+          authorization: Hawk.client.header(`${svc.rootUrl}${path}`, r.method, {
+            credentials: { id: svc.root.clientId, key: svc.root.accessToken, algorithm: 'sha256' },
+          }).header,
+        };
+        const res = await send(svc.host.port, r.method, path, headers, body).catch((err) => ({ status: -1, body: String(err) }));
+        if (res.status >= 500 || res.status < 0)
+          failures.push({ route: `${r.service}.${r.name}`, method: r.method, path, status: res.status, body: `${res.body} <- ${body.slice(0, 300)}` });
+      }
     }
     expect(failures).toEqual([]);
   }, 300_000);

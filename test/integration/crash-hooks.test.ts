@@ -15,7 +15,7 @@ const LEASE_S = 1;
 let a: TestService;
 let b: TestService;
 beforeAll(async () => {
-  a = await startTestService({}, { tuning: { triggerLeaseS: LEASE_S } });
+  a = await startTestService({}, { tuning: { triggerLeaseS: LEASE_S, hookLeaseS: LEASE_S } });
   b = await startSecondInstance(a);
   await a.auth().createRole('hook-id:crash/*', { description: 'crash hooks', scopes: ['queue:create-task:*', 'queue:scheduler-id:*'] });
 });

@@ -345,6 +345,20 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       expect(await a.download('t/0/file')).toBeUndefined();
     });
 
+    test('copyIfAbsent copies bytes and content type once; an existing target is kept; a missing source copies nothing', async () => {
+      const a = storage.artifacts;
+      expect(await a.copyIfAbsent('o.up/x/never', 'o/never')).toBeUndefined();
+      await a.upload('o.up/x/u1', Buffer.from('hello'), 'text/plain');
+      expect(await a.copyIfAbsent('o.up/x/u1', 'o/copied')).toEqual({ size: 5, copied: true });
+      expect(await a.download('o/copied')).toEqual(expect.objectContaining({ body: Buffer.from('hello'), contentType: 'text/plain' }));
+      // The source changes afterwards: the target does not, and a second copy keeps it.
+      await a.upload('o.up/x/u1', Buffer.from('changed bytes'), 'text/plain');
+      expect(await a.copyIfAbsent('o.up/x/u1', 'o/copied')).toEqual({ size: 5, copied: false });
+      expect((await a.download('o/copied'))!.body.toString()).toBe('hello');
+      await a.upload('o.up/x/empty', Buffer.alloc(0), 'text/plain');
+      expect(await a.copyIfAbsent('o.up/x/empty', 'o/empty')).toEqual({ size: 0, copied: true });
+    });
+
     test('upload SAS writes one block and cannot read; read SAS reads and cannot write; expired SAS do nothing', async () => {
       const a = storage.artifacts;
       const soon = new Date(Date.now() + 600_000);

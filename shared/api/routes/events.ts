@@ -5,7 +5,7 @@
 import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound } from '../../errors';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
-import { parseDefinition, Subscription } from '../../events/subscriptions';
+import { definitionOf, parseDefinition, queueIdOf, Subscription } from '../../events/subscriptions';
 import { signedSubscriptionUrls } from '../../storage/subscription-queues';
 import { readTaskEvents } from '../../events/outbox';
 import { SAS_BACKDATE_MS, publicQueueEndpoint, sasProtocol } from '../../work/poll-urls';
@@ -68,7 +68,7 @@ function withUrls(req: ApiRequest, s: Subscription) {
   // Whole seconds, as the SAS `se` field carries it; never past the subscription itself.
   const expiresOn = new Date(Math.floor(Math.min(now + SUBSCRIPTION_URL_LIFETIME_MS, new Date(s.expires).getTime()) / 1000) * 1000);
   const endpoint = publicQueueEndpoint(svc);
-  const urls = signedSubscriptionUrls(svc.storage, s.subscriptionId, {
+  const urls = signedSubscriptionUrls(svc.storage, queueIdOf(s), {
     endpoint,
     startsOn: new Date(now - SAS_BACKDATE_MS),
     expiresOn,
@@ -103,7 +103,7 @@ export const eventRoutes: RouteDef[] = [
     handler: async (req) => {
       const svc = req.services;
       const def = parseDefinition(req.params.subscriptionId, req.body, svc.now());
-      return ok(withUrls(req, await svc.events.dispatcher.subscriptions.create(def)));
+      return ok(withUrls(req, await svc.events.dispatcher.subscriptions.create(def, (await req.caller()).clientId ?? '')));
     },
   },
   {
@@ -171,7 +171,7 @@ export const eventRoutes: RouteDef[] = [
     handler: async (req) => {
       const page = await req.services.events.dispatcher.subscriptions.page(pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       const token = encodeToken(page.continuation);
-      return ok({ subscriptions: page.items, ...(token ? { continuationToken: token } : {}) });
+      return ok({ subscriptions: page.items.map(definitionOf), ...(token ? { continuationToken: token } : {}) });
     },
   },
 ];

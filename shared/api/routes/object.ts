@@ -9,12 +9,23 @@ import { createUpload, finishUpload, objectMetadata, simpleUrl, startDownload } 
 
 const projectId = { type: 'string', minLength: 1, maxLength: 500, pattern: '^([a-zA-Z0-9._/-]*)$' };
 const uploadId = { type: 'string', pattern: SLUGID };
-/** Unknown algorithms are allowed (a newer client may send them) and kept, as Taskcluster does. */
+/**
+ * Unknown algorithms are allowed (a newer client may send them) and kept, as Taskcluster does,
+ * within bounds that keep the stored hashes far below Azure's 64 KiB per property.
+ */
+const MAX_HASHES = 16;
+const MAX_HASH_CHARS = 512;
 const hashes = {
   type: 'object',
+  maxProperties: MAX_HASHES,
+  propertyNames: { pattern: '^[a-z0-9-]{1,32}$' },
   properties: { sha256: { type: 'string', pattern: '^[a-z0-9]{64}$' }, sha512: { type: 'string', pattern: '^[a-z0-9]{128}$' } },
-  additionalProperties: { type: 'string' },
+  additionalProperties: { type: 'string', maxLength: MAX_HASH_CHARS },
 };
+/** A Content-Type header value: printable ASCII (as HTTP headers and Azure take it), of a sane length. */
+const contentType = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' };
+/** Azure's largest single Put Blob (5000 MiB). */
+const MAX_PUT_BLOB_BYTES = 5000 * 1024 * 1024;
 
 registerSchema('create-upload-request', {
   type: 'object',
@@ -31,13 +42,13 @@ registerSchema('create-upload-request', {
         dataInline: {
           type: 'object',
           additionalProperties: false,
-          properties: { contentType: { type: 'string' }, objectData: { type: 'string', maxLength: 10926 } },
+          properties: { contentType, objectData: { type: 'string', maxLength: 10926 } },
           required: ['contentType', 'objectData'],
         },
         putUrl: {
           type: 'object',
           additionalProperties: false,
-          properties: { contentType: { type: 'string' }, contentLength: { type: 'integer', minimum: 0 } },
+          properties: { contentType, contentLength: { type: 'integer', minimum: 0, maximum: MAX_PUT_BLOB_BYTES } },
           required: ['contentType', 'contentLength'],
         },
       },
