@@ -308,6 +308,25 @@ export async function* rows<T extends Entity = Entity>(table: Table, query: Quer
   }
 }
 
+/**
+ * `rows` in batches of `size` (the last may be shorter), gathered across short and empty pages: for
+ * readers that act on a batch at a time (deletes by transaction, parallel work).
+ */
+export async function* rowBatches<T extends Entity = Entity>(
+  table: Table,
+  query: Query,
+  size: number,
+  opts: RowsOptions = {},
+): AsyncGenerator<(T & { etag: string })[]> {
+  let batch: (T & { etag: string })[] = [];
+  for await (const r of rows<T>(table, query, { pageSize: size, ...opts })) {
+    if (batch.push(r) < size) continue;
+    yield batch;
+    batch = [];
+  }
+  if (batch.length) yield batch;
+}
+
 /** `rows` gathered into an array (for reads bounded by `max` or known to be small). */
 export async function allRows<T extends Entity = Entity>(table: Table, query: Query, opts: RowsOptions = {}): Promise<(T & { etag: string })[]> {
   const out: (T & { etag: string })[] = [];
