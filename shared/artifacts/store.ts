@@ -1,7 +1,7 @@
 /**
  * Artifact rows: point reads, ETag-guarded writes and per-run pages.
  */
-import { Condition, CountedTable, Storage, StorageConflict } from '../storage/storage';
+import { Condition, CountedTable, MAX_TABLE_PAGE, Storage, StorageConflict, readPage, rowBatches } from '../storage/storage';
 import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
 
 export interface ArtifactPage {
@@ -57,7 +57,12 @@ export class ArtifactStore {
 
   /** One page of a run's artifacts, in row-key order; `where` narrows it further. */
   async page(taskId: string, runId: number, limit: number, continuation?: string, where: Condition[] = []): Promise<ArtifactPage> {
-    const page = await this.table.page({ partitionKey: runKey(taskId, runId), where }, limit, continuation);
+    const page = await readPage(this.table, { partitionKey: runKey(taskId, runId), where }, limit, continuation);
     return { items: page.items.map((e) => decodeArtifact(e)), continuation: page.continuation };
+  }
+
+  /** Every artifact of a run that `where` selects, `size` at a time, read to the end. */
+  async *batches(taskId: string, runId: number, where: Condition[], size = MAX_TABLE_PAGE): AsyncGenerator<ArtifactRecord[]> {
+    for await (const batch of rowBatches(this.table, { partitionKey: runKey(taskId, runId), where }, size)) yield batch.map((e) => decodeArtifact(e));
   }
 }

@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import * as slugid from 'slugid';
-import { Storage, StorageConflict } from '../storage/storage';
+import { Storage, StorageConflict, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { Role, expandScopes } from './roles';
 import { conflict, inputError, notFound } from '../errors';
@@ -204,7 +204,7 @@ export class ClientStore {
   }
 
   async listClients(prefix: string | undefined, limit: number, continuation?: string) {
-    const page = await this.storage.table('Clients').page({ rowKey: CLIENT_RK }, limit, continuation);
+    const page = await readPage(this.storage.table('Clients'), { rowKey: CLIENT_RK }, limit, continuation);
     let clients = page.items.map((r) => this.fromRow(r));
     if (prefix) clients = clients.filter((c) => c.clientId.startsWith(prefix));
     return { clients, continuation: page.continuation };
@@ -215,21 +215,16 @@ export class ClientStore {
   private async loadRoles(fresh = false): Promise<RoleRecord[]> {
     if (!fresh && this.rolesCache && Date.now() - this.rolesCache.at < AUTH_CACHE_MS) return this.rolesCache.full;
     const out: RoleRecord[] = [];
-    let continuation: string | undefined;
-    do {
-      const page = await this.storage.table('Roles').page({ rowKey: ROLE_RK }, 1000, continuation);
-      for (const r of page.items) {
-        out.push({
-          roleId: r.roleId as string,
-          description: (r.description as string) ?? '',
-          scopes: JSON.parse(r.scopes as string),
-          created: new Date(r.created as string),
-          lastModified: new Date(r.lastModified as string),
-          etag: r.etag,
-        });
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(this.storage.table('Roles'), { rowKey: ROLE_RK })) {
+      out.push({
+        roleId: r.roleId as string,
+        description: (r.description as string) ?? '',
+        scopes: JSON.parse(r.scopes as string),
+        created: new Date(r.created as string),
+        lastModified: new Date(r.lastModified as string),
+        etag: r.etag,
+      });
+    }
     out.sort((a, b) => (a.roleId < b.roleId ? -1 : a.roleId > b.roleId ? 1 : 0));
     this.rolesCache = { at: Date.now(), roles: out.map((r) => ({ roleId: r.roleId, scopes: r.scopes })), full: out };
     return out;

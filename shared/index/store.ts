@@ -5,7 +5,7 @@
  *   IndexTasks:      PartitionKey = `ns:<parent>`, RowKey = <name>  (the task indexed at `<parent>.<name>`)
  * Every query of the index lives in this file.
  */
-import { StorageConflict, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { StorageConflict, readPage, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface IndexedTask {
@@ -129,12 +129,12 @@ export class IndexStore {
   }
 
   async listNamespaces(parent: string, limit: number, continuation?: string): Promise<{ items: StoredNamespace[]; continuation?: string }> {
-    const page = await this.namespaces.page({ partitionKey: partitionOf(parent) }, limit, continuation);
+    const page = await readPage(this.namespaces, { partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(namespaceFrom), continuation: page.continuation };
   }
 
   async listTasks(parent: string, limit: number, continuation?: string): Promise<{ items: StoredTask[]; continuation?: string }> {
-    const page = await this.tasks.page({ partitionKey: partitionOf(parent) }, limit, continuation);
+    const page = await readPage(this.tasks, { partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(taskFrom), continuation: page.continuation };
   }
 }
