@@ -29,6 +29,7 @@ import {
   TableAction,
   TableName,
   TriggerQueue,
+  firstRow,
 } from './port';
 
 /** Where a partition lives: on the first account, or placed by a key's hash. */
@@ -131,7 +132,7 @@ export async function recordGenerations(first: Storage, ids: string[], now: Date
     const row = await table.get(ACCOUNTS_PK, ACCOUNTS_RK);
     try {
       if (!row) {
-        const hasData = (await first.table('Tasks').page({ select: ['PartitionKey'] }, 1)).items.length > 0;
+        const hasData = !!(await firstRow(first.table('Tasks'), { select: ['PartitionKey'] }));
         const g: Generations =
           hasData && ids.length > 1
             ? { counts: [1, ids.length], added: [new Date(0).toJSON(), now.toJSON()] }
