@@ -227,7 +227,6 @@ export interface QueuePollSas {
 /** Logical table names; each is prefixed per deployment. */
 export const TABLES = [
   'Tasks',
-  'TaskGroups',
   'TaskDeps',
   'TaskQueues',
   'Workers',
