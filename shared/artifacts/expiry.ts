@@ -12,7 +12,7 @@
  * rows carry `object` (the object name) and expire that one object.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict, allRows } from '../storage/storage';
+import { allRows, deleteIfMatch } from '../storage/storage';
 import type { Logger } from '../log';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, blobNameFor } from './blobs';
@@ -45,12 +45,7 @@ export interface ExpiryDeps {
 async function deleteRows(store: ArtifactStore, rows: ArtifactRecord[]): Promise<number> {
   let deleted = 0;
   await inBatches(rows, DELETE_CONCURRENCY, async (a) => {
-    try {
-      await store.table.delete(runKey(a.taskId, a.runId), artifactRowKey(a.name), a.etag);
-      deleted++;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    if ((await deleteIfMatch(store.table, runKey(a.taskId, a.runId), artifactRowKey(a.name), a.etag!)).ok) deleted++;
   });
   return deleted;
 }
@@ -93,12 +88,8 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
         if (typeof row.object === 'string') stats.artifacts += await expireObject(d.storage, row.object, nowIso);
         else stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
         stats.runs++;
-        try {
-          await table.delete(row.partitionKey, row.rowKey, row.etag);
-        } catch (err) {
-          // Rewritten meanwhile by a create with the same expiry: keep it for the next pass.
-          if (!(err instanceof StorageConflict)) throw err;
-        }
+        // Refused: rewritten meanwhile by a create with the same expiry; kept for the next pass.
+        await deleteIfMatch(table, row.partitionKey, row.rowKey, row.etag);
       } catch (err) {
         stats.failed++;
         d.log.error('artifact-expiry-failed', { run: row.run, error: String((err as Error)?.message ?? err) });

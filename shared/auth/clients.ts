@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import * as slugid from 'slugid';
-import { Storage, StorageConflict, readPage, rows } from '../storage/storage';
+import { Storage, insertIfAbsent, readPage, replaceIfMatch, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { Role, expandScopes } from './roles';
 import { conflict, inputError, notFound } from '../errors';
@@ -154,24 +154,19 @@ export class ClientStore {
     if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
     const now = this.now();
     const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
-    try {
-      await this.storage.table('Clients').insert(this.toRow(client));
-    } catch (err) {
-      if (err instanceof StorageConflict) {
-        const existing = await this.client(c.clientId, true);
-        if (
-          existing &&
-          existing.description === c.description &&
-          existing.expires.getTime() === c.expires.getTime() &&
-          JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
-          existing.deleteOnExpiration === c.deleteOnExpiration
-        ) {
-          // Idempotent create: same client, but the token is not revealed again.
-          throw conflict(`client ${c.clientId} already exists`);
-        }
-        throw conflict(`client ${c.clientId} already exists with different properties`);
+    if (!(await insertIfAbsent(this.storage.table('Clients'), this.toRow(client))).ok) {
+      const existing = await this.client(c.clientId, true);
+      if (
+        existing &&
+        existing.description === c.description &&
+        existing.expires.getTime() === c.expires.getTime() &&
+        JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
+        existing.deleteOnExpiration === c.deleteOnExpiration
+      ) {
+        // Idempotent create: same client, but the token is not revealed again.
+        throw conflict(`client ${c.clientId} already exists`);
       }
-      throw err;
+      throw conflict(`client ${c.clientId} already exists with different properties`);
     }
     this.clientCache.delete(c.clientId);
     return client;
@@ -186,14 +181,13 @@ export class ClientStore {
       if (!row) throw notFound(`client ${clientId} not found`);
       const next = fn(this.fromRow(row));
       next.lastModified = this.now();
-      try {
-        await table.update(this.toRow(next), row.etag);
+      const written = await replaceIfMatch(table, this.toRow(next), row.etag);
+      if (written.ok) {
         this.clientCache.delete(clientId);
         return next;
-      } catch (err) {
-        if (err instanceof StorageConflict && err.reason === 'etag' && attempt < 5) continue;
-        throw err;
       }
+      if (written.reason === 'missing') throw notFound(`client ${clientId} not found`);
+      if (attempt >= 5) throw conflict(`client ${clientId} is changing too fast; retry`);
     }
   }
 

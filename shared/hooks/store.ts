@@ -5,7 +5,7 @@
  *   HookFires: PartitionKey = <hookGroupId>~<hookId>, RowKey = <inverted fire time>~<taskId>,
  *              newest first; removed a year later through the expiry index.
  */
-import { StorageConflict, allRows, readPage, rows, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { allRows, insertIfAbsent, readPage, replaceIfMatch, rows, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface HookDefinition {
@@ -106,18 +106,16 @@ export class HookStore {
 
   /** False when the hook exists already. */
   async insert(h: HookRecord): Promise<boolean> {
-    try {
-      h.etag = await this.hooks.insert(entityOf(h));
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict && err.reason === 'exists') return false;
-      throw err;
-    }
+    const r = await insertIfAbsent(this.hooks, entityOf(h));
+    if (r.ok) h.etag = r.etag;
+    return r.ok;
   }
 
-  /** ETag-guarded replace; throws StorageConflict when the hook changed or went away. */
-  async replace(h: HookRecord): Promise<void> {
-    h.etag = await this.hooks.update(entityOf(h), h.etag!);
+  /** ETag-guarded replace; false when the hook changed or went away. */
+  async replace(h: HookRecord): Promise<boolean> {
+    const r = await replaceIfMatch(this.hooks, entityOf(h), h.etag!);
+    if (r.ok) h.etag = r.etag;
+    return r.ok;
   }
 
   async remove(hookGroupId: string, hookId: string): Promise<boolean> {

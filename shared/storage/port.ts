@@ -392,6 +392,11 @@ export function replaceIfMatch(table: Table, entity: Entity, etag: string): Prom
   return written(table.update(entity, etag));
 }
 
+/** A read-then-write: inserts the row if it was missing when read (`etag` undefined), else replaces it if unchanged since. */
+export function replaceIfUnchanged(table: Table, entity: Entity, etag: string | undefined): Promise<Written> {
+  return etag === undefined ? insertIfAbsent(table, entity) : replaceIfMatch(table, entity, etag);
+}
+
 /** Merges properties into the row if it still has `etag` ('*': if it exists). */
 export function mergeIfMatch(table: Table, entity: Entity, etag: string): Promise<Written> {
   return written(table.merge(entity, etag));

@@ -16,7 +16,7 @@
  * row until the first other member deletes it in its own join transaction, so a transaction that
  * requires that row fails once anyone joined. Any other group's emptiness is read (hasOpen).
  */
-import { Storage, StorageConflict, Table, TableAction, deleteRows, firstRow, readPage, rows } from '../storage/storage';
+import { Storage, Table, TableAction, deleteIfMatch, deleteRows, firstRow, mergeIfMatch, readPage, rows, transactIf } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -142,14 +142,9 @@ export class TaskGroups {
     let known = taskGroupId === taskId && !exists ? undefined : await this.metaAt(p, taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
-        try {
-          await p.table.transact(this.createActions(taskGroupId, taskId, schedulerId, expires, created));
-          return;
-        } catch (err) {
-          if (!(err instanceof StorageConflict)) throw err;
-          known = await this.metaAt(p, taskGroupId);
-          if (!known) continue;
-        }
+        if ((await transactIf(p.table, this.createActions(taskGroupId, taskId, schedulerId, expires, created))).ok) return;
+        known = await this.metaAt(p, taskGroupId);
+        if (!known) continue;
       }
       if (known.schedulerId !== schedulerId) {
         throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
@@ -157,32 +152,18 @@ export class TaskGroups {
       if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
       const members = this.memberActions(p, taskGroupId, taskId, expires, created);
       const key = p.key(groupRowKey(taskGroupId));
-      if (new Date(expires) > new Date(known.expires)) {
-        try {
-          await p.table.transact([
-            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key, expires, joined: true }, mode: 'Merge', etag: known!.etag },
-            ...leaveAlone(known!),
-            ...members,
-          ]);
-          return;
-        } catch (err) {
-          if (!(err instanceof StorageConflict)) throw err;
-          known = await this.metaAt(p, taskGroupId);
-          continue;
-        }
-      }
-      try {
-        // The first members after the creator mark the meta row `joined` (and take the alone row
-        // away); later ones find it so and leave the row alone, so a large group's members do not
-        // all write one row.
-        const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
-        await p.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members]);
-        return;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        known = await this.metaAt(p, taskGroupId); // the group expired meanwhile: create it again
-        continue;
-      }
+      // A later expiry raises the meta row's, guarded by its ETag. Else the first members after the
+      // creator mark the meta row `joined` (and take the alone row away); later ones find it so and
+      // leave the row alone, so a large group's members do not all write one row.
+      const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
+      const actions: TableAction[] =
+        new Date(expires) > new Date(known.expires)
+          ? [{ op: 'update', entity: { ...touch, expires }, mode: 'Merge', etag: known.etag }, ...leaveAlone(known), ...members]
+          : known.joined
+            ? members
+            : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members];
+      if ((await transactIf(p.table, actions)).ok) return;
+      known = await this.metaAt(p, taskGroupId); // changed, or expired meanwhile (then created again)
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
@@ -249,13 +230,8 @@ export class TaskGroups {
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       const meta = await this.meta(taskGroupId);
       if (!meta || meta.sealed) return meta;
-      const p = this.home;
-      try {
-        await p.table.merge({ partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)), sealed: now.toJSON() }, meta.etag);
-        return { ...meta, sealed: now.toJSON() };
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
+      const sealed = { partitionKey: taskGroupId, rowKey: this.home.key(groupRowKey(taskGroupId)), sealed: now.toJSON() };
+      if ((await mergeIfMatch(this.home.table, sealed, meta.etag)).ok) return { ...meta, sealed: now.toJSON() };
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
@@ -290,20 +266,13 @@ export class TaskGroups {
     const metaKey = p.key(groupRowKey(taskGroupId));
     const last = stored.splice(Math.max(0, stored.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
     await deleteRows(p.table, taskGroupId, stored);
-    try {
-      await p.table.transact([
-        ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-        { op: 'delete', partitionKey: taskGroupId, rowKey: metaKey, etag: metaEtag },
-      ]);
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      await deleteRows(p.table, taskGroupId, last);
-      try {
-        await p.table.delete(taskGroupId, metaKey, metaEtag);
-      } catch (e) {
-        if (!(e instanceof StorageConflict)) throw e;
-      }
-    }
+    const together = await transactIf(p.table, [
+      ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+      { op: 'delete', partitionKey: taskGroupId, rowKey: metaKey, etag: metaEtag },
+    ]);
+    if (together.ok) return;
+    await deleteRows(p.table, taskGroupId, last);
+    await deleteIfMatch(p.table, taskGroupId, metaKey, metaEtag);
   }
 
   /**
