@@ -356,6 +356,16 @@ export async function readPage<T extends Entity = Entity>(
   return page;
 }
 
+/** Every page of a paged reader (one that hands back a continuation, as the API lists do), to the end. */
+export async function* pagesOf<P extends { continuation?: string }>(read: (continuation?: string) => Promise<P>): AsyncGenerator<P> {
+  let continuation: string | undefined;
+  do {
+    const page = await read(continuation);
+    yield page;
+    continuation = page.continuation;
+  } while (continuation);
+}
+
 /** A write storage refused: the key was taken ('exists'), the row changed ('etag') or is gone ('missing'). */
 export interface Refused {
   ok: false;
@@ -366,6 +376,12 @@ export interface Refused {
 export type Outcome<T> = { ok: true; value: T } | Refused;
 /** The outcome of a conditional write of one row: its new ETag, or why storage refused it. */
 export type Written = { ok: true; etag: string } | Refused;
+
+/** Whether a row's write was done; its new ETag then goes to `record` (a domain object that keeps its row's ETag). */
+export function keptEtag(written: Written, record: { etag?: string }): boolean {
+  if (written.ok) record.etag = written.etag;
+  return written.ok;
+}
 
 /** Runs a conditional write; a StorageConflict becomes a refusal, any other failure still throws. */
 export async function unlessConflict<T>(write: Promise<T>): Promise<Outcome<T>> {
