@@ -207,6 +207,13 @@ export interface ArtifactContainer {
   upload(blobName: string, body: Buffer, contentType: string): Promise<void>;
   /** A create/write URL for one PUT of the whole blob (`x-ms-blob-type: BlockBlob`; no storage call). */
   putUrl(blobName: string, expiresOn: Date): string;
+  /**
+   * A URL to create an append blob (a PUT with `x-ms-blob-type: AppendBlob`) and append to it
+   * (PUT `?comp=appendblock`), and nothing else (no storage call).
+   */
+  appendUrl(blobName: string, expiresOn: Date): string;
+  /** `artifacts.readRange`: up to `count` bytes from `offset` and the blob's size; undefined if missing, no bytes at or past its end. */
+  readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined>;
 }
 
 /**
@@ -241,6 +248,8 @@ export const TABLES = [
   'IndexNamespaces',
   'Hooks',
   'HookFires',
+  // Per-minute tallies for the dashboard's charts (shared/ops/rollups.ts).
+  'Rollups',
   // Which data accounts a deployment has had, in order (shared/storage/accounts.ts).
   'Accounts',
 ] as const;
