@@ -4,7 +4,7 @@
  * each instance caches the list briefly, so dispatching an event costs no read.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict } from '../storage/storage';
+import { StorageConflict, allRows, deleteIfMatch, readPage, replaceIfUnchanged, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
@@ -163,17 +163,15 @@ export class Subscriptions {
     // One expiry row per queue generation: a queue whose create crashed before its row is removed too.
     await this.expiry.record(EXPIRY_KIND, queueIdOf(def), def.expires);
     const row = { partitionKey: PK, rowKey: encodeKey(def.subscriptionId), ...def, bindings: JSON.stringify(def.bindings) };
-    try {
-      // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
-      if (raw) await this.table.update(row, raw.etag);
-      else await this.table.insert(row);
-    } catch (err) {
+    // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
+    const written = await replaceIfUnchanged(this.table, row, raw?.etag);
+    if (!written.ok) {
       // A concurrent create of the same id won: same definition is fine, another is a conflict.
-      if (err instanceof StorageConflict && attempt === 0) {
+      if (attempt === 0) {
         await deleteSubscriptionQueue(this.storage, queueIdOf(def));
         return this.create(input, clientId, 1);
       }
-      throw err;
+      throw conflict(`subscription ${def.subscriptionId} is being created concurrently; retry`);
     }
     this.cache = undefined;
     return def;
@@ -206,21 +204,15 @@ export class Subscriptions {
   }
 
   async page(limit: number, continuation?: string): Promise<{ items: Subscription[]; continuation?: string }> {
-    const page = await this.table.page({ partitionKey: PK }, limit, continuation);
+    const page = await readPage(this.table, { partitionKey: PK }, limit, continuation);
     const now = this.now();
     return { items: page.items.map(decode).filter((s) => new Date(s.expires) > now), continuation: page.continuation };
   }
 
   /** Every active subscription, uncached. */
   async list(): Promise<Subscription[]> {
-    const out: Subscription[] = [];
-    let continuation: string | undefined;
-    do {
-      const p = await this.page(1000, continuation);
-      out.push(...p.items);
-      continuation = p.continuation;
-    } while (continuation);
-    return out;
+    const now = this.now();
+    return (await allRows(this.table, { partitionKey: PK })).map(decode).filter((s) => new Date(s.expires) > now);
   }
 
   /**
@@ -231,15 +223,10 @@ export class Subscriptions {
     const at = Date.now();
     const list: Subscription[] = [];
     const hooks: HookBindings[] = [];
-    let continuation: string | undefined;
-    do {
-      const page = await this.table.page({ partitionKey: { ge: '' } }, 1000, continuation);
-      for (const r of page.items) {
-        if (r.partitionKey === PK) list.push(decode(r));
-        else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(this.table, { partitionKey: { ge: '' } })) {
+      if (r.partitionKey === PK) list.push(decode(r));
+      else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
+    }
     this.cache = { at, list, hooks };
     return list;
   }
@@ -299,13 +286,8 @@ export class Subscriptions {
       const cur = r ? decodeHookBindings(r).bindings : [];
       if (isDeepStrictEqual(unionBindings([], want), cur) && (r || !want.length)) return;
       if (!want.length) {
-        try {
-          await this.table.delete(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag);
-          break;
-        } catch (err) {
-          if (err instanceof StorageConflict) continue;
-          throw err;
-        }
+        if ((await deleteIfMatch(this.table, HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag)).ok) break;
+        continue;
       }
       if (await this.writeHookBindings(hookGroupId, hookId, unionBindings([], want), r?.etag)) break;
     }
@@ -315,14 +297,7 @@ export class Subscriptions {
   /** False when another writer got there first (re-read and try again). */
   private async writeHookBindings(hookGroupId: string, hookId: string, bindings: Binding[], etag: string | undefined): Promise<boolean> {
     const row = { partitionKey: HOOK_BINDINGS_PK, rowKey: hookBindingsKey(hookGroupId, hookId), hookGroupId, hookId, bindings: JSON.stringify(bindings) };
-    try {
-      if (etag) await this.table.update(row, etag);
-      else await this.table.insert(row);
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict) return false;
-      throw err;
-    }
+    return (await replaceIfUnchanged(this.table, row, etag)).ok;
   }
 }
 

@@ -13,7 +13,6 @@ import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
-import { StorageConflict } from '../storage/storage';
 import { BudgetExceeded, SandboxJob, SandboxResult, overBudget, sandbox } from '../sandbox/sandbox';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
@@ -183,12 +182,7 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
     if (!cur) throw notFound(`hook ${hookGroupId}/${hookId} not found`);
     const next = fn(cur);
     if (!next) return cur;
-    try {
-      await store.replace(next);
-      return next;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    if (await store.replace(next)) return next;
   }
 }
 

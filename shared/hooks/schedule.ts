@@ -10,7 +10,6 @@
  */
 import * as slugid from 'slugid';
 import { ApiError } from '../errors';
-import { StorageConflict } from '../storage/storage';
 import { CREATED_DRIFT_MS } from '../tasks/create';
 import { FireRecord, HookRecord, HookStore, PendingFire } from './store';
 import { HookDeps, fireHook, lastFireOf, nextDate, recordFire } from './hooks';
@@ -67,12 +66,7 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
     claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil };
   }
   const claimed: HookRecord = { ...h, pendingFire: claim };
-  try {
-    await store.replace(claimed);
-  } catch (err) {
-    if (err instanceof StorageConflict) return; // someone else claimed or changed it: theirs to fire
-    throw err;
-  }
+  if (!(await store.replace(claimed))) return; // someone else claimed or changed it: theirs to fire
 
   const renewal = renewLease(d, store, claimed);
   try {
@@ -96,12 +90,13 @@ export function renewLease(d: HookDeps, store: HookStore, claimed: HookRecord): 
       const leaseUntil = new Date(d.now().getTime() + d.tuning.hookLeaseS * 1000).toJSON();
       const before = claimed.pendingFire;
       claimed.pendingFire = { ...before, leaseUntil };
+      const giveUp = () => {
+        claimed.pendingFire = before;
+        stopped = true;
+      };
       inFlight = store
         .replace(claimed)
-        .catch(() => {
-          claimed.pendingFire = before;
-          stopped = true;
-        })
+        .then((ok) => (ok ? undefined : giveUp()), giveUp)
         .finally(() => (inFlight = undefined));
     },
     (d.tuning.hookLeaseS * 1000) / RENEWALS_PER_LEASE,
@@ -167,12 +162,7 @@ async function fireClaimed(d: HookDeps, h: HookRecord, claimed: HookRecord, clai
       ...(created || error ? { lastFire: lastFireOf({ taskId: claim.taskId, time: claim.time, error }) } : {}),
       ...(created ? { lastTaskId: claim.taskId } : {}),
     };
-    try {
-      await store.replace(next);
-      return;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      cur = await store.get(hookGroupId, hookId); // updated meanwhile (e.g. updateHook): advance what is there
-    }
+    if (await store.replace(next)) return;
+    cur = await store.get(hookGroupId, hookId); // updated meanwhile (e.g. updateHook): advance what is there
   }
 }

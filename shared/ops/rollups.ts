@@ -17,7 +17,7 @@
  * current exact counts (shared/ops/indexes.ts) minus the later minutes' net changes.
  */
 import crypto from 'node:crypto';
-import { Entity, Storage, deleteRows } from '../storage/storage';
+import { Entity, Storage, deleteRows, rowBatches, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
 
@@ -228,17 +228,13 @@ export class Rollups {
     this.pruned.set(pk, nowMs);
     const table = this.storage.table('Rollups');
     try {
-      let continuation: string | undefined;
-      do {
-        const page = await table.page({ partitionKey: pk, rowKey: { lt: minuteKey(nowMs - ROLLUP_KEEP_MS) }, select: ['RowKey'] }, PAGE, continuation);
-        if (page.items.length)
-          await deleteRows(
-            table,
-            pk,
-            page.items.map((r) => r.rowKey),
-          );
-        continuation = page.continuation;
-      } while (continuation);
+      const old = { partitionKey: pk, rowKey: { lt: minuteKey(nowMs - ROLLUP_KEEP_MS) }, select: ['RowKey'] };
+      for await (const batch of rowBatches(table, old, PAGE))
+        await deleteRows(
+          table,
+          pk,
+          batch.map((r) => r.rowKey),
+        );
     } catch (err) {
       this.warn('rollup-prune-failed', { partition: pk, error: String((err as Error)?.message ?? err) });
     }
@@ -285,17 +281,12 @@ export async function readChart(
 ): Promise<ChartMinute[]> {
   const table = storage.table('Rollups');
   const byMinute = new Map<string, MinuteTally>();
-  let continuation: string | undefined;
-  do {
-    const page = await table.page({ partitionKey: rollupPk(taskQueueId), rowKey: { ge: minuteKey(since.getTime()) } }, PAGE, continuation);
-    for (const e of page.items) {
-      const minute = e.rowKey.split('~')[0];
-      let into = byMinute.get(minute);
-      if (!into) byMinute.set(minute, (into = emptyTally()));
-      add(into, fromEntity(e));
-    }
-    continuation = page.continuation;
-  } while (continuation);
+  for await (const e of rows(table, { partitionKey: rollupPk(taskQueueId), rowKey: { ge: minuteKey(since.getTime()) } }, { pageSize: PAGE })) {
+    const minute = e.rowKey.split('~')[0];
+    let into = byMinute.get(minute);
+    if (!into) byMinute.set(minute, (into = emptyTally()));
+    add(into, fromEntity(e));
+  }
 
   const out: ChartMinute[] = [];
   const first = Date.parse(minuteKey(since.getTime()));
