@@ -14,8 +14,9 @@ function setup(failOn = Infinity) {
   const writes: string[] = [];
   const store = {
     replace: async (h: HookRecord) => {
-      if (writes.length + 1 >= failOn) throw new Error('conflict');
+      if (writes.length + 1 >= failOn) return false; // the hook changed: its ETag no longer matches
       writes.push(h.pendingFire!.leaseUntil);
+      return true;
     },
   } as unknown as HookStore;
   const d = { now: () => new Date(now), tuning: { hookLeaseS: LEASE_S } } as unknown as HookDeps;
