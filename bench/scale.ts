@@ -4,7 +4,8 @@
  * with one data account and with several (shared/storage/accounts.ts decides where each lands).
  */
 import { tableHome, queueHome } from '../shared/storage/accounts';
-import { TRIGGER_QUEUES, type TableName } from '../shared/storage/port';
+import { TRIGGER_QUEUES, TRIGGER_SHARDS, type TableName } from '../shared/storage/port';
+import { triggerShardNames } from '../shared/storage/trigger-shards';
 import { round } from './stats';
 import type { Row } from './report';
 
@@ -30,8 +31,12 @@ export interface Hotspot {
 
 export interface ScaleModel {
   lifecycles: number;
+  /** The storage prefix (names the trigger queues). */
+  prefix: string;
   accounts: number;
   pendingShards: number;
+  /** Each trigger queue's messages per lifecycle: in all its shards, and in the busiest. */
+  triggers: { queue: string; perLifecycle: number; busiestPerLifecycle: number }[];
   txPerLifecycle: number;
   /** Transactions per lifecycle that always land on the first account (global tables, untracked calls). */
   globalTxPerLifecycle: number;
@@ -54,7 +59,8 @@ export function scaleModel(input: {
   pendingShards?: number;
 }): ScaleModel {
   const n = Math.max(1, input.lifecycles);
-  const triggers = new Set<string>(TRIGGER_QUEUES.map((q) => `${input.prefix}-${q}`));
+  const shardOf = new Map<string, string>(TRIGGER_QUEUES.flatMap((q) => triggerShardNames(input.prefix, q).map((name) => [name, q] as const)));
+  const triggers = new Map<string, { perLifecycle: number; busiestPerLifecycle: number }>();
   let spreadTx = 0;
   const hotspots: Hotspot[] = [];
   for (const [key, t] of input.partitions) {
@@ -62,7 +68,12 @@ export function scaleModel(input: {
     const pk = rest.join(' ');
     const isQueue = kind === 'queue';
     const home = isQueue ? queueHome(name) : tableHome(stripPrefix(name, input.prefix) as TableName, pk);
-    const spread = (isQueue && triggers.has(name)) || home.kind === 'task';
+    const trigger = isQueue ? shardOf.get(name) : undefined;
+    if (trigger) {
+      const t0 = triggers.get(trigger) ?? { perLifecycle: 0, busiestPerLifecycle: 0 };
+      triggers.set(trigger, { perLifecycle: t0.perLifecycle + t.calls / n, busiestPerLifecycle: Math.max(t0.busiestPerLifecycle, t.calls / n) });
+    }
+    const spread = !!trigger || home.kind === 'task';
     if (spread || home.kind === 'queue') spreadTx += t.calls;
     const perLifecycle = (isQueue ? t.calls : t.entities) / n;
     // A task's or group's own partition only sees that task's calls, whatever the throughput.
@@ -99,8 +110,10 @@ export function scaleModel(input: {
   };
   return {
     lifecycles: input.lifecycles,
+    prefix: input.prefix,
     accounts: input.accounts,
     pendingShards: input.pendingShards ?? 1,
+    triggers: [...triggers].map(([queue, t]) => ({ queue, perLifecycle: round(t.perLifecycle), busiestPerLifecycle: round(t.busiestPerLifecycle) })),
     txPerLifecycle: round(txPerLifecycle),
     globalTxPerLifecycle: round(globalTxPerLifecycle),
     hotspots,
@@ -125,6 +138,17 @@ function pendingRows(m: ScaleModel): Row[] {
       target: `1 shard: ${Math.floor(AZURE_LIMITS.queueMessagesPerS / total)}`,
     },
   ];
+}
+
+/** The trigger queues (spread over TRIGGER_SHARDS storage queues each): how far the busiest shard carries one account. */
+function triggerRows(m: ScaleModel): Row[] {
+  return m.triggers
+    .filter((t) => t.perLifecycle >= SHARED_MIN_PER_LIFECYCLE)
+    .map((t) => ({
+      metric: `trigger queue ${t.queue}, ${TRIGGER_SHARDS} shard(s): busiest (${t.busiestPerLifecycle} of ${t.perLifecycle} msg/lifecycle), 1 account`,
+      value: `${Math.floor(AZURE_LIMITS.queueMessagesPerS / t.busiestPerLifecycle)} lifecycles/s`,
+      target: `1 queue: ${Math.floor(AZURE_LIMITS.queueMessagesPerS / t.perLifecycle)}`,
+    }));
 }
 
 /** A task queue's operator index partition: `Indexes q~<id>` (bucket 0) or `Indexes q~<id>~<b>`. */
@@ -166,6 +190,7 @@ export function scaleRows(m: ScaleModel, measuredPerSecond: number): { model: Ro
       return [{ metric: `first ${h.kind}, ${label}: ${h.where}`, value: `${h.limitOne} / ${h.limitMany} lifecycles/s`, target: `1 / ${m.accounts} accounts` }];
     }),
     ...pendingRows(m),
+    ...triggerRows(m),
     ...indexRows(m),
     { metric: 'first limit reached, 1 account', value: `${m.first.one.perSecond} lifecycles/s`, target: m.first.one.what },
     { metric: `first limit reached, ${many}`, value: `${m.first.many.perSecond} lifecycles/s`, target: m.first.many.what },

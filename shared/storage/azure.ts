@@ -17,6 +17,7 @@ import {
 } from '@azure/storage-blob';
 import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob';
 import { Meter, StorageMeter } from './counter';
+import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -623,8 +624,14 @@ export class AzureStorage implements Storage {
     return q;
   }
 
+  private readonly triggers = new Map<TriggerQueue, Queue>();
   trigger(name: TriggerQueue): Queue {
-    return this.queueNamed(`${this.prefix}-${name}`, name);
+    let q = this.triggers.get(name);
+    if (!q) {
+      q = new ShardedTriggerQueue(triggerShardNames(this.prefix, name).map((full) => this.queueNamed(full, name)));
+      this.triggers.set(name, q);
+    }
+    return q;
   }
 
   queueEndpointOf(): string {

@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 import { XMLBuilder } from 'fast-xml-parser';
 import { Meter, StorageMeter } from './counter';
+import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -671,8 +672,14 @@ export class MemoryStorage implements Storage {
     return this.memoryQueue(fullName, label);
   }
 
+  private readonly triggers = new Map<TriggerQueue, Queue>();
   trigger(name: TriggerQueue): Queue {
-    return this.queueNamed(`${this.prefix}-${name}`, name);
+    let q = this.triggers.get(name);
+    if (!q) {
+      q = new ShardedTriggerQueue(triggerShardNames(this.prefix, name).map((full) => this.queueNamed(full, name)));
+      this.triggers.set(name, q);
+    }
+    return q;
   }
 
   queueEndpointOf(): string {

@@ -3,6 +3,8 @@
  * reaches its Azure limit first, with one account and with several.
  */
 import { scaleModel, scaleRows } from '../../bench/scale';
+import { TRIGGER_SHARDS } from '../../shared/storage/port';
+import { triggerShardNames, triggerShardOf } from '../../shared/storage/trigger-shards';
 
 test('per-task partitions are ignored; trigger queues and task data spread over accounts; global tables stay on the first', () => {
   const partitions = new Map<string, { calls: number; entities: number }>();
@@ -21,11 +23,43 @@ test('per-task partitions are ignored; trigger queues and task data spread over 
     ['p-claim', 'spread', 1000, 4000],
     ['Expiry 2026-11-23', 'deployment', 2000, 2000],
   ]);
-  // One account: the claim trigger queue first (2 messages per lifecycle); four: the shared Expiry partition.
+  // One account: a trigger queue in one storage queue is first (2 messages per lifecycle); four: the shared Expiry partition.
   expect(m.first.one).toMatchObject({ perSecond: 1000 });
   expect(m.first.one.what).toMatch(/p-claim/);
   expect(m.first.many).toMatchObject({ perSecond: 2000 });
   expect(m.first.many.what).toMatch(/Expiry/);
+});
+
+/**
+ * The bench's measured mix (12.2 tx per lifecycle, 2.26 claim-trigger messages per lifecycle, as
+ * measured before trigger queues were sharded), with the trigger messages spread over shards as the
+ * trigger queue places them, and every other call in per-task partitions: the limit is the account's own.
+ */
+function measuredMix(accounts: number) {
+  const lifecycles = 1000;
+  const partitions = new Map<string, { calls: number; entities: number }>();
+  const names = triggerShardNames('p', 'claim');
+  const perShard = new Array<number>(names.length).fill(0);
+  for (let i = 0; i < 2260; i++) perShard[triggerShardOf({ taskId: `task${i % lifecycles}`, runId: i })]++;
+  names.forEach((n, i) => partitions.set(`queue ${n}`, { calls: perShard[i], entities: perShard[i] }));
+  for (let i = 0; i < lifecycles; i++) partitions.set(`table Tasks task${i}`, { calls: 9.94, entities: 9.94 });
+  return scaleModel({ lifecycles, totalTx: 12_200, partitions, taskQueueMarks: [], prefix: 'p', accounts });
+}
+
+test('trigger queues spread over TRIGGER_SHARDS queues: the first limit of one account is the account itself, and N accounts scale linearly', () => {
+  expect(TRIGGER_SHARDS).toBeGreaterThan(1);
+  const one = measuredMix(1);
+  // Every claim-trigger shard listed carries the account's own limit (20,000 / 12.2 = 1,639 lifecycles/s) and more.
+  const shards = one.hotspots.filter((h) => h.where.startsWith('p-claim'));
+  expect(shards.length).toBeGreaterThan(0);
+  for (const h of shards) expect(h.limitOne).toBeGreaterThan(1639);
+  expect(one.first.one).toEqual({ what: 'account (12.2 tx/lifecycle on the busiest)', perSecond: 1639 });
+  // One storage queue would have stopped at 2,000 / 2.26 = 884.
+  const row = scaleRows(one, 100).model.find((r) => r.metric.startsWith('trigger queue claim'))!;
+  expect(row.target).toBe('1 queue: 884');
+  expect(Number(row.value.split(' ')[0])).toBeGreaterThan(1639);
+  // Every call follows its task to an account: N accounts carry N times as much.
+  for (const n of [2, 4, 8]) expect(measuredMix(n).first.many.perSecond).toBe(Math.floor((20_000 * n) / 12.2));
 });
 
 test('a task queue spread over pending shards: each shard is its own queue, and the report shows how far the busiest carries', () => {
