@@ -9,12 +9,14 @@ import { claim, reapUntil, runSummary, sleep, status, uniqueQueue, waitUntil, W1
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
 import { sdkQueue } from '../helpers/storage-sdk';
+import { triggerShardNames } from '../../shared/storage/trigger-shards';
 
-/** Waits until a trigger message is visible (peeking leases nothing and is not counted on A). */
+/** Waits until a trigger message is visible in any shard (peeking leases nothing and is not counted on A). */
 async function triggerVisible(queue: 'claim' | 'deadline', timeoutMs = 5000): Promise<void> {
-  const client = sdkQueue(b.services, b.services.storage.trigger(queue).name);
+  const clients = triggerShardNames(b.services.storage.prefix, queue).map((name) => sdkQueue(b.services, name));
+  const visible = async () => (await Promise.all(clients.map((c) => c.peekMessages({ numberOfMessages: 1 })))).some((p) => p.peekedMessageItems.length > 0);
   const end = Date.now() + timeoutMs;
-  while ((await client.peekMessages({ numberOfMessages: 1 })).peekedMessageItems.length === 0) {
+  while (!(await visible())) {
     if (Date.now() > end) throw new Error(`no ${queue} trigger became visible`);
     await sleep(50);
   }

@@ -12,6 +12,7 @@ import { RECENT_TASKS_WRITE_MS } from '../../shared/ops/workers';
 import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import { EXPIRY_BUCKETS } from '../../shared/tasks/expiry';
 import { INDEX_LINGER_MS } from '../../shared/ops/indexes';
+import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';
 
 let svc: TestService;
 /** Another instance on the same storage: the test's own probes go through it, off svc's meter. */
@@ -42,10 +43,10 @@ afterAll(async () => {
 });
 
 /**
- * Four trigger polls (the fourth: event sweeps), the index and hooks consumers' queue, the task and
- * artifact expiry indexes, the due hooks, the health stamp.
+ * Four trigger polls (the fourth: event sweeps), each one per shard, the index and hooks consumers'
+ * queue, the task and artifact expiry indexes, the due hooks, the health stamp.
  */
-const IDLE_PASS_CALLS = 9;
+const IDLE_PASS_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 5;
 
 /**
  * Calls that run one after another: the longest chain of calls each starting after the previous
@@ -142,12 +143,12 @@ function core(c: Counts): Counts {
   );
 }
 /**
- * Core calls of an idle reaper pass: four trigger polls, the consumers' queue poll, the task expiry
+ * Core calls of an idle reaper pass: four trigger polls (one per shard), the consumers' queue poll, the task expiry
  * index query and the due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event
  * deliveries) and the consumers' poll (`subscription.get`, index and hook bindings) are the only
  * per-pass costs of events; none of these grows with lifecycles.
  */
-const IDLE_PASS_CORE_CALLS = 7;
+const IDLE_PASS_CORE_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 3;
 
 test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();
