@@ -11,11 +11,22 @@ import { dropPrefix, startAzurite } from '../shared/local/azurite';
 import { Deployment, newDeployment, peakRssOf, RssSampler, startInstance, Instance } from './harness';
 import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pickupLatency } from './phases';
 import { rawCeiling, RAW_SEQUENCE } from './raw';
-import { addDeltas, perUnit, round } from './stats';
+import { addDeltas, cpuWindow, perUnit, round } from './stats';
+import { costPerMillionLifecycles, costRows, idleRows, idleWorkerMonth } from './cost';
+import { PRICES_AS_OF, PRICES_REGION, PRICES_SOURCE } from './prices';
 import { mb, table, verdict, Row } from './report';
 import { accumulation } from './preload';
 import { busiestRates, scaleModel, scaleRows } from './scale';
 import { encodeKey } from '../shared/storage/keys';
+
+/** HTTP requests of the bench's lifecycle (createTask, claimWork, reportCompleted): one Flex execution each. */
+const REQUESTS_PER_LIFECYCLE = 3;
+/** (e)'s claimWork long poll, seconds: each empty poll is one Flex execution. */
+const IDLE_POLL_S = 4;
+/** The reference worker's poll-URL pass: one GET per queue, then a 1 s pause (worker/protocols/poll-task-urls.ts). */
+const POLL_URL_PASS_S = 1;
+/** Idle fleets the cost table prices. */
+const IDLE_FLEETS = [1, 100];
 
 /** The scale model's "several accounts" case (BENCH_MODEL_ACCOUNTS overrides). */
 const MODEL_ACCOUNTS = Number(process.env.BENCH_MODEL_ACCOUNTS) || 4;
@@ -167,8 +178,10 @@ async function main(): Promise<void> {
       );
       const loop = await step('b', `closed-loop lifecycles, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, async () => {
         A.services.storage.meter.trackPartitions();
+        // The service runs in this process beside the load generator: process.cpuUsage counts both.
+        const cpu = cpuWindow(azurite.pid);
         const r = await closedLoop(A, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
-        return { ...r, busiest: busiestRates(A.services.storage.meter.partitions!, r.seconds, BUSIEST_TOP) };
+        return { ...r, cpu: cpu.stop(), busiest: busiestRates(A.services.storage.meter.partitions!, r.seconds, BUSIEST_TOP) };
       });
       // Item 6's second instance: tasks created on B, claimed and reported on A.
       const crossLoop = await step(
@@ -192,7 +205,11 @@ async function main(): Promise<void> {
     const { pickup, crossPickup, loop, crossLoop, backlog } = abc ?? {};
 
     const raw = await step('f', `raw Azurite ceiling, concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`, () =>
-      rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs }),
+      (async () => {
+        const cpu = cpuWindow(azurite.pid);
+        const r = await rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs });
+        return { ...r, cpu: cpu.stop() };
+      })(),
     );
 
     const d = selected.has('d')
@@ -225,7 +242,7 @@ async function main(): Promise<void> {
     const scale = d?.scale;
 
     const idle = selected.has('e')
-      ? await withDeployment('e', ['E'], { QUEUE_CLAIM_WORK_POLL_S: '4', QUEUE_PENDING_SHARDS: PENDING_SHARDS }, ([E]) =>
+      ? await withDeployment('e', ['E'], { QUEUE_CLAIM_WORK_POLL_S: String(IDLE_POLL_S), QUEUE_PENDING_SHARDS: PENDING_SHARDS }, ([E]) =>
           step('e', `idle polling: ${SIZES.idleWorkers.join(' then ')} workers in claimWork`, () =>
             idlePolling(E, 'bench/idle', SIZES.idleWorkers, { warmupMs: SIZES.idleWarmupMs, windowMs: SIZES.idleWindowMs }),
           ),
@@ -289,6 +306,26 @@ async function main(): Promise<void> {
     const idleN = idle?.results[idle.results.length - 1];
     const idleRatio = idle1 && idleN && idle1.transactionsPerSecond > 0 ? idleN.transactionsPerSecond / idle1.transactionsPerSecond : NaN;
     const loopFgPer = loop && perUnit(loop.storage, Math.max(1, loop.completed));
+    const cpuPer = loop && {
+      self: round(loop.cpu.selfMs / Math.max(1, loop.completed)),
+      azurite: loop.cpu.childMs === undefined ? undefined : round(loop.cpu.childMs / Math.max(1, loop.completed)),
+    };
+    const lifecycleDollars =
+      cost &&
+      cpuPer &&
+      costPerMillionLifecycles({ opsPerLifecycle: totalPer!.byOp, cpuMsPerLifecycle: cpuPer.self, requestsPerLifecycle: REQUESTS_PER_LIFECYCLE });
+    // What one more waiting worker adds, by op: (e)'s last count minus its first, per added worker.
+    const idleAdded =
+      idle1 && idleN && idleN.workers > idle1.workers
+        ? Object.fromEntries(
+            [...new Set([...Object.keys(idleN.byOp), ...Object.keys(idle1.byOp)])].map((op) => [
+              op,
+              Math.max(0, ((idleN.byOp[op] ?? 0) - (idle1.byOp[op] ?? 0)) / (idleN.workers - idle1.workers)),
+            ]),
+          )
+        : undefined;
+    const idleClaimWork = idleAdded && idleWorkerMonth({ mode: 'claimWork', opsPerWorkerS: idleAdded, pollS: IDLE_POLL_S });
+    const idlePollUrls = idleWorkerMonth({ mode: 'pollUrls', queues: 1, passS: POLL_URL_PASS_S });
 
     const rows: Row[] = [
       ...(pickup
@@ -325,6 +362,8 @@ async function main(): Promise<void> {
             },
             { metric: '(b) lifecycles completed', value: `${loop.completed} in ${loop.seconds} s` },
             { metric: '(b) storage tx per lifecycle (foreground)', value: String(loopFgPer!.total) },
+            { metric: '(b) CPU ms per lifecycle, bench process (service in-process + load generator)', value: String(cpuPer!.self) },
+            ...(cpuPer!.azurite === undefined ? [] : [{ metric: '(b) CPU ms per lifecycle, Azurite', value: String(cpuPer!.azurite) }]),
           ]
         : []),
       ...(crossLoop
@@ -339,6 +378,10 @@ async function main(): Promise<void> {
         ? [
             { metric: `(f) raw lifecycles/s, concurrency ${raw.concurrency}`, value: String(raw.perSecond) },
             { metric: '(f) raw storage tx/s', value: String(raw.transactionsPerSecond) },
+            {
+              metric: '(f) CPU ms per raw lifecycle: bench process (storage SDK calls alone) / Azurite',
+              value: `${round(raw.cpu.selfMs / Math.max(1, raw.lifecycles))} / ${raw.cpu.childMs === undefined ? '?' : round(raw.cpu.childMs / Math.max(1, raw.lifecycles))}`,
+            },
             { metric: '(f) raw calls retried after a storage timeout / lifecycles abandoned', value: `${raw.timeoutRetries} / ${raw.abandoned}` },
           ]
         : []),
@@ -455,6 +498,20 @@ async function main(): Promise<void> {
       console.log(table(`(i) scale model from (d): lifecycles/s (1 / ${MODEL_ACCOUNTS} accounts) at which Azure's limits are reached`, scaleTables.model));
       console.log(table(`(i) shared partitions and queues from (d), per lifecycle and at (b)'s ${loop?.perSecond ?? '?'} lifecycles/s`, scaleTables.rates));
     }
+    if (lifecycleDollars) {
+      console.log(
+        table(
+          `(j) Azure cost per million lifecycles, from (d)'s storage mix and (b)'s CPU, ${REQUESTS_PER_LIFECYCLE} requests each; prices ${PRICES_REGION}, as of ${PRICES_AS_OF} (${PRICES_SOURCE})`,
+          costRows(lifecycleDollars),
+        ),
+      );
+    }
+    console.log(
+      table(
+        `(j) idle workers per month (claimWork: (e)'s added tx/s per waiting worker, ${IDLE_POLL_S} s polls; poll URLs: 1 queue, a GET every ${POLL_URL_PASS_S} s)`,
+        [...(idleClaimWork ? idleRows('claimWork', idleClaimWork, IDLE_FLEETS) : []), ...idleRows('poll URLs', idlePollUrls, IDLE_FLEETS)],
+      ),
+    );
     if (raw) console.log(`\n(f) raw sequence per lifecycle (${RAW_SEQUENCE.length} calls): ${RAW_SEQUENCE.join(', ')}`);
     const firstErrors = withErrors.flatMap((p) => p.errors.first);
     if (firstErrors.length) console.log(`\nfirst client errors:\n  ${firstErrors.join('\n  ')}`);
@@ -471,6 +528,7 @@ async function main(): Promise<void> {
         seconds: loop.seconds,
         lifecyclesPerSecond: loop.perSecond,
         foregroundTxPerLifecycle: loopFgPer!.total,
+        cpuMsPerLifecycle: cpuPer,
         busiest: loop.busiest,
       },
       crossThroughput: crossLoop && {
@@ -492,6 +550,11 @@ async function main(): Promise<void> {
       },
       idle: idle && { results: idle.results, ratio: round(idleRatio, 3) },
       scale,
+      cost: {
+        prices: { asOf: PRICES_AS_OF, region: PRICES_REGION, source: PRICES_SOURCE },
+        perMillionLifecycles: lifecycleDollars,
+        idleWorkerMonth: { claimWork: idleClaimWork, pollUrls: idlePollUrls },
+      },
       events: events && { ...events, perLifecycle: evPer, deliveryTxPerLifecycle: round(evExtra) },
       accumulation: acc && { ...acc, fresh: { ...acc.fresh, storage: undefined }, loaded: { ...acc.loaded, storage: undefined } },
       rss: { hostPeakBytes: hostPeak, azuritePeakBytes: azuritePeak },

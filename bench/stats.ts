@@ -1,6 +1,7 @@
 /**
  * Small helpers for figures: percentiles and storage-meter deltas.
  */
+import fs from 'node:fs';
 import type { StorageMeter } from '../shared/storage/counter';
 
 export type OpCounts = Record<string, number>;
@@ -67,5 +68,32 @@ export function latencySummary(latencies: number[]): { samples: number; p50Ms: n
     p50Ms: round(percentile(latencies, 50), 1),
     p95Ms: round(percentile(latencies, 95), 1),
     maxMs: round(Math.max(...latencies), 1),
+  };
+}
+
+/** CPU ms of another process (utime + stime from /proc; Linux only, else undefined). */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS_PER_S;
+  } catch {
+    return undefined;
+  }
+}
+/** Linux's USER_HZ (clock ticks per second in /proc/<pid>/stat), 100 on every usual kernel. */
+const CLOCK_TICKS_PER_S = 100;
+
+/** CPU ms spent by this process (process.cpuUsage) and by `childPid`, over a window. */
+export function cpuWindow(childPid?: number): { stop(): { selfMs: number; childMs?: number } } {
+  const self0 = process.cpuUsage();
+  const child0 = childPid === undefined ? undefined : processCpuMs(childPid);
+  return {
+    stop() {
+      const d = process.cpuUsage(self0);
+      const child1 = childPid === undefined ? undefined : processCpuMs(childPid);
+      return { selfMs: (d.user + d.system) / 1000, childMs: child0 !== undefined && child1 !== undefined ? child1 - child0 : undefined };
+    },
   };
 }
