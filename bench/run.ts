@@ -13,7 +13,7 @@ import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pic
 import { rawCeiling, RAW_SEQUENCE } from './raw';
 import { addDeltas, cpuWindow, perUnit, round } from './stats';
 import { costPerMillionLifecycles, costRows, idleRows, idleWorkerMonth } from './cost';
-import { PRICES_AS_OF, PRICES_REGION, PRICES_SOURCE } from './prices';
+import { AZURE_PRICES, PRICES_AS_OF, PRICES_REGION, PRICES_SOURCE } from './prices';
 import { mb, table, verdict, Row } from './report';
 import { accumulation } from './preload';
 import { busiestRates, scaleModel, scaleRows } from './scale';
@@ -502,7 +502,13 @@ async function main(): Promise<void> {
       console.log(
         table(
           `(j) Azure cost per million lifecycles, from (d)'s storage mix and (b)'s CPU, ${REQUESTS_PER_LIFECYCLE} requests each; prices ${PRICES_REGION}, as of ${PRICES_AS_OF} (${PRICES_SOURCE})`,
-          costRows(lifecycleDollars),
+          [
+            ...costRows(lifecycleDollars),
+            {
+              metric: `memory: billed at the Flex instance size (infra default), measured bench-process RSS peak ${mb(hostPeak)}`,
+              value: `${AZURE_PRICES.flexInstanceMb} MB`,
+            },
+          ],
         ),
       );
     }
