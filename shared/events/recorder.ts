@@ -12,7 +12,7 @@
  */
 import type { Storage, Entity } from '../storage/storage';
 import type { TaskRecord } from '../tasks/model';
-import type { TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
+import type { RepeatedCall, TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
@@ -178,10 +178,37 @@ export class EventRecorder {
     return claim.length + ended.length;
   }
 
+  /**
+   * An idempotent repeat of a call: Taskcluster publishes its messages again, so the recorded events
+   * of the transition it repeats are delivered again, with their ids (consumers drop repeats by id).
+   * The first call's events were guarded until delivered, so this delivery is a courtesy: a failure
+   * is logged, not raised.
+   */
+  async republish(taskId: string, which: RepeatedCall): Promise<number> {
+    if (!(await this.dispatcher.anyTarget())) return 0;
+    try {
+      let events: QueueEvent[];
+      if (which.kind === 'end') events = (await this.runEvents(taskId, which.runId)).ended;
+      else {
+        const { events: all } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+        const wanted = (e: QueueEvent) =>
+          e.exchange === EXCHANGE_PREFIX + 'task-defined' || (which.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
+        events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
+      }
+      if (!(await this.dispatcher.interested(events))) return 0;
+      await this.dispatcher.deliver(events);
+      return events.length;
+    } catch (err) {
+      this.log.warn('event-republish-failed', { taskId, error: String((err as Error)?.message ?? err) });
+      return 0;
+    }
+  }
+
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
 
-  async prepareArtifact(task: TaskRecord, runId: number, a: ArtifactInfo): Promise<PreparedEvents> {
-    if (!announcesArtifact(a.storageType)) return { events: [] };
+  /** `present`: the write makes the artifact visible (an object artifact only at finishArtifact). */
+  async prepareArtifact(task: TaskRecord, runId: number, a: ArtifactInfo, present = true): Promise<PreparedEvents> {
+    if (!announcesArtifact(a.storageType, present)) return { events: [] };
     return this.prepare([artifactEvent(task, runId, a)], ([event]) => ({ kind: 'artifact', taskId: task.taskId, runId, name: a.name, event }));
   }
 
@@ -220,6 +247,7 @@ export class EventRecorder {
    */
   async sweep(
     t: SweepTrigger,
+    /** `artifact`: the artifact is there and visible (a finished object artifact). */
     exists: { artifact(taskId: string, runId: number, name: string): Promise<boolean>; groupSealed(taskGroupId: string): Promise<string | undefined> },
   ): Promise<number> {
     let events: QueueEvent[] = [];
