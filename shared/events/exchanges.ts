@@ -28,6 +28,14 @@ export type ExchangeName = TaskExchange | GroupExchange;
 /** Exchanges this queue publishes (the priority ones are newer than taskcluster-client v87's QueueEvents: bind them by name). */
 export const EXCHANGES: readonly ExchangeName[] = [...TASK_EXCHANGES, ...GROUP_EXCHANGES];
 
+/** The hooks service's exchanges (Taskcluster's services/hooks/src/exchanges.js): a hook changed. */
+export const HOOKS_EXCHANGE_PREFIX = 'exchange/taskcluster-hooks/v1/';
+export const HOOK_EXCHANGES = ['hook-created', 'hook-updated', 'hook-deleted'] as const;
+export type HookExchange = (typeof HOOK_EXCHANGES)[number];
+
+/** Every exchange a subscription can bind, by full name: the queue's, then the hooks'. */
+export const BINDABLE_EXCHANGES: readonly string[] = [...EXCHANGES.map(exchangeName), ...HOOK_EXCHANGES.map((e) => HOOKS_EXCHANGE_PREFIX + e)];
+
 /** Taskcluster's routing-key limit (AMQP allows 255 bytes). */
 export const MAX_ROUTING_KEY = 255;
 
@@ -226,5 +234,21 @@ export function groupSealedEvent(g: GroupInfo): QueueEvent {
     routingKey: groupRoutingKey(g.taskGroupId, g.schedulerId),
     routes: [],
     payload: { version: 1, taskGroupId: g.taskGroupId, schedulerId: g.schedulerId, expires: g.expires, ...(g.sealed ? { sealed: g.sealed } : {}) },
+  };
+}
+
+/**
+ * hook-created / hook-updated / hook-deleted, as Taskcluster's hooks service sends them: the message
+ * is `{hookGroupId, hookId}`, the routing key only its reserved word (`_`), no CCs. Each call makes
+ * one (Taskcluster publishes again on a repeated call too), so `callId` names the event.
+ */
+export function hookChangedEvent(change: HookExchange, hookGroupId: string, hookId: string, callId: string): QueueEvent {
+  return {
+    id: `${hookGroupId}/${hookId}.${change}.${callId}`,
+    seq: 0,
+    exchange: HOOKS_EXCHANGE_PREFIX + change,
+    routingKey: '_',
+    routes: [],
+    payload: { hookGroupId, hookId },
   };
 }

@@ -25,6 +25,9 @@ import {
   ArtifactInfo,
   GroupInfo,
   EXCHANGE_PREFIX,
+  HOOKS_EXCHANGE_PREFIX,
+  HookExchange,
+  hookChangedEvent,
 } from './exchanges';
 import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
 import type { EventDispatcher } from './dispatch';
@@ -236,6 +239,18 @@ export class EventRecorder {
     await this.dispatcher.deliver([event]);
   }
 
+  // ---- hooks: the hook row (or its absence, for a delete) proves the write ----
+
+  /** Before a hook write: its hook-created / -updated / -deleted event, guarded until delivered. */
+  async prepareHookChanged(change: HookExchange, hookGroupId: string, hookId: string, callId: string): Promise<PreparedEvents> {
+    return this.prepare([hookChangedEvent(change, hookGroupId, hookId, callId)], ([event]) => ({ kind: 'hook', hookGroupId, hookId, event }));
+  }
+
+  /** The write these events were prepared for did not happen: drop their sweep trigger. */
+  async discard(p: PreparedEvents | undefined): Promise<void> {
+    await dropSweepTrigger(this.storage, p?.trigger);
+  }
+
   /** An event not tied to a stored write (a call's summary): a sweep trigger, then delivery, as for the others. */
   async publish(event: QueueEvent): Promise<void> {
     await this.delivered(await this.prepare([event], ([e]) => ({ kind: 'event', event: e })));
@@ -248,7 +263,11 @@ export class EventRecorder {
   async sweep(
     t: SweepTrigger,
     /** `artifact`: the artifact is there and visible (a finished object artifact). */
-    exists: { artifact(taskId: string, runId: number, name: string): Promise<boolean>; groupSealed(taskGroupId: string): Promise<string | undefined> },
+    exists: {
+      artifact(taskId: string, runId: number, name: string): Promise<boolean>;
+      groupSealed(taskGroupId: string): Promise<string | undefined>;
+      hook(hookGroupId: string, hookId: string): Promise<boolean>;
+    },
   ): Promise<number> {
     let events: QueueEvent[] = [];
     if (t.kind === 'task') events = await readTaskOutbox(this.storage, t.taskId, t.seqs);
@@ -257,6 +276,9 @@ export class EventRecorder {
       const sealed = await exists.groupSealed(t.taskGroupId);
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
+    } else if (t.kind === 'hook') {
+      const present = await exists.hook(t.hookGroupId, t.hookId);
+      events = present === (t.event.exchange !== HOOKS_EXCHANGE_PREFIX + 'hook-deleted') ? [t.event] : [];
     } else if (t.kind === 'event') events = [t.event];
     else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
     await this.dispatcher.deliver(events);

@@ -60,6 +60,7 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
       return !!a && isPresent(a);
     },
     groupSealed: async (taskGroupId) => (await svc.groups.meta(taskGroupId))?.sealed,
+    hook: async (hookGroupId, hookId) => !!(await new HookStore(svc.storage).get(hookGroupId, hookId)),
   });
   if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
 }

@@ -50,7 +50,7 @@ export function resolveTaskQueue(input: { taskQueueId?: string; provisionerId?: 
   if (input.taskQueueId) {
     const [provisionerId, workerType] = input.taskQueueId.split('/');
     if ((input.provisionerId !== undefined && input.provisionerId !== provisionerId) || (input.workerType !== undefined && input.workerType !== workerType)) {
-      throw inputError(`taskQueueId '${input.taskQueueId}' does not match provisionerId/workerType '${input.provisionerId}/${input.workerType}'`);
+      throw inputError(`taskQueueId must match "provisionerId/workerType" (got '${input.taskQueueId}' and '${input.provisionerId}/${input.workerType}')`);
     }
     return { taskQueueId: input.taskQueueId, provisionerId, workerType };
   }
