@@ -43,16 +43,18 @@ const on = (events: DeliveredEvent[], taskId: string, exchange: string) =>
   events.filter((e) => e.payload.status?.taskId === taskId && short(e.exchange) === exchange);
 
 describe('queue events', () => {
-  test('task-defined is the task as defined; running and resolutions carry task.tags; repeats publish again with the same ids', async () => {
+  const tags = { team: 'parity' };
+  const [A, B, C, D, E] = [slugid(), slugid(), slugid(), slugid(), slugid()];
+  let events: DeliveredEvent[];
+  /** A task graph, its calls repeated once each, and the events a QueueEvents subscription received. */
+  beforeAll(async () => {
     const ev = eventsClient(svc);
     const taskGroupId = slugid();
     const sub = await ev.createSubscription(`parity-${taskGroupId}`, {
       bindings: ['taskDefined', 'taskPending', 'taskRunning', 'taskCompleted', 'taskFailed', 'taskException'].map((m) => qe[m]({ taskGroupId })),
       expires: inADay(),
     });
-    const tags = { team: 'parity' };
     const def = (tq: string, extra: Record<string, unknown> = {}) => taskDef(tq, { taskGroupId, tags, ...extra });
-    const [A, B, C, D, E] = [slugid(), slugid(), slugid(), slugid(), slugid()];
     const tqA = uniqueQueue();
     const defA = def(tqA);
     await svc.queue().createTask(A, defA);
@@ -89,27 +91,41 @@ describe('queue events', () => {
     } finally {
       services.now = realNow;
     }
+    events = await drainSubscription(sub);
+  }, 60_000);
 
-    const events = await drainSubscription(sub);
+  test('task-defined is the task as defined (unscheduled, no runs); task-pending then says it is pending', () => {
+    const [defined] = on(events, A, 'task-defined');
+    expect(defined.payload.status).toMatchObject({ taskId: A, state: 'unscheduled', runs: [] });
+    expect(defined.payload).not.toHaveProperty('runId');
+    expect(defined.payload.task).toEqual({ tags });
+    expect(defined.routingKey.split('.')[2]).toBe('_');
+    const [pending] = on(events, A, 'task-pending');
+    expect(pending.payload.status).toMatchObject({ state: 'pending', runs: [expect.objectContaining({ runId: 0, state: 'pending' })] });
+  });
 
-    // task-defined: unscheduled, no runs, no runId in the routing key; then task-pending says pending.
-    const defined = on(events, A, 'task-defined');
-    expect(defined).toHaveLength(2);
-    expect(defined[1].id).toBe(defined[0].id);
-    expect(defined[0].payload.status).toMatchObject({ taskId: A, state: 'unscheduled', runs: [] });
-    expect(defined[0].payload).not.toHaveProperty('runId');
-    expect(defined[0].payload.task).toEqual({ tags });
-    expect(defined[0].routingKey.split('.')[2]).toBe('_');
-    const pending = on(events, A, 'task-pending');
-    // The repeat came while run 0 was still pending: its task-pending went out again too, as Taskcluster's.
-    expect(pending.map((e) => e.id)).toEqual([pending[0].id, pending[0].id]);
-    expect(pending[0].payload.status.state).toBe('pending');
-
-    const running = on(events, A, 'task-running');
-    expect(running).toHaveLength(1);
-    expect(running[0].payload.task).toEqual({ tags });
-
+  test('task-running, task-completed, task-failed and task-exception (also at the deadline of an unscheduled task) carry task.tags', () => {
     for (const [taskId, exchange] of [
+      [A, 'task-running'],
+      [A, 'task-completed'],
+      [B, 'task-exception'],
+      [C, 'task-failed'],
+      [D, 'task-exception'],
+      [E, 'task-exception'],
+    ]) {
+      const [e] = on(events, taskId, exchange);
+      expect({ taskId, exchange, task: e?.payload.task }).toEqual({ taskId, exchange, task: { tags } });
+    }
+    const [deadline] = on(events, E, 'task-exception');
+    expect(deadline.payload.status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'deadline-exceeded' });
+    expect(deadline.payload).not.toHaveProperty('workerId');
+  });
+
+  test('an idempotent repeat of createTask, cancelTask or a report publishes its events again, with the same ids', () => {
+    for (const [taskId, exchange] of [
+      [A, 'task-defined'],
+      // The repeat came while run 0 was still pending: its task-pending went out again too, as Taskcluster's.
+      [A, 'task-pending'],
       [A, 'task-completed'],
       [B, 'task-exception'],
       [C, 'task-failed'],
@@ -119,14 +135,11 @@ describe('queue events', () => {
       expect({ taskId, exchange, n: got.length }).toEqual({ taskId, exchange, n: 2 });
       expect(got[1].id).toBe(got[0].id);
       expect(got[1].payload).toEqual(got[0].payload);
-      expect(got[0].payload.task).toEqual({ tags });
     }
-    const deadline = on(events, E, 'task-exception');
-    expect(deadline).toHaveLength(1);
-    expect(deadline[0].payload.status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'deadline-exceeded' });
-    expect(deadline[0].payload.task).toEqual({ tags });
-    expect(deadline[0].payload).not.toHaveProperty('workerId');
-  }, 60_000);
+    // Nothing else repeats: one claim, one deadline.
+    expect(on(events, A, 'task-running')).toHaveLength(1);
+    expect(on(events, E, 'task-exception')).toHaveLength(1);
+  });
 
   test('an object artifact is announced by finishArtifact, when it becomes visible', async () => {
     const ev = eventsClient(svc);
