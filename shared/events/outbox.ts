@@ -29,8 +29,8 @@ export type SweepTrigger =
   | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent }
   /** An event that is the record of itself (a call's summary, task-group-priority-changed): always delivered. */
   | { kind: 'event'; event: QueueEvent }
-  /** A hook change: the hook's presence afterwards (absent for hook-deleted) proves the write. */
-  | { kind: 'hook'; hookGroupId: string; hookId: string; event: QueueEvent }
+  /** A hook change: the hook holding the definition of this `digest` proves a create or update; its absence (no digest), a delete. */
+  | { kind: 'hook'; hookGroupId: string; hookId: string; event: QueueEvent; digest?: string }
   /** Everything a run's claim-expiry trigger guards (a failed delivery of a guarded write). */
   | { kind: 'run'; taskId: string; runId: number };
 

@@ -25,7 +25,6 @@ import {
   ArtifactInfo,
   GroupInfo,
   EXCHANGE_PREFIX,
-  HOOKS_EXCHANGE_PREFIX,
   HookExchange,
   hookChangedEvent,
 } from './exchanges';
@@ -241,9 +240,18 @@ export class EventRecorder {
 
   // ---- hooks: the hook row (or its absence, for a delete) proves the write ----
 
-  /** Before a hook write: its hook-created / -updated / -deleted event, guarded until delivered. */
-  async prepareHookChanged(change: HookExchange, hookGroupId: string, hookId: string, callId: string): Promise<PreparedEvents> {
-    return this.prepare([hookChangedEvent(change, hookGroupId, hookId, callId)], ([event]) => ({ kind: 'hook', hookGroupId, hookId, event }));
+  /**
+   * Before a hook write: its hook-created / -updated / -deleted event, guarded until delivered.
+   * `digest`: of the definition the write stores (none for a delete).
+   */
+  async prepareHookChanged(change: HookExchange, hookGroupId: string, hookId: string, callId: string, digest?: string): Promise<PreparedEvents> {
+    return this.prepare([hookChangedEvent(change, hookGroupId, hookId, callId)], ([event]) => ({
+      kind: 'hook',
+      hookGroupId,
+      hookId,
+      event,
+      ...(digest === undefined ? {} : { digest }),
+    }));
   }
 
   /** The write these events were prepared for did not happen: drop their sweep trigger. */
@@ -266,7 +274,8 @@ export class EventRecorder {
     exists: {
       artifact(taskId: string, runId: number, name: string): Promise<boolean>;
       groupSealed(taskGroupId: string): Promise<string | undefined>;
-      hook(hookGroupId: string, hookId: string): Promise<boolean>;
+      /** The digest of the hook's definition (`definitionDigest`), undefined without the hook. */
+      hook(hookGroupId: string, hookId: string): Promise<string | undefined>;
     },
   ): Promise<number> {
     let events: QueueEvent[] = [];
@@ -277,8 +286,9 @@ export class EventRecorder {
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
     } else if (t.kind === 'hook') {
-      const present = await exists.hook(t.hookGroupId, t.hookId);
-      events = present === (t.event.exchange !== HOOKS_EXCHANGE_PREFIX + 'hook-deleted') ? [t.event] : [];
+      // Created or updated: the hook holds the definition written (a later change announces itself). Deleted: no hook.
+      const current = await exists.hook(t.hookGroupId, t.hookId);
+      events = (t.digest === undefined ? current === undefined : current === t.digest) ? [t.event] : [];
     } else if (t.kind === 'event') events = [t.event];
     else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
     await this.dispatcher.deliver(events);

@@ -11,7 +11,7 @@ import { render, satisfies, unsatisfied } from '../auth/scopes';
 import { createTask, CREATE_TASK_SCOPES } from '../tasks/create';
 import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
-import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
+import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, definitionDigest, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
 import { BudgetExceeded, SandboxJob, SandboxResult, overBudget, sandbox } from '../sandbox/sandbox';
 import { deniedExchange } from './denylist';
@@ -151,7 +151,7 @@ export async function createHook(d: HookDeps, hookGroupId: string, hookId: strin
     lastFire: { result: 'no-fire' },
   };
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
-  const announce = await d.events.prepareHookChanged('hook-created', hookGroupId, hookId, slugid.nice());
+  const announce = await d.events.prepareHookChanged('hook-created', hookGroupId, hookId, slugid.nice(), definitionDigest(def));
   if (!(await store.insert(rec))) {
     const cur = await store.get(hookGroupId, hookId);
     // A retried create of the same definition succeeds (and, as Taskcluster's, announces it again); anything else is a conflict.
@@ -202,7 +202,7 @@ export async function updateHook(d: HookDeps, hookGroupId: string, hookId: strin
   const def = await normalize(hookGroupId, hookId, body);
   const now = d.now();
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
-  const announce = await d.events.prepareHookChanged('hook-updated', hookGroupId, hookId, slugid.nice());
+  const announce = await d.events.prepareHookChanged('hook-updated', hookGroupId, hookId, slugid.nice(), definitionDigest(def));
   const rec = await modifyHook(d, hookGroupId, hookId, (h) => ({
     ...h,
     definition: def,

@@ -16,7 +16,7 @@ import { isPresent } from '../artifacts/model';
 import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 import { EXPIRY_KIND_NAMESPACE, EXPIRY_KIND_TASK, expireIndexedTask, expireNamespaces } from '../index/index';
 import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
-import { HookStore } from '../hooks/store';
+import { HookStore, definitionDigest } from '../hooks/store';
 import { mapLimit } from '../limit';
 
 /** Members of a shared safety net finished side by side (each is a read, and rarely a propagation). */
@@ -60,7 +60,10 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
       return !!a && isPresent(a);
     },
     groupSealed: async (taskGroupId) => (await svc.groups.meta(taskGroupId))?.sealed,
-    hook: async (hookGroupId, hookId) => !!(await new HookStore(svc.storage).get(hookGroupId, hookId)),
+    hook: async (hookGroupId, hookId) => {
+      const h = await new HookStore(svc.storage).get(hookGroupId, hookId);
+      return h && definitionDigest(h.definition);
+    },
   });
   if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
 }
