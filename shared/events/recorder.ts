@@ -11,7 +11,7 @@
  * shared/tasks/deps.ts); createArtifact and sealTaskGroup call them directly.
  */
 import type { Storage, Entity } from '../storage/storage';
-import type { TaskRecord } from '../tasks/model';
+import { taskStatus, type Run, type TaskRecord } from '../tasks/model';
 import type { RepeatedCall, TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
@@ -26,6 +26,8 @@ import {
   GroupInfo,
   EXCHANGE_PREFIX,
   HookExchange,
+  ccRoutes,
+  taskRoutingKey,
   hookChangedEvent,
 } from './exchanges';
 import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
@@ -80,6 +82,21 @@ export function claimGuard(before: TaskRecord | undefined, after: TaskRecord, pu
     if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
   }
   return undefined;
+}
+
+/** Where the events an idempotent repeat publishes again would go (their exchange, routing key and CCs). */
+function repeatedRoutes(task: TaskRecord, which: RepeatedCall): Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>[] {
+  const status = taskStatus(task);
+  const routes = ccRoutes(task.definition.routes);
+  const at = (exchange: string, run?: Run) => ({
+    exchange: EXCHANGE_PREFIX + exchange,
+    routingKey: taskRoutingKey(status, run && { runId: run.runId, workerGroup: run.workerGroup, workerId: run.workerId }),
+    routes,
+  });
+  if (which.kind === 'defined') return [at('task-defined'), ...(which.pendingRun0 ? [at('task-pending', task.runs[0])] : [])];
+  const run = task.runs[which.runId];
+  const retry = task.runs[which.runId + 1];
+  return [...['task-completed', 'task-failed', 'task-exception'].map((e) => at(e, run)), ...(retry ? [at('task-pending', retry)] : [])];
 }
 
 export class EventRecorder {
@@ -186,8 +203,10 @@ export class EventRecorder {
    * The first call's events were guarded until delivered, so this delivery is a courtesy: a failure
    * is logged, not raised.
    */
-  async republish(taskId: string, which: RepeatedCall): Promise<number> {
-    if (!(await this.dispatcher.anyTarget())) return 0;
+  async republish(task: TaskRecord, which: RepeatedCall): Promise<number> {
+    const taskId = task.taskId;
+    // Whether anyone would receive them, known without a read: their exchanges, routing keys and CCs follow from the task.
+    if (!(await this.dispatcher.interested(repeatedRoutes(task, which)))) return 0;
     try {
       let events: QueueEvent[];
       if (which.kind === 'end') events = (await this.runEvents(taskId, which.runId)).ended;
@@ -197,7 +216,6 @@ export class EventRecorder {
           e.exchange === EXCHANGE_PREFIX + 'task-defined' || (which.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
         events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
       }
-      if (!(await this.dispatcher.interested(events))) return 0;
       await this.dispatcher.deliver(events);
       return events.length;
     } catch (err) {

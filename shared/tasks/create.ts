@@ -134,7 +134,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
     // A repeat: Taskcluster publishes task-defined again (and task-pending while run 0 is pending).
-    await d.republish?.(taskId, { kind: 'defined', pendingRun0: existing.runs.length === 1 && existing.runs[0].state === 'pending' });
+    await d.republish?.(existing, { kind: 'defined', pendingRun0: existing.runs.length === 1 && existing.runs[0].state === 'pending' });
     // A retry of a create that may have stopped before its dependencies were tracked: redo that
     // (idempotently) while the task is still waiting for them.
     if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);

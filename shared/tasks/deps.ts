@@ -89,5 +89,5 @@ export interface TaskDeps {
   /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
   redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
   /** An idempotent repeat of a createTask, report or cancel publishes that transition's events again (shared/events/recorder.ts). */
-  republish?: (taskId: string, which: RepeatedCall) => Promise<unknown>;
+  republish?: (task: TaskRecord, which: RepeatedCall) => Promise<unknown>;
 }

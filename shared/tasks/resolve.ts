@@ -98,7 +98,7 @@ export async function resolveRun(d: TaskDeps, taskId: string, runId: number, out
   const now = d.now();
   const { task, changed } = settled(taskId, await execute(d, taskId, (t) => T.report(t, input, now)));
   // The same report again: Taskcluster publishes the resolution again (same event ids here).
-  if (!changed) await d.republish?.(taskId, { kind: 'end', runId });
+  if (!changed) await d.republish?.(task, { kind: 'end', runId });
   return taskStatus(task);
 }
 
@@ -141,7 +141,7 @@ export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ stat
   const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.cancel(x, {}, now), t));
   // Cancelling a cancelled task again: Taskcluster publishes its task-exception again.
   const last = task.runs[task.runs.length - 1];
-  if (!changed && last?.reasonResolved === 'canceled') await d.republish?.(t.taskId, { kind: 'end', runId: last.runId });
+  if (!changed && last?.reasonResolved === 'canceled') await d.republish?.(task, { kind: 'end', runId: last.runId });
   return { status: taskStatus(task), changed };
 }
 
