@@ -48,4 +48,10 @@ export const notFound = (msg: string) => new ApiError('ResourceNotFound', msg);
 export const conflict = (msg: string) => new ApiError('RequestConflict', msg);
 export const inputError = (msg: string) => new ApiError('InputError', msg);
 export const badArgs = (msg: string) => new ApiError('InvalidRequestArguments', msg);
+/** A malformed URL parameter, in Taskcluster's words (clients show them). */
+export const badUrlParam = (param: string, value: string, re: RegExp) =>
+  badArgs(`Invalid URL patterns:\nURL parameter '${param}' given as '${value}' must match regular expression: '${re}'`);
+/** A malformed query-string parameter, in Taskcluster's words. */
+export const badQueryParam = (param: string, value: string, re: RegExp) =>
+  badArgs(`Query-string parameter: ${param}="${value}" does not match expression: ${re}`);
 export const authFailed = (msg: string) => new ApiError('AuthenticationFailed', msg);

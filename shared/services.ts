@@ -185,5 +185,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     taskEvents: taskEventEffects(events),
     groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),
     redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
+    republish: (task, which) => events.republish(task, which),
   };
 }

@@ -2,16 +2,19 @@
  * Request schemas of the Hooks endpoints (Taskcluster v1 shapes, plus the optional `overlap` rule).
  */
 import { registerSchema } from './schemas';
+import { MAX_HOOK_ID_LENGTH } from '../hooks/ids';
 
-/** Taskcluster's hookGroupId / hookId format. */
-export const HOOK_ID = '^([a-zA-Z0-9-_]*)$';
-const hookIdentifier = { type: 'string', minLength: 1, maxLength: 64, pattern: HOOK_ID };
+/** Taskcluster's hookGroupId / hookId formats (a hookId may hold `/`); lengths: shared/hooks/ids.ts. */
+export const HOOK_GROUP_ID = '^([a-zA-Z0-9-_]*)$';
+export const HOOK_ID = '^([a-zA-Z0-9-_/]*)$';
+const hookGroupIdentifier = { type: 'string', minLength: 1, maxLength: MAX_HOOK_ID_LENGTH, pattern: HOOK_GROUP_ID };
+const hookIdentifier = { type: 'string', minLength: 1, maxLength: MAX_HOOK_ID_LENGTH, pattern: HOOK_ID };
 
 registerSchema('create-hook-request', {
   type: 'object',
   additionalProperties: false,
   properties: {
-    hookGroupId: hookIdentifier,
+    hookGroupId: hookGroupIdentifier,
     hookId: hookIdentifier,
     metadata: {
       type: 'object',

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { ApiError, STATUS_OF } from '../errors';
+import { ApiError, STATUS_OF, badQueryParam, badUrlParam } from '../errors';
 import { Caller } from '../auth/authenticate';
 import { Expression, Template, render, satisfies, templateParams, unsatisfied } from '../auth/scopes';
 import { CompiledRoute, compile, matchPath } from './router';
@@ -28,6 +28,11 @@ const PARAM_PATTERNS: Record<string, RegExp> = {
   name: /^[\x20-\x7e]+$/,
   clientId: /^[A-Za-z0-9!@/:.+|_-]+$/,
   roleId: /^[\x20-\x7e]+$/,
+};
+
+/** Query-string parameters with a format, checked (as Taskcluster does) before anything else. */
+const QUERY_PATTERNS: Record<string, RegExp> = {
+  taskId: PARAM_PATTERNS.taskId,
 };
 
 const COMMON_HEADERS: Record<string, string> = {
@@ -126,6 +131,8 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
       for (const [k, v] of search) {
         if (k === 'bewit') continue;
         if (!def.query?.includes(k)) throw new ApiError('InvalidRequestArguments', `query parameter '${k}' is not allowed for ${def.name}`);
+        const re = QUERY_PATTERNS[k];
+        if (re && !re.test(v)) throw badQueryParam(k, v, re);
         query[k] = v;
       }
       if (query.limit !== undefined && !/^[0-9]+$/.test(query.limit)) {
@@ -161,7 +168,7 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
 
       for (const [k, v] of Object.entries(params)) {
         const re = PARAM_PATTERNS[k];
-        if (re && !re.test(v)) throw new ApiError('InvalidRequestArguments', `URL parameter ${k} = '${v}' does not match ${re}`);
+        if (re && !re.test(v)) throw badUrlParam(k, v, re);
       }
 
       let body: unknown = undefined;

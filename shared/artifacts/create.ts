@@ -9,7 +9,7 @@ import type { TaskStore } from '../tasks/store';
 import { conflict, inputError } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
 import { normalizeDate, TaskRecord } from '../tasks/model';
-import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, objectNameFor, runKey } from './model';
+import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, isPresent, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
 import { noteExpiry } from './expiry';
@@ -165,7 +165,7 @@ export async function createArtifact(
   await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
   // artifact-created is not a task write: its sweep trigger carries the event and is put before the
   // row, and the reaper delivers it if the row exists, so a crash after the row never loses it.
-  const announce = await d.events?.prepareArtifact(task, runId, wanted);
+  const announce = await d.events?.prepareArtifact(task, runId, wanted, isPresent(wanted));
   const stored = await save(new ArtifactStore(d.storage), wanted);
   await d.events?.delivered(announce);
 

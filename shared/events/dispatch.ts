@@ -88,7 +88,7 @@ export class EventDispatcher {
    * its bindings match). A write whose events interest nobody costs no storage call for them, even
    * while subscriptions for other events exist.
    */
-  async interested(events: QueueEvent[]): Promise<boolean> {
+  async interested(events: Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>[]): Promise<boolean> {
     if (!events.length) return false;
     if (this.sinks.length > 0) return true;
     const subs = await this.subscriptions.active();

@@ -8,12 +8,14 @@ import { AzureKeyCredential, EventGridPublisherClient } from '@azure/eventgrid';
 import { DefaultAzureCredential } from '@azure/identity';
 import type { EventSink } from './dispatch';
 import type { QueueEvent } from './exchanges';
-import { EXCHANGE_PREFIX } from './exchanges';
+import { EXCHANGE_PREFIX, HOOKS_EXCHANGE_PREFIX } from './exchanges';
 
 /** Event Grid accepts at most 1 MB per publish request; a task write has a handful of events, so batches stay far below. */
 const MAX_EVENTS_PER_REQUEST = 100;
 /** CloudEvent types name the queue's exchanges, e.g. `taskcluster.queue.v1.task-completed`. */
 export const CLOUDEVENT_TYPE_PREFIX = 'taskcluster.queue.v1.';
+/** The hooks' exchanges likewise: `taskcluster.hooks.v1.hook-created`. */
+export const HOOKS_CLOUDEVENT_TYPE_PREFIX = 'taskcluster.hooks.v1.';
 
 export interface EventGridSettings {
   /** Topic endpoint, e.g. https://<topic>.<region>-1.eventgrid.azure.net/api/events */
@@ -26,10 +28,17 @@ export interface EventGridSettings {
   source: string;
 }
 
+/** `exchange/taskcluster-<service>/v1/<name>` → `taskcluster.<service>.v1.<name>`. */
+export function cloudEventType(exchange: string): string {
+  if (exchange.startsWith(EXCHANGE_PREFIX)) return CLOUDEVENT_TYPE_PREFIX + exchange.slice(EXCHANGE_PREFIX.length);
+  if (exchange.startsWith(HOOKS_EXCHANGE_PREFIX)) return HOOKS_CLOUDEVENT_TYPE_PREFIX + exchange.slice(HOOKS_EXCHANGE_PREFIX.length);
+  return exchange;
+}
+
 export function cloudEventOf(e: QueueEvent, source: string) {
   return {
     id: e.id,
-    type: CLOUDEVENT_TYPE_PREFIX + e.exchange.slice(EXCHANGE_PREFIX.length),
+    type: cloudEventType(e.exchange),
     source,
     subject: e.routingKey,
     datacontenttype: 'application/json',

@@ -28,6 +28,14 @@ export type ExchangeName = TaskExchange | GroupExchange;
 /** Exchanges this queue publishes (the priority ones are newer than taskcluster-client v87's QueueEvents: bind them by name). */
 export const EXCHANGES: readonly ExchangeName[] = [...TASK_EXCHANGES, ...GROUP_EXCHANGES];
 
+/** The hooks service's exchanges (Taskcluster's services/hooks/src/exchanges.js): a hook changed. */
+export const HOOKS_EXCHANGE_PREFIX = 'exchange/taskcluster-hooks/v1/';
+export const HOOK_EXCHANGES = ['hook-created', 'hook-updated', 'hook-deleted'] as const;
+export type HookExchange = (typeof HOOK_EXCHANGES)[number];
+
+/** Every exchange a subscription can bind, by full name: the queue's, then the hooks'. */
+export const BINDABLE_EXCHANGES: readonly string[] = [...EXCHANGES.map(exchangeName), ...HOOK_EXCHANGES.map((e) => HOOKS_EXCHANGE_PREFIX + e)];
+
 /** Taskcluster's routing-key limit (AMQP allows 255 bytes). */
 export const MAX_ROUTING_KEY = 255;
 
@@ -81,8 +89,14 @@ export function ccRoutes(routes: string[]): string[] {
   return routes.map((r) => `route.${r}`);
 }
 
-function taskEvent(t: TaskRecord, seq: number, exchange: TaskExchange, run: Run | undefined, extra: Record<string, unknown>): QueueEvent {
-  const status = taskStatus(t);
+function taskEvent(
+  t: TaskRecord,
+  seq: number,
+  exchange: TaskExchange,
+  run: Run | undefined,
+  extra: Record<string, unknown>,
+  status: TaskStatus = taskStatus(t),
+): QueueEvent {
   const withWorker = run && run.workerGroup ? { workerGroup: run.workerGroup, workerId: run.workerId } : {};
   const payload: Record<string, unknown> = { version: 1, status, ...(run ? { runId: run.runId } : {}), ...withWorker, ...extra };
   return {
@@ -93,6 +107,11 @@ function taskEvent(t: TaskRecord, seq: number, exchange: TaskExchange, run: Run 
     routes: ccRoutes(t.definition.routes),
     payload,
   };
+}
+
+/** The status of a task just defined: unscheduled, no runs (whatever the same write did next). */
+function definedStatus(t: TaskRecord): TaskStatus {
+  return { ...taskStatus(t), state: 'unscheduled', runs: [], retriesLeft: t.definition.retries };
 }
 
 const RESOLVED_EXCHANGE: Record<string, TaskExchange> = { completed: 'task-completed', failed: 'task-failed', exception: 'task-exception' };
@@ -112,17 +131,18 @@ export function taskEvents(before: TaskRecord | undefined, after: TaskRecord): Q
     const run = tr.runId === undefined ? undefined : after.runs[tr.runId];
     switch (tr.event) {
       case 'created':
-        out.push(taskEvent(after, seq, 'task-defined', undefined, tags));
+        // As Taskcluster: the task as defined, before any run (task-pending then says it is pending).
+        out.push(taskEvent(after, seq, 'task-defined', undefined, tags, definedStatus(after)));
         break;
       case 'scheduled':
         out.push(taskEvent(after, seq, 'task-pending', run, tags));
         break;
       case 'claimed':
-        out.push(taskEvent(after, seq, 'task-running', run, { takenUntil: run!.takenUntil }));
+        out.push(taskEvent(after, seq, 'task-running', run, { takenUntil: run!.takenUntil, ...tags }));
         break;
       case 'resolved': {
         const ex = RESOLVED_EXCHANGE[tr.to];
-        if (ex) out.push(taskEvent(after, seq, ex, run, {}));
+        if (ex) out.push(taskEvent(after, seq, ex, run, tags));
         break;
       }
       case 'prioritized':
@@ -143,9 +163,12 @@ export interface ArtifactInfo {
   contentType: string;
 }
 
-/** Taskcluster sends artifact-created for reference, link and error artifacts (s3 uploads are announced by nothing). */
-export function announcesArtifact(storageType: string): boolean {
-  return storageType !== 's3';
+/**
+ * Taskcluster sends artifact-created when an artifact becomes visible: reference, link and error
+ * artifacts at createArtifact, object artifacts at finishArtifact (`present`); s3 uploads never.
+ */
+export function announcesArtifact(storageType: string, present: boolean): boolean {
+  return storageType !== 's3' && present;
 }
 
 /**
@@ -211,5 +234,21 @@ export function groupSealedEvent(g: GroupInfo): QueueEvent {
     routingKey: groupRoutingKey(g.taskGroupId, g.schedulerId),
     routes: [],
     payload: { version: 1, taskGroupId: g.taskGroupId, schedulerId: g.schedulerId, expires: g.expires, ...(g.sealed ? { sealed: g.sealed } : {}) },
+  };
+}
+
+/**
+ * hook-created / hook-updated / hook-deleted, as Taskcluster's hooks service sends them: the message
+ * is `{hookGroupId, hookId}`, the routing key only its reserved word (`_`), no CCs. Each call makes
+ * one (Taskcluster publishes again on a repeated call too), so `callId` names the event.
+ */
+export function hookChangedEvent(change: HookExchange, hookGroupId: string, hookId: string, callId: string): QueueEvent {
+  return {
+    id: `${hookGroupId}/${hookId}.${change}.${callId}`,
+    seq: 0,
+    exchange: HOOKS_EXCHANGE_PREFIX + change,
+    routingKey: '_',
+    routes: [],
+    payload: { hookGroupId, hookId },
   };
 }

@@ -9,8 +9,9 @@
  *   the reaper receives the trigger and delivers what the write committed, found by key (no scans).
  *   A write that puts a claim-expiry or deadline trigger anyway lets that one guard its events
  *   instead (shared/events/recorder.ts).
- * - Artifact and group events are not task writes: their trigger carries the event itself, and
- *   the row the write creates (artifact, sealed group) is the proof that it committed.
+ * - Artifact, group and hook events are not task writes: their trigger carries the event itself,
+ *   and the row the write leaves (artifact, sealed group, the hook or its absence) is the proof
+ *   that it committed.
  */
 import { allRows, readPage, type Entity, type Storage } from '../storage/storage';
 import { historyRowKey } from '../ops/history';
@@ -28,6 +29,8 @@ export type SweepTrigger =
   | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent }
   /** An event that is the record of itself (a call's summary, task-group-priority-changed): always delivered. */
   | { kind: 'event'; event: QueueEvent }
+  /** A hook change: the hook holding the definition of this `digest` proves a create or update; its absence (no digest), a delete. */
+  | { kind: 'hook'; hookGroupId: string; hookId: string; event: QueueEvent; digest?: string }
   /** Everything a run's claim-expiry trigger guards (a failed delivery of a guarded write). */
   | { kind: 'run'; taskId: string; runId: number };
 

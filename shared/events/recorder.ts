@@ -11,8 +11,8 @@
  * shared/tasks/deps.ts); createArtifact and sealTaskGroup call them directly.
  */
 import type { Storage, Entity } from '../storage/storage';
-import type { TaskRecord } from '../tasks/model';
-import type { TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
+import { taskStatus, type Run, type TaskRecord } from '../tasks/model';
+import type { RepeatedCall, TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
@@ -25,6 +25,10 @@ import {
   ArtifactInfo,
   GroupInfo,
   EXCHANGE_PREFIX,
+  HookExchange,
+  ccRoutes,
+  taskRoutingKey,
+  hookChangedEvent,
 } from './exchanges';
 import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
 import type { EventDispatcher } from './dispatch';
@@ -78,6 +82,21 @@ export function claimGuard(before: TaskRecord | undefined, after: TaskRecord, pu
     if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
   }
   return undefined;
+}
+
+/** Where the events an idempotent repeat publishes again would go (their exchange, routing key and CCs). */
+function repeatedRoutes(task: TaskRecord, which: RepeatedCall): Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>[] {
+  const status = taskStatus(task);
+  const routes = ccRoutes(task.definition.routes);
+  const at = (exchange: string, run?: Run) => ({
+    exchange: EXCHANGE_PREFIX + exchange,
+    routingKey: taskRoutingKey(status, run && { runId: run.runId, workerGroup: run.workerGroup, workerId: run.workerId }),
+    routes,
+  });
+  if (which.kind === 'defined') return [at('task-defined'), ...(which.pendingRun0 ? [at('task-pending', task.runs[0])] : [])];
+  const run = task.runs[which.runId];
+  const retry = task.runs[which.runId + 1];
+  return [...['task-completed', 'task-failed', 'task-exception'].map((e) => at(e, run)), ...(retry ? [at('task-pending', retry)] : [])];
 }
 
 export class EventRecorder {
@@ -178,10 +197,38 @@ export class EventRecorder {
     return claim.length + ended.length;
   }
 
+  /**
+   * An idempotent repeat of a call: Taskcluster publishes its messages again, so the recorded events
+   * of the transition it repeats are delivered again, with their ids (consumers drop repeats by id).
+   * The first call's events were guarded until delivered, so this delivery is a courtesy: a failure
+   * is logged, not raised.
+   */
+  async republish(task: TaskRecord, which: RepeatedCall): Promise<number> {
+    const taskId = task.taskId;
+    // Whether anyone would receive them, known without a read: their exchanges, routing keys and CCs follow from the task.
+    if (!(await this.dispatcher.interested(repeatedRoutes(task, which)))) return 0;
+    try {
+      let events: QueueEvent[];
+      if (which.kind === 'end') events = (await this.runEvents(taskId, which.runId)).ended;
+      else {
+        const { events: all } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+        const wanted = (e: QueueEvent) =>
+          e.exchange === EXCHANGE_PREFIX + 'task-defined' || (which.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
+        events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
+      }
+      await this.dispatcher.deliver(events);
+      return events.length;
+    } catch (err) {
+      this.log.warn('event-republish-failed', { taskId, error: String((err as Error)?.message ?? err) });
+      return 0;
+    }
+  }
+
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
 
-  async prepareArtifact(task: TaskRecord, runId: number, a: ArtifactInfo): Promise<PreparedEvents> {
-    if (!announcesArtifact(a.storageType)) return { events: [] };
+  /** `present`: the write makes the artifact visible (an object artifact only at finishArtifact). */
+  async prepareArtifact(task: TaskRecord, runId: number, a: ArtifactInfo, present = true): Promise<PreparedEvents> {
+    if (!announcesArtifact(a.storageType, present)) return { events: [] };
     return this.prepare([artifactEvent(task, runId, a)], ([event]) => ({ kind: 'artifact', taskId: task.taskId, runId, name: a.name, event }));
   }
 
@@ -209,6 +256,27 @@ export class EventRecorder {
     await this.dispatcher.deliver([event]);
   }
 
+  // ---- hooks: the hook row (or its absence, for a delete) proves the write ----
+
+  /**
+   * Before a hook write: its hook-created / -updated / -deleted event, guarded until delivered.
+   * `digest`: of the definition the write stores (none for a delete).
+   */
+  async prepareHookChanged(change: HookExchange, hookGroupId: string, hookId: string, callId: string, digest?: string): Promise<PreparedEvents> {
+    return this.prepare([hookChangedEvent(change, hookGroupId, hookId, callId)], ([event]) => ({
+      kind: 'hook',
+      hookGroupId,
+      hookId,
+      event,
+      ...(digest === undefined ? {} : { digest }),
+    }));
+  }
+
+  /** The write these events were prepared for did not happen: drop their sweep trigger. */
+  async discard(p: PreparedEvents | undefined): Promise<void> {
+    await dropSweepTrigger(this.storage, p?.trigger);
+  }
+
   /** An event not tied to a stored write (a call's summary): a sweep trigger, then delivery, as for the others. */
   async publish(event: QueueEvent): Promise<void> {
     await this.delivered(await this.prepare([event], ([e]) => ({ kind: 'event', event: e })));
@@ -220,7 +288,13 @@ export class EventRecorder {
    */
   async sweep(
     t: SweepTrigger,
-    exists: { artifact(taskId: string, runId: number, name: string): Promise<boolean>; groupSealed(taskGroupId: string): Promise<string | undefined> },
+    /** `artifact`: the artifact is there and visible (a finished object artifact). */
+    exists: {
+      artifact(taskId: string, runId: number, name: string): Promise<boolean>;
+      groupSealed(taskGroupId: string): Promise<string | undefined>;
+      /** The digest of the hook's definition (`definitionDigest`), undefined without the hook. */
+      hook(hookGroupId: string, hookId: string): Promise<string | undefined>;
+    },
   ): Promise<number> {
     let events: QueueEvent[] = [];
     if (t.kind === 'task') events = await readTaskOutbox(this.storage, t.taskId, t.seqs);
@@ -229,6 +303,10 @@ export class EventRecorder {
       const sealed = await exists.groupSealed(t.taskGroupId);
       // Only the sealing that won is reported (a concurrent seal may have stamped another time).
       events = sealed ? [groupSealedEvent({ ...(t.event.payload as unknown as GroupInfo), sealed })] : [];
+    } else if (t.kind === 'hook') {
+      // Created or updated: the hook holds the definition written (a later change announces itself). Deleted: no hook.
+      const current = await exists.hook(t.hookGroupId, t.hookId);
+      events = (t.digest === undefined ? current === undefined : current === t.digest) ? [t.event] : [];
     } else if (t.kind === 'event') events = [t.event];
     else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
     await this.dispatcher.deliver(events);

@@ -5,7 +5,7 @@
  * the event's `route.` CCs (as RabbitMQ delivers a message once however many keys match).
  */
 import type { QueueEvent } from './exchanges';
-import { EXCHANGES, EXCHANGE_PREFIX, MAX_ROUTING_KEY } from './exchanges';
+import { BINDABLE_EXCHANGES, MAX_ROUTING_KEY } from './exchanges';
 
 export interface Binding {
   exchange: string;
@@ -17,12 +17,8 @@ export const MAX_PATTERN_LENGTH = MAX_ROUTING_KEY;
 
 /** Why a binding is unusable, or undefined if it is fine. */
 export function bindingProblem(b: Binding): string | undefined {
-  if (
-    typeof b?.exchange !== 'string' ||
-    !b.exchange.startsWith(EXCHANGE_PREFIX) ||
-    !(EXCHANGES as readonly string[]).includes(b.exchange.slice(EXCHANGE_PREFIX.length))
-  ) {
-    return `unknown exchange '${b?.exchange}'; the queue publishes ${EXCHANGES.map((e) => EXCHANGE_PREFIX + e).join(', ')}`;
+  if (typeof b?.exchange !== 'string' || !BINDABLE_EXCHANGES.includes(b.exchange)) {
+    return `unknown exchange '${b?.exchange}'; this service publishes ${BINDABLE_EXCHANGES.join(', ')}`;
   }
   const p = b.routingKeyPattern;
   if (typeof p !== 'string' || p.length === 0) return 'routingKeyPattern must be a non-empty string';

@@ -11,9 +11,10 @@ import { render, satisfies, unsatisfied } from '../auth/scopes';
 import { createTask, CREATE_TASK_SCOPES } from '../tasks/create';
 import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
-import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
+import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, definitionDigest, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
 import { BudgetExceeded, SandboxJob, SandboxResult, overBudget, sandbox } from '../sandbox/sandbox';
+import { deniedExchange } from './denylist';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
 export type HookDeps = Services;
@@ -100,6 +101,9 @@ export async function checkDefinition(def: HookDefinition): Promise<void> {
     if (e instanceof ApiError) throw e;
     if ((e as Error).name !== 'InterpreterError') throw inputError(`task is not a valid JSON-e template: ${(e as Error).name}: ${(e as Error).message}`);
   }
+  if (def.bindings.some((b) => deniedExchange(b.exchange))) {
+    throw inputError(`One or more of the exchanges below have been denied access to hooks\n${JSON.stringify(def.bindings)}`);
+  }
   def.bindings.forEach((b, i) => {
     if (!/^[^\s]+$/.test(b.exchange)) throw inputError(`bindings[${i}].exchange '${b.exchange}' must be an exchange name without spaces`);
     const words = b.routingKeyPattern.split('.');
@@ -147,13 +151,19 @@ export async function createHook(d: HookDeps, hookGroupId: string, hookId: strin
     lastFire: { result: 'no-fire' },
   };
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
+  const announce = await d.events.prepareHookChanged('hook-created', hookGroupId, hookId, slugid.nice(), definitionDigest(def));
   if (!(await store.insert(rec))) {
     const cur = await store.get(hookGroupId, hookId);
-    // A retried create of the same definition succeeds; anything else is a conflict.
-    if (cur && JSON.stringify(cur.definition) === JSON.stringify(def)) return cur.definition;
+    // A retried create of the same definition succeeds (and, as Taskcluster's, announces it again); anything else is a conflict.
+    if (cur && JSON.stringify(cur.definition) === JSON.stringify(def)) {
+      await d.events.delivered(announce);
+      return cur.definition;
+    }
+    await d.events.discard(announce);
     throw conflict(`hook ${hookGroupId}/${hookId} already exists`);
   }
   if (def.bindings.length) await syncBindings(d, hookGroupId, hookId);
+  await d.events.delivered(announce);
   return def;
 }
 
@@ -170,8 +180,10 @@ function syncBindings(d: HookDeps, hookGroupId: string, hookId: string): Promise
 }
 
 export async function removeHook(d: HookDeps, hookGroupId: string, hookId: string): Promise<void> {
+  const announce = await d.events.prepareHookChanged('hook-deleted', hookGroupId, hookId, slugid.nice());
   await new HookStore(d.storage).remove(hookGroupId, hookId);
   await syncBindings(d, hookGroupId, hookId);
+  await d.events.delivered(announce);
 }
 
 /** Re-reads and retries on ETag conflicts; `fn` returns the record to write (or undefined to write nothing). */
@@ -190,15 +202,20 @@ export async function updateHook(d: HookDeps, hookGroupId: string, hookId: strin
   const def = await normalize(hookGroupId, hookId, body);
   const now = d.now();
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
+  const announce = await d.events.prepareHookChanged('hook-updated', hookGroupId, hookId, slugid.nice(), definitionDigest(def));
   const rec = await modifyHook(d, hookGroupId, hookId, (h) => ({
     ...h,
     definition: def,
     nextScheduledDate: nextDate(def.schedule, now)?.toJSON() ?? '',
   })).catch(async (err) => {
-    if ((err as ApiError).code === 'ResourceNotFound') await syncBindings(d, hookGroupId, hookId); // undo the widening
+    if ((err as ApiError).code === 'ResourceNotFound') {
+      await d.events.discard(announce);
+      await syncBindings(d, hookGroupId, hookId); // undo the widening
+    }
     throw err;
   });
   await syncBindings(d, hookGroupId, hookId);
+  await d.events.delivered(announce);
   return rec.definition;
 }
 
@@ -294,13 +311,13 @@ export function lastFireOf(result: { taskId: string; time: string; error?: ApiEr
 }
 
 /**
- * A call-triggered fire (triggerHook, triggerHookWithToken): a fresh taskId, created now, the
+ * A call-triggered fire (triggerHook, triggerHookWithToken): a fresh taskId (or the caller's), created now, the
  * outcome recorded as the hook's last fire. ApiErrors are rethrown to the caller after recording.
  */
-export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext): Promise<TaskStatus | undefined> {
+export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext, givenTaskId?: string): Promise<TaskStatus | undefined> {
   const h = await loadHook(d, hookGroupId, hookId);
   await checkPayload(h.definition, ctx.payload ?? {});
-  const taskId = slugid.nice();
+  const taskId = givenTaskId ?? slugid.nice();
   const time = d.now();
   let status: TaskStatus | undefined;
   let error: ApiError | undefined;

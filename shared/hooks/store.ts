@@ -18,6 +18,7 @@ import {
   type StoredEntity,
 } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
+import { createHash } from 'node:crypto';
 
 export interface HookDefinition {
   hookGroupId: string;
@@ -29,6 +30,11 @@ export interface HookDefinition {
   bindings: { exchange: string; routingKeyPattern: string }[];
   /** `skip`: a scheduled fire is skipped while the previous fire's task is unresolved. */
   overlap?: 'allow' | 'skip';
+}
+
+/** Names a definition as stored (a hook change's sweep trigger compares it with the stored one). */
+export function definitionDigest(def: HookDefinition): string {
+  return createHash('sha256').update(JSON.stringify(def)).digest('base64url');
 }
 
 /** A scheduled fire claimed by one instance: its taskId and time are fixed before the attempt. */

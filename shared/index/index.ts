@@ -61,7 +61,7 @@ export interface InsertInput {
 }
 
 /**
- * Indexes `taskId` at `path` unless a preferred entry is there. `order` breaks ties of equal rank
+ * Indexes `taskId` at `path` unless a preferred live entry is there. `order` breaks ties of equal rank
  * (the API passes the current time, the consumer the task's resolution time). Returns the entry
  * that is at the path afterwards.
  */
@@ -92,7 +92,8 @@ export async function insertIndexedTask(d: IndexDeps, path: string, input: Inser
       if (await store.insertTask(next)) return next;
       continue;
     }
-    if (!prefers(next, cur)) return strip(cur);
+    // An expired entry is replaced whatever its rank (as Taskcluster's): it is no longer there.
+    if (!prefers(next, cur) && new Date(cur.expires) > d.now()) return strip(cur);
     if (sameEntry(next, cur)) return strip(cur);
     if (await store.replaceTask(next, cur.etag)) return next;
     // Another writer got there first: compare against what it wrote.

@@ -12,10 +12,11 @@ import type { ExpiryRow } from '../tasks/expiry';
 import { expireSubscription } from '../events/sweep';
 import type { SweepTrigger } from '../events/outbox';
 import { ArtifactStore } from '../artifacts/store';
+import { isPresent } from '../artifacts/model';
 import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 import { EXPIRY_KIND_NAMESPACE, EXPIRY_KIND_TASK, expireIndexedTask, expireNamespaces } from '../index/index';
 import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
-import { HookStore } from '../hooks/store';
+import { HookStore, definitionDigest } from '../hooks/store';
 import { mapLimit } from '../limit';
 
 /** Members of a shared safety net finished side by side (each is a read, and rarely a propagation). */
@@ -54,8 +55,15 @@ export async function handleResolved(svc: Services, t: ResolvedTrigger | Resolve
 /** Delivers the events of a write a crash interrupted before their delivery (shared/events/outbox.ts). */
 export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<TriggerResult> {
   const delivered = await svc.events.sweep(t, {
-    artifact: async (taskId, runId, name) => !!(await new ArtifactStore(svc.storage).get(taskId, runId, name)),
+    artifact: async (taskId, runId, name) => {
+      const a = await new ArtifactStore(svc.storage).get(taskId, runId, name);
+      return !!a && isPresent(a);
+    },
     groupSealed: async (taskGroupId) => (await svc.groups.meta(taskGroupId))?.sealed,
+    hook: async (hookGroupId, hookId) => {
+      const h = await new HookStore(svc.storage).get(hookGroupId, hookId);
+      return h && definitionDigest(h.definition);
+    },
   });
   if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
 }

@@ -50,7 +50,7 @@ export function resolveTaskQueue(input: { taskQueueId?: string; provisionerId?: 
   if (input.taskQueueId) {
     const [provisionerId, workerType] = input.taskQueueId.split('/');
     if ((input.provisionerId !== undefined && input.provisionerId !== provisionerId) || (input.workerType !== undefined && input.workerType !== workerType)) {
-      throw inputError(`taskQueueId '${input.taskQueueId}' does not match provisionerId/workerType '${input.provisionerId}/${input.workerType}'`);
+      throw inputError(`taskQueueId must match "provisionerId/workerType" (got '${input.taskQueueId}' and '${input.provisionerId}/${input.workerType}')`);
     }
     return { taskQueueId: input.taskQueueId, provisionerId, workerType };
   }
@@ -133,6 +133,8 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
+    // A repeat: Taskcluster publishes task-defined again (and task-pending while run 0 is pending).
+    await d.republish?.(existing, { kind: 'defined', pendingRun0: existing.runs.length === 1 && existing.runs[0].state === 'pending' });
     // A retry of a create that may have stopped before its dependencies were tracked: redo that
     // (idempotently) while the task is still waiting for them.
     if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);

@@ -12,6 +12,12 @@ import type { Logger } from '../log';
 import type { Priority } from './vocabulary';
 
 /**
+ * The transition an idempotent repeat repeats: a createTask (its task-defined, and run 0's
+ * task-pending while that run is still pending), or the end of run `runId` (a report or cancel).
+ */
+export type RepeatedCall = { kind: 'defined'; pendingRun0: boolean } | { kind: 'end'; runId: number };
+
+/**
  * How one task write's events travel (shared/events/recorder.ts makes them; the executor applies
  * them): opaque to the executor beyond these two facts.
  */
@@ -82,4 +88,6 @@ export interface TaskDeps {
   taskEvents?: TaskEvents;
   /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
   redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
+  /** An idempotent repeat of a createTask, report or cancel publishes that transition's events again (shared/events/recorder.ts). */
+  republish?: (task: TaskRecord, which: RepeatedCall) => Promise<unknown>;
 }

@@ -96,7 +96,10 @@ export async function reclaimRun(d: TaskDeps, taskId: string, runId: number): Pr
 export async function resolveRun(d: TaskDeps, taskId: string, runId: number, outcome: T.Outcome): Promise<TaskStatus> {
   const input = { runId, outcome, hintId: slugid.nice() };
   const now = d.now();
-  return taskStatus(settled(taskId, await execute(d, taskId, (t) => T.report(t, input, now))).task);
+  const { task, changed } = settled(taskId, await execute(d, taskId, (t) => T.report(t, input, now)));
+  // The same report again: Taskcluster publishes the resolution again (same event ids here).
+  if (!changed) await d.republish?.(task, { kind: 'end', runId });
+  return taskStatus(task);
 }
 
 /** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
@@ -136,6 +139,9 @@ export async function cancelTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus
 export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ status: TaskStatus; changed: boolean }> {
   const now = d.now();
   const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.cancel(x, {}, now), t));
+  // Cancelling a cancelled task again: Taskcluster publishes its task-exception again.
+  const last = task.runs[task.runs.length - 1];
+  if (!changed && last?.reasonResolved === 'canceled') await d.republish?.(task, { kind: 'end', runId: last.runId });
   return { status: taskStatus(task), changed };
 }
 

@@ -92,7 +92,14 @@ test('subscriptions by task group, route and worker type receive exactly their e
 
   // Payloads are Taskcluster's messages.
   const completed = group.find((e) => short(e.exchange) === 'task-completed')!;
-  expect(completed.payload).toEqual({ version: 1, status: (await svc.queue().status(A)).status, runId: 1, workerGroup: a1.workerGroup, workerId: a1.workerId });
+  expect(completed.payload).toEqual({
+    version: 1,
+    status: (await svc.queue().status(A)).status,
+    runId: 1,
+    workerGroup: a1.workerGroup,
+    workerId: a1.workerId,
+    task: { tags: { purpose: 'events' } },
+  });
   expect(completed.routingKey).toBe(`primary.${A}.1.${a1.workerGroup}.${a1.workerId}.${tqA.replace('/', '.')}.sched.${taskGroupId}._`);
   expect(completed.routes).toEqual([`route.${route}`]);
   const defined = group.find((e) => short(e.exchange) === 'task-defined' && e.payload.status.taskId === A)!;

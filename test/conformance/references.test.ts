@@ -109,6 +109,8 @@ test('each route is in exactly one reference (web pages aside) and says what it 
   for (const r of routes) expect([r.name, r.title.length > 0, r.description.length > 0]).toEqual([r.name, true, true]);
 });
 
+const NEWER_QUERY: Record<string, string[]> = { hooks_triggerHook: ['taskId'], hooks_triggerHookWithToken: ['taskId'] };
+
 test("queue, auth, object, index and hooks entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
   const apis = (await import('taskcluster-client/src/apis.js' as string)).default;
   for (const [ours, theirs] of [
@@ -121,7 +123,16 @@ test("queue, auth, object, index and hooks entries call the same method, route, 
     for (const e of ours.entries) {
       const tc = theirs.entries.find((t: any) => t.name === e.name);
       if (!tc) continue; // this queue's own additions
-      const shape = (x: any) => ({ name: x.name, method: x.method, route: x.route, args: x.args, query: [...x.query].sort(), input: !!x.input });
+      // Query parameters Taskcluster added after v87 (v106's triggerHook `taskId`).
+      const newer = NEWER_QUERY[`${ours.serviceName}_${e.name}`] ?? [];
+      const shape = (x: any) => ({
+        name: x.name,
+        method: x.method,
+        route: x.route,
+        args: x.args,
+        query: x.query.filter((q: string) => !newer.includes(q)).sort(),
+        input: !!x.input,
+      });
       expect(shape(e)).toEqual(shape(tc));
       // Where Taskcluster documents a response, ours has the same schema name.
       const schemaName = (id: string | undefined) => id?.replace(/^.*\//, '');

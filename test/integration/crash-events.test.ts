@@ -8,7 +8,7 @@ import { claimOne, uniqueQueue, sleep, reapUntil } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { readHistory } from '../../shared/ops/history';
-import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import { EXCHANGES, EXCHANGE_PREFIX, HOOK_EXCHANGES, HOOKS_EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 
 let svc: TestService;
 let urls: { signedPollUrl: string; signedDeleteUrl: string };
@@ -201,5 +201,54 @@ test("the reaper's delivery of an interrupted dispatch", async () => {
     await sleep(1100); // the sweep trigger becomes visible
     await faulty(() => svc.runReaper());
     await expectDelivered(taskId);
+  });
+}, 240_000);
+
+test('hook changes: hook-created, -updated and -deleted are delivered when the change committed, never when it did not', async () => {
+  const bindings = HOOK_EXCHANGES.map((e) => ({ exchange: HOOKS_EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
+  const hookUrls = await eventsClient(svc).createSubscription('hook-changes', { bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
+  const hooks = new svc.tc.Hooks({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+  const metadata = { name: 'h', description: 'a hook', owner: 'tester@example.com' };
+  const def = (schedule: string[] = []) => ({
+    metadata,
+    schedule,
+    task: { taskQueueId: 'prov/crash-hooks', payload: {}, metadata: { ...metadata, source: 'https://example.com/h' } },
+  });
+  const seen: DeliveredEvent[] = [];
+  const exists = (hookId: string) =>
+    hooks.hook('crash', hookId).then(
+      () => true,
+      () => false,
+    );
+  /** Reaper passes until `change` of `hookId` arrived (if `committed`), or past the sweep delay (if not). */
+  async function expectAnnounced(hookId: string, change: string, committed: boolean): Promise<void> {
+    const has = () => seen.some((e) => e.payload.hookId === hookId && e.exchange === HOOKS_EXCHANGE_PREFIX + change);
+    const end = Date.now() + (committed ? 15_000 : 1500);
+    while (!has() && Date.now() < end) {
+      await svc.runReaper();
+      seen.push(...(await drainSubscription(hookUrls)));
+      await sleep(200);
+    }
+    expect({ hookId, change, delivered: has() }).toEqual({ hookId, change, delivered: committed });
+  }
+  await sweep(async (faulty) => {
+    const hookId = slugid();
+    await faulty(() => hooks.createHook('crash', hookId, def()));
+    await expectAnnounced(hookId, 'hook-created', await exists(hookId));
+  });
+  const updated = slugid();
+  await hooks.createHook('crash', updated, def());
+  await sweep(async (faulty, n) => {
+    const schedule = [`${n} 0 * * *`]; // another definition each time
+    await faulty(() => hooks.updateHook('crash', updated, def(schedule)));
+    const committed = JSON.stringify((await hooks.hook('crash', updated)).schedule) === JSON.stringify(schedule);
+    seen.length = 0;
+    await expectAnnounced(updated, 'hook-updated', committed);
+  });
+  await sweep(async (faulty) => {
+    const hookId = slugid();
+    await hooks.createHook('crash', hookId, def());
+    await faulty(() => hooks.removeHook('crash', hookId));
+    await expectAnnounced(hookId, 'hook-deleted', !(await exists(hookId)));
   });
 }, 240_000);

@@ -79,8 +79,24 @@ test('each event is published as a CloudEvent 1.0: type per exchange, subject = 
     tcseq: 4,
   });
   expect(typeof done.time).toBe('string');
-  expect(done.data).toEqual({ version: 1, status, runId: 0, workerGroup: c.workerGroup, workerId: c.workerId, routes: ['route.notify.test'] });
+  expect(done.data).toEqual({
+    version: 1,
+    status,
+    runId: 0,
+    workerGroup: c.workerGroup,
+    workerId: c.workerId,
+    task: { tags: { a: 'b' } },
+    routes: ['route.notify.test'],
+  });
   expect(mine[0].data.task).toEqual({ tags: { a: 'b' } });
+
+  // The hooks' exchanges are typed after their service.
+  const hooks = new svc.tc.Hooks({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+  const hookId = `h${slugid()}`;
+  const metadata = { name: 'h', description: 'a hook', owner: 'tester@example.com' };
+  await hooks.createHook('eg', hookId, { metadata, task: { taskQueueId: tq, payload: {}, metadata: { ...metadata, source: 'https://example.com/h' } } });
+  const hookEvents = events().filter((e) => e.data?.hookId === hookId);
+  expect(hookEvents.map((e) => [e.type, e.subject, e.data])).toEqual([['taskcluster.hooks.v1.hook-created', '_', { hookGroupId: 'eg', hookId, routes: [] }]]);
 });
 
 test('a topic that fails gets the events from the reaper', async () => {

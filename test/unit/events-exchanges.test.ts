@@ -71,11 +71,13 @@ describe('task events', () => {
     expect(events.map((e) => e.exchange)).toEqual([`${EXCHANGE_PREFIX}task-defined`, `${EXCHANGE_PREFIX}task-pending`]);
     const [defined, pending] = events;
     expect(defined.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA._._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
+    // As Taskcluster: the task as defined (unscheduled, no runs); task-pending then says it is pending.
     expect(defined.payload).toEqual({
       version: 1,
-      status: expect.objectContaining({ taskId: after.taskId, state: 'pending' }),
+      status: expect.objectContaining({ taskId: after.taskId, state: 'unscheduled', runs: [] }),
       task: { tags: { kind: 'build' } },
     });
+    expect(pending.payload.status).toMatchObject({ state: 'pending', runs: [expect.objectContaining({ runId: 0, state: 'pending' })] });
     expect(defined.payload).not.toHaveProperty('runId');
     expect(pending.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
     expect(pending.payload).toMatchObject({ version: 1, runId: 0, task: { tags: { kind: 'build' } } });
@@ -154,7 +156,7 @@ describe('task events', () => {
     );
     const [e] = taskEvents(s.before, s.after);
     expect(e.exchange).toBe(`${EXCHANGE_PREFIX}task-exception`);
-    expect(e.payload).toEqual({ version: 1, status: expect.objectContaining({ state: 'exception' }), runId: 0 });
+    expect(e.payload).toEqual({ version: 1, status: expect.objectContaining({ state: 'exception' }), runId: 0, task: { tags: { kind: 'build' } } });
     expect(e.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
   });
 

@@ -3,7 +3,7 @@
  * QueueEvents builds.
  */
 import { topicMatches, bindingMatches, bindingProblem } from '../../shared/events/topic';
-import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import { EXCHANGE_PREFIX, hookChangedEvent } from '../../shared/events/exchanges';
 
 test.each([
   ['a.b.c', 'a.b.c', true],
@@ -48,4 +48,22 @@ test('bad bindings are named', () => {
   expect(bindingProblem({ exchange: `${EXCHANGE_PREFIX}task-failed`, routingKeyPattern: 'a.b*' })).toMatch(/whole words/);
   expect(bindingProblem({ exchange: `${EXCHANGE_PREFIX}task-failed`, routingKeyPattern: 'x'.repeat(300) })).toMatch(/longer/);
   expect(bindingProblem({ exchange: `${EXCHANGE_PREFIX}task-failed`, routingKeyPattern: '' })).toMatch(/non-empty/);
+});
+
+test("the hooks' exchanges are bindable; HooksEvents' default pattern matches their routing key", () => {
+  const event = hookChangedEvent('hook-updated', 'g', 'a/b', 'call1');
+  for (const exchange of ['hook-created', 'hook-updated', 'hook-deleted']) {
+    expect(bindingProblem({ exchange: `exchange/taskcluster-hooks/v1/${exchange}`, routingKeyPattern: '#' })).toBeUndefined();
+  }
+  expect(bindingMatches({ exchange: 'exchange/taskcluster-hooks/v1/hook-updated', routingKeyPattern: '#' }, event)).toBe(true);
+  expect(bindingMatches({ exchange: 'exchange/taskcluster-hooks/v1/hook-created', routingKeyPattern: '#' }, event)).toBe(false);
+  expect(event).toEqual({
+    id: 'g/a/b.hook-updated.call1',
+    seq: 0,
+    exchange: 'exchange/taskcluster-hooks/v1/hook-updated',
+    routingKey: '_',
+    routes: [],
+    payload: { hookGroupId: 'g', hookId: 'a/b' },
+  });
+  expect(bindingProblem({ exchange: 'exchange/taskcluster-hooks/v1/hook-exploded', routingKeyPattern: '#' })).toMatch(/unknown exchange/);
 });

@@ -102,3 +102,16 @@ describe('event times and binding unions (the consumers)', () => {
     expect(unionBindings([], [a, a])).toEqual([a]);
   });
 });
+
+test("bindings on Taskcluster's default denylist are refused; others pass", async () => {
+  for (const exchange of ['exchange/taskcluster-queue/v1/task-created', 'exchange/taskcluster-hooks/v1/hook-created', 'exchange/taskcluster-hooks/v2/x']) {
+    await expect(checkDefinition(def({ bindings: [{ exchange, routingKeyPattern: '#' }] }))).rejects.toThrow(/denied access to hooks/);
+  }
+  await expect(
+    checkDefinition(def({ bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-completed', routingKeyPattern: '#' }] })),
+  ).resolves.toBeUndefined();
+  // Anchored at the start, as Taskcluster's patterns are.
+  await expect(
+    checkDefinition(def({ bindings: [{ exchange: 'x/exchange/taskcluster-hooks/v1/hook-created', routingKeyPattern: '#' }] })),
+  ).resolves.toBeUndefined();
+});

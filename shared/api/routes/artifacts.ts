@@ -108,8 +108,13 @@ export const artifactRoutes: RouteDef[] = [
       if (isPresent(a)) return { status: 204 }; // a repeat
       if (req.body.uploadId !== a.details.uploadId) throw inputError('given uploadId does not match that for the artifact');
       if (!(await objectFinished(req.services, objectNameFor(taskId, runId, name)))) throw inputError('Object storing artifact data does not exist');
+      const finished = { ...a, details: {} };
+      // The artifact becomes visible now, so artifact-created goes out now (as Taskcluster's): its
+      // sweep trigger is put first, and the reaper delivers it if the finished row is there.
+      const announce = await req.services.events.prepareArtifact(t, runId, finished);
       // Guarded by the ETag read above: a concurrent re-create or expiry wins, and the caller retries.
-      if (!(await store.replace({ ...a, details: {} }))) throw conflict(`artifact ${name} changed meanwhile; retry`);
+      if (!(await store.replace(finished))) throw conflict(`artifact ${name} changed meanwhile; retry`);
+      await req.services.events.delivered(announce);
       return { status: 204 };
     },
   },

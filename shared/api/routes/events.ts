@@ -97,8 +97,8 @@ export const eventRoutes: RouteDef[] = [
     route: '/subscriptions/<subscriptionId>',
     scopes: 'queue:create-subscription:<subscriptionId>',
     description:
-      'Create a subscription to queue events: `{bindings: [{exchange, routingKeyPattern}], expires}`, with AMQP topic patterns matched against ' +
-      'the primary routing key and every `route.<route>` CC (the bindings `QueueEvents` builds work as they are). Idempotent for the same ' +
+      'Create a subscription to queue and hooks events: `{bindings: [{exchange, routingKeyPattern}], expires}`, with AMQP topic patterns matched against ' +
+      'the primary routing key and every `route.<route>` CC (the bindings `QueueEvents` and `HooksEvents` build work as they are). Idempotent for the same ' +
       'definition; a different one under the same id is a 409. Answers SAS URLs to receive and delete the messages of its own queue.',
     handler: async (req) => {
       const svc = req.services;

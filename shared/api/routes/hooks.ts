@@ -4,20 +4,24 @@
  */
 import '../hooks-schemas';
 import { ApiRequest, RouteDef, ok } from '../types';
-import { authFailed, badArgs, notFound } from '../../errors';
+import { authFailed, badUrlParam, notFound } from '../../errors';
 import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
 import { HookStore } from '../../hooks/store';
 import { createHook, definitionView, loadHook, removeHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
 import { heartbeatRoute } from './ops';
+import { MAX_HOOK_ID_LENGTH } from '../../hooks/ids';
 
 const ids = (req: ApiRequest) => [req.params.hookGroupId, req.params.hookId] as const;
 
-/** taskcluster-client leaves hookGroupId/hookId unchecked; these are Taskcluster's formats. */
-const HOOK_PARAM = /^[a-zA-Z0-9-_]{1,64}$/;
+/** taskcluster-client leaves hookGroupId/hookId unchecked; these are Taskcluster's formats (a hookId may hold `/`). */
+const HOOK_PARAMS = {
+  hookGroupId: new RegExp(`^[a-zA-Z0-9-_]{1,${MAX_HOOK_ID_LENGTH}}$`),
+  hookId: new RegExp(`^[a-zA-Z0-9-_/]{1,${MAX_HOOK_ID_LENGTH}}$`),
+};
 function checkIds(req: ApiRequest): void {
   for (const k of ['hookGroupId', 'hookId'] as const) {
     const v = req.params[k];
-    if (v !== undefined && !HOOK_PARAM.test(v)) throw badArgs(`${k} '${v}' does not match ${HOOK_PARAM}`);
+    if (v !== undefined && !HOOK_PARAMS[k].test(v)) throw badUrlParam(k, v, HOOK_PARAMS[k]);
   }
 }
 
@@ -165,13 +169,17 @@ export const hookRoutes: RouteDef[] = [
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger',
+    query: ['taskId'],
     scopes: 'hooks:trigger-hook:<hookGroupId>/<hookId>',
     input: 'trigger-hook-request',
-    description: "Fires a hook now with a payload checked against its triggerSchema; returns the task's status ({} when the template renders null).",
+    description:
+      "Fires a hook now with a payload checked against its triggerSchema; returns the task's status ({} when the template renders null). " +
+      'An optional `taskId` query parameter (a slugid) names the task to create.',
     handler: async (req) => {
       checkIds(req);
       const caller = await req.caller();
-      return triggerResponse(await triggerHook(req.services, ...ids(req), { firedBy: 'triggerHook', payload: req.body, clientId: caller.clientId }));
+      const ctx = { firedBy: 'triggerHook' as const, payload: req.body, clientId: caller.clientId };
+      return triggerResponse(await triggerHook(req.services, ...ids(req), ctx, req.query.taskId));
     },
   },
   {
@@ -212,14 +220,17 @@ export const hookRoutes: RouteDef[] = [
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger/<token>',
+    query: ['taskId'],
     scopes: null,
     input: 'trigger-hook-request',
-    description: 'Fires a hook without credentials, authorized by its trigger token (compared in constant time).',
+    description:
+      'Fires a hook without credentials, authorized by its trigger token (compared in constant time). ' +
+      'An optional `taskId` query parameter (a slugid) names the task to create.',
     handler: async (req) => {
       checkIds(req);
       const h = await loadHook(req.services, ...ids(req));
       if (!tokenMatches(tokenOf(req.services, h), req.params.token)) throw authFailed('invalid hook trigger token');
-      return triggerResponse(await triggerHook(req.services, ...ids(req), { firedBy: 'triggerHookWithToken', payload: req.body }));
+      return triggerResponse(await triggerHook(req.services, ...ids(req), { firedBy: 'triggerHookWithToken', payload: req.body }, req.query.taskId));
     },
   },
   {

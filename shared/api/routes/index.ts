@@ -3,13 +3,15 @@
  */
 import '../index-schemas';
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
-import { ApiError, notFound } from '../../errors';
+import { ApiError } from '../../errors';
 import { decodeToken, encodeToken, isOffset, isPageToken, pageLimit } from '../continuation';
 import { checkNamespace, deleteIndexedTask, findIndexedTask, insertIndexedTask } from '../../index/index';
 import { IndexStore, IndexedTask } from '../../index/store';
 import { redirectToArtifact } from './artifacts';
 import { registerSchema } from '../schemas';
 import { heartbeatRoute } from './ops';
+import { satisfies } from '../../auth/scopes';
+import { signedUrl } from '../../auth/signed-url';
 
 /** What clients see of an entry (the tie-break order stays internal). */
 const view = (t: IndexedTask) => ({ namespace: t.namespace, taskId: t.taskId, rank: t.rank, data: t.data, expires: t.expires });
@@ -18,6 +20,20 @@ const view = (t: IndexedTask) => ({ namespace: t.namespace, taskId: t.taskId, ra
 function paging(req: ApiRequest): { limit: number; continuation?: string } {
   const src = req.route.method === 'POST' ? { limit: req.body?.limit?.toString(), continuationToken: req.body?.continuationToken } : req.query;
   return { limit: pageLimit(src.limit), continuation: decodeToken(src.continuationToken, isPageToken)?.c };
+}
+
+/**
+ * 303 to the queue's getLatestArtifact URL: plain for a name anonymous callers may read, else
+ * signed for that name only (the caller proved `queue:get-artifact:<name>` to get here).
+ */
+async function redirectToQueue(req: ApiRequest, taskId: string, name: string): Promise<ApiResponse> {
+  const svc = req.services;
+  const plain = `${svc.config.publicUrl}/api/queue/v1/task/${taskId}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`;
+  const scope = `queue:get-artifact:${name}`;
+  const isPublic = satisfies((await svc.authenticator.anonymous()).scopes, scope);
+  const url = isPublic ? plain : signedUrl(plain, { issuer: svc.clients.issuer, clientId: 'index/find-artifact', scopes: [scope], now: svc.now() });
+  // The body as for a reference artifact: the URL to follow.
+  return { status: 303, headers: { location: url }, body: { storageType: 'reference', url } };
 }
 
 /** The root namespace has its own (parameterless) routes. */
@@ -204,7 +220,9 @@ export const indexRoutes: RouteDef[] = [
     handler: async (req) => {
       const entry = await findIndexedTask(req.services, req.params.indexPath);
       const t = await req.services.tasks.load(entry.taskId);
-      if (!t || t.runs.length === 0) throw notFound(`Task ${entry.taskId} indexed at ${req.params.indexPath} has no runs`);
+      // No run here (a task of another queue, or not started): as Taskcluster's index, send the
+      // caller to the queue's latest-artifact URL and let the queue answer.
+      if (!t || t.runs.length === 0) return redirectToQueue(req, entry.taskId, req.params.name);
       // Links are followed with the same per-name scope the route asks for.
       const authorizeNames = async (names: string[]) => {
         for (const name of names) await req.authorize({ name });

@@ -4,7 +4,7 @@
  * (task history, tasks by state and time, latest tasks, counts by state) plus the dashboard.
  */
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
-import { badArgs, notFound } from '../../errors';
+import { badArgs, badUrlParam, notFound } from '../../errors';
 import { pageLimit } from '../continuation';
 import { registerSchema, TASK_QUEUE_ID } from '../schemas';
 import { taskStatus } from '../../tasks/model';
@@ -99,7 +99,7 @@ async function indexed(req: ApiRequest) {
 
 /** Counts echo the queue they count, so a malformed one is a 400 rather than zero counts of nothing. */
 function checkedQueue(taskQueueId: string): string {
-  if (!new RegExp(TASK_QUEUE_ID).test(taskQueueId)) throw badArgs(`taskQueueId '${taskQueueId}' does not match ${TASK_QUEUE_ID}`);
+  if (!new RegExp(TASK_QUEUE_ID).test(taskQueueId)) throw badUrlParam('taskQueueId', taskQueueId, new RegExp(TASK_QUEUE_ID));
   return taskQueueId;
 }
 
