@@ -189,40 +189,44 @@ for (const retries of [4, 0]) {
 
 // Last: the reaper works through its 1,500 resolutions for minutes after it, which would slow the
 // crash sweeps above past their storage deadlines on a busy machine.
-loadTest(`a task with ${MAX_DEPENDENCIES} dependencies is created, waits, and is scheduled once when the last resolves`, async () => {
-  const q = a.queue(undefined, { retries: 4 });
-  const depQueue = uniqueQueue();
-  const deps = Array.from({ length: MAX_DEPENDENCIES }, () => slugid());
-  let t0 = Date.now();
-  await mapLimit(deps, SETUP_CONCURRENCY, (id) => q.createTask(id, taskDef(depQueue, { priority: 'lowest' })));
-  const setupS = (Date.now() - t0) / 1000;
+loadTest(
+  `a task with ${MAX_DEPENDENCIES} dependencies is created, waits, and is scheduled once when the last resolves`,
+  async () => {
+    const q = a.queue(undefined, { retries: 4 });
+    const depQueue = uniqueQueue();
+    const deps = Array.from({ length: MAX_DEPENDENCIES }, () => slugid());
+    let t0 = Date.now();
+    await mapLimit(deps, SETUP_CONCURRENCY, (id) => q.createTask(id, taskDef(depQueue, { priority: 'lowest' })));
+    const setupS = (Date.now() - t0) / 1000;
 
-  const taskId = slugid();
-  const tq = uniqueQueue();
-  t0 = Date.now();
-  const created = await q.createTask(taskId, taskDef(tq, { dependencies: deps, requires: 'all-resolved' }));
-  const createS = (Date.now() - t0) / 1000;
-  expect(createS * 1000).toBeLessThan(CLIENT_TIMEOUT_MS);
-  expect(created.status.state).toBe('unscheduled');
-  await idle(a);
-  const trackedS = (Date.now() - t0) / 1000;
-  // Logged now too: at 10,000 the resolving below takes Azurite many minutes (see the README).
-  console.log(`${MAX_DEPENDENCIES} dependencies: createTask answered in ${createS.toFixed(1)} s, edges linked after ${trackedS.toFixed(1)} s`);
-  expect((await q.task(taskId)).dependencies).toHaveLength(MAX_DEPENDENCIES);
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    t0 = Date.now();
+    const created = await q.createTask(taskId, taskDef(tq, { dependencies: deps, requires: 'all-resolved' }));
+    const createS = (Date.now() - t0) / 1000;
+    expect(createS * 1000).toBeLessThan(CLIENT_TIMEOUT_MS);
+    expect(created.status.state).toBe('unscheduled');
+    await idle(a);
+    const trackedS = (Date.now() - t0) / 1000;
+    // Logged now too: at 10,000 the resolving below takes Azurite many minutes (see the README).
+    console.log(`${MAX_DEPENDENCIES} dependencies: createTask answered in ${createS.toFixed(1)} s, edges linked after ${trackedS.toFixed(1)} s`);
+    expect((await q.task(taskId)).dependencies).toHaveLength(MAX_DEPENDENCIES);
 
-  // All but the last resolve: still waiting.
-  t0 = Date.now();
-  await mapLimit(deps.slice(0, -1), RESOLVE_CONCURRENCY, (id) => q.cancelTask(id));
-  const resolveS = (Date.now() - t0) / 1000;
-  expect((await status(b, taskId)).state).toBe('unscheduled');
-  await q.cancelTask(deps[deps.length - 1]);
-  expect((await status(b, taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending', reasonCreated: 'scheduled' })]);
-  expect((await claimAll(tq)).map((c) => c.status.taskId)).toEqual([taskId]);
-  expect(await claim(b, tq, W2, 4)).toEqual([]);
-  // The dependents list of any of them names the task.
-  expect((await q.listDependentTasks(deps[1234])).tasks.map((t: any) => t.status.taskId)).toEqual([taskId]);
-  console.log(
-    `${MAX_DEPENDENCIES} dependencies: setup ${setupS.toFixed(1)} s, createTask answered in ${createS.toFixed(1)} s, ` +
-      `edges linked after ${trackedS.toFixed(1)} s, resolving them ${resolveS.toFixed(1)} s`,
-  );
-}, 1_800_000);
+    // All but the last resolve: still waiting.
+    t0 = Date.now();
+    await mapLimit(deps.slice(0, -1), RESOLVE_CONCURRENCY, (id) => q.cancelTask(id));
+    const resolveS = (Date.now() - t0) / 1000;
+    expect((await status(b, taskId)).state).toBe('unscheduled');
+    await q.cancelTask(deps[deps.length - 1]);
+    expect((await status(b, taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending', reasonCreated: 'scheduled' })]);
+    expect((await claimAll(tq)).map((c) => c.status.taskId)).toEqual([taskId]);
+    expect(await claim(b, tq, W2, 4)).toEqual([]);
+    // The dependents list of any of them names the task.
+    expect((await q.listDependentTasks(deps[1234])).tasks.map((t: any) => t.status.taskId)).toEqual([taskId]);
+    console.log(
+      `${MAX_DEPENDENCIES} dependencies: setup ${setupS.toFixed(1)} s, createTask answered in ${createS.toFixed(1)} s, ` +
+        `edges linked after ${trackedS.toFixed(1)} s, resolving them ${resolveS.toFixed(1)} s`,
+    );
+  },
+  1_800_000,
+);
