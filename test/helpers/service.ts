@@ -3,7 +3,7 @@
  * to the caller, and hands out taskcluster-client instances pointed at it.
  */
 import crypto from 'node:crypto';
-import { loadConfig } from '../../shared/config';
+import { FaultSettings, loadConfig } from '../../shared/config';
 import { Services, Tuning } from '../../shared/services';
 import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
@@ -39,14 +39,47 @@ export function sharedDeployment(): Record<string, string> {
   };
 }
 
+/**
+ * The seeds of the faithful storage mode the suites run on: each test file draws one of them from
+ * its path, so a failure repeats with the same faults.
+ */
+export const FAULT_SEEDS = [1, 2, 3];
+/** Faults of the suites: what Azure does at a rate that a test file meets many times. */
+export const TEST_FAULTS = 'pages=0.3 ambiguous=0.05 throttle=0.02 backoff-ms=0';
+
+/** The QUEUE_STORAGE_FAULTS value of parsed settings. */
+export function faultsOf(f: FaultSettings): string {
+  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
+}
+
+function seedOf(path: string): number {
+  let h = 0;
+  for (const c of path) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return FAULT_SEEDS[h % FAULT_SEEDS.length];
+}
+
+/**
+ * Where test services store. By default the faithful in-memory mode (shared/storage/faults.ts), one
+ * store per process shared by instances of one deployment; `TEST_ON_AZURITE=1` runs them on the
+ * test Azurite instead; a test that names QUEUE_STORAGE_CONNECTION keeps it.
+ */
+function testStorage(env: Record<string, string>): Record<string, string> {
+  if (env.QUEUE_STORAGE_CONNECTION) return {};
+  if (process.env.TEST_ON_AZURITE === '1') {
+    const conn = process.env.TEST_STORAGE_CONNECTION;
+    if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
+    return { QUEUE_STORAGE_CONNECTION: conn };
+  }
+  const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(expect.getState().testPath ?? ''));
+  return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
+}
+
 export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
-  const conn = process.env.TEST_STORAGE_CONNECTION;
-  if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const root = { clientId: 'static/root', accessToken: env.QUEUE_ROOT_ACCESS_TOKEN ?? generateAccessToken() };
   const config = loadConfig({
-    QUEUE_STORAGE_CONNECTION: conn,
+    ...testStorage(env),
     QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
     QUEUE_PUBLIC_URL: rootUrl,
     QUEUE_ROOT_ACCESS_TOKEN: root.accessToken,
@@ -119,6 +152,9 @@ export function startSecondInstance(svc: TestService, env: Record<string, string
       QUEUE_TOKEN_ENCRYPTION_KEY: c.tokenEncryptionKey.toString('base64'),
       QUEUE_CLAIM_TIMEOUT_S: String(c.claimTimeoutS),
       QUEUE_CLAIM_WORK_POLL_S: String(c.claimWorkPollS),
+      // The same store, with this instance's own faults.
+      QUEUE_STORAGE_CONNECTION: c.storageConnection,
+      ...(c.storageFaults ? { QUEUE_STORAGE_FAULTS: faultsOf({ ...c.storageFaults, instance: c.storageFaults.instance + 1 }) } : {}),
       ...env,
     },
     { tuning: svc.services.tuning, ...opts },
