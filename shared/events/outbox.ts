@@ -12,7 +12,7 @@
  * - Artifact and group events are not task writes: their trigger carries the event itself, and
  *   the row the write creates (artifact, sealed group) is the proof that it committed.
  */
-import type { Entity, Storage } from '../storage/storage';
+import { allRows, readPage, type Entity, type Storage } from '../storage/storage';
 import { historyRowKey } from '../ops/history';
 import type { QueueEvent } from './exchanges';
 import type { TriggerRef } from '../tasks/triggers';
@@ -57,14 +57,14 @@ export function attachToHistoryRows(rows: Entity[], events: QueueEvent[]): void 
   }
 }
 
-/** The committed events of a task with these seqs: one range query over its history rows. */
+/** The committed events of a task with these seqs: one range query over its history rows, read to its end. */
 export async function readTaskOutbox(storage: Storage, taskId: string, seqs: number[]): Promise<QueueEvent[]> {
   if (!seqs.length) return [];
   const lo = historyRowKey(taskId, Math.max(...seqs));
   const hi = historyRowKey(taskId, Math.min(...seqs));
-  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: { ge: lo, le: hi } }, seqs.length);
+  const history = await allRows(storage.table('Tasks'), { partitionKey: taskId, rowKey: { ge: lo, le: hi } });
   const wanted = new Set(seqs);
-  return page.items
+  return history
     .map((r) => outboxEvent(r))
     .filter((e): e is QueueEvent => !!e && wanted.has(e.seq))
     .sort((a, b) => a.seq - b.seq);
@@ -90,6 +90,6 @@ export async function readTaskEvents(
   limit: number,
   continuation?: string,
 ): Promise<{ events: QueueEvent[]; continuation?: string }> {
-  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: { ge: HISTORY_PREFIX, lt: HISTORY_PREFIX + '~' } }, limit, continuation);
+  const page = await readPage(storage.table('Tasks'), { partitionKey: taskId, rowKey: { ge: HISTORY_PREFIX, lt: HISTORY_PREFIX + '~' } }, limit, continuation);
   return { events: page.items.map((r) => outboxEvent(r)).filter((e): e is QueueEvent => !!e), continuation: page.continuation };
 }

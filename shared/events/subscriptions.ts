@@ -4,7 +4,7 @@
  * each instance caches the list briefly, so dispatching an event costs no read.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict } from '../storage/storage';
+import { StorageConflict, allRows, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
@@ -173,21 +173,15 @@ export class Subscriptions {
   }
 
   async page(limit: number, continuation?: string): Promise<{ items: Subscription[]; continuation?: string }> {
-    const page = await this.table.page({ partitionKey: PK }, limit, continuation);
+    const page = await readPage(this.table, { partitionKey: PK }, limit, continuation);
     const now = this.now();
     return { items: page.items.map(decode).filter((s) => new Date(s.expires) > now), continuation: page.continuation };
   }
 
   /** Every active subscription, uncached. */
   async list(): Promise<Subscription[]> {
-    const out: Subscription[] = [];
-    let continuation: string | undefined;
-    do {
-      const p = await this.page(1000, continuation);
-      out.push(...p.items);
-      continuation = p.continuation;
-    } while (continuation);
-    return out;
+    const now = this.now();
+    return (await allRows(this.table, { partitionKey: PK })).map(decode).filter((s) => new Date(s.expires) > now);
   }
 
   /**
@@ -198,15 +192,10 @@ export class Subscriptions {
     const at = Date.now();
     const list: Subscription[] = [];
     const hooks: HookBindings[] = [];
-    let continuation: string | undefined;
-    do {
-      const page = await this.table.page({ partitionKey: { ge: '' } }, 1000, continuation);
-      for (const r of page.items) {
-        if (r.partitionKey === PK) list.push(decode(r));
-        else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(this.table, { partitionKey: { ge: '' } })) {
+      if (r.partitionKey === PK) list.push(decode(r));
+      else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
+    }
     this.cache = { at, list, hooks };
     return list;
   }

@@ -4,7 +4,7 @@
  * history and the task's state can never disagree. Entries are derived by comparing the runs
  * before and after a write, so callers of TaskStore need no changes.
  */
-import type { Entity, Storage } from '../storage/storage';
+import { allRows, readPage, type Entity, type Storage } from '../storage/storage';
 import { priorityOf, type Run, type TaskRecord } from '../tasks/model';
 import { prefixRange } from './keys';
 
@@ -95,18 +95,11 @@ export async function readHistory(
   limit: number,
   continuation?: string,
 ): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
-  const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['entry'] }, limit, continuation);
+  const page = await readPage(storage.table('Tasks'), { partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['entry'] }, limit, continuation);
   return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
 }
 
 /** Every history row key of a task (to delete them with the task). */
 export async function historyKeys(storage: Storage, taskId: string): Promise<string[]> {
-  const keys: string[] = [];
-  let continuation: string | undefined;
-  do {
-    const page = await storage.table('Tasks').page({ partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['RowKey'] }, 1000, continuation);
-    keys.push(...page.items.map((r) => r.rowKey));
-    continuation = page.continuation;
-  } while (continuation);
-  return keys;
+  return (await allRows(storage.table('Tasks'), { partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['RowKey'] })).map((r) => r.rowKey);
 }

@@ -47,7 +47,7 @@
  * A deferred write that fails (a crash, a storage error) is such a lost write.
  * Stale or duplicate pending hints never count: rows follow task rows, not queue messages.
  */
-import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableAction } from '../storage/storage';
+import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableAction, allRows, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
 import { badArgs } from '../errors';
@@ -58,8 +58,6 @@ import { fromInverted, inverted, part, prefixRange } from './keys';
 
 /** The partition listing the task queues that have index rows. */
 export const QUEUES_PK = 'queues';
-/** Table pages hold at most 1000 rows. */
-const PAGE = 1000;
 
 export type ActiveState = 'unscheduled' | 'pending' | 'running';
 export type ResolvedState = 'completed' | 'failed' | 'exception';
@@ -512,12 +510,8 @@ export interface IndexedQueue {
 /** Every task queue that has (or had) index rows, from the `queues` partition (1,000 per call). */
 export async function indexedQueues(storage: Storage): Promise<IndexedQueue[]> {
   const out: IndexedQueue[] = [];
-  let continuation: string | undefined;
-  do {
-    const page = await storage.table('Indexes').page({ partitionKey: QUEUES_PK }, PAGE, continuation);
-    for (const r of page.items) out.push({ taskQueueId: r.taskQueueId as string, buckets: registryBuckets(r) });
-    continuation = page.continuation;
-  } while (continuation);
+  for await (const r of rows(storage.table('Indexes'), { partitionKey: QUEUES_PK }))
+    out.push({ taskQueueId: r.taskQueueId as string, buckets: registryBuckets(r) });
   const counts = bucketCounts(storage);
   for (const q of out) counts.set(q.taskQueueId, q.buckets);
   return out;
@@ -668,12 +662,7 @@ export async function countActive(storage: Storage, taskQueueId: string, state: 
 
 async function countWhere(storage: Storage, query: Query): Promise<number> {
   let n = 0;
-  let continuation: string | undefined;
-  do {
-    const page = await storage.table('Indexes').page({ ...query, select: ['RowKey'] }, PAGE, continuation);
-    n += page.items.length;
-    continuation = page.continuation;
-  } while (continuation);
+  for await (const _ of rows(storage.table('Indexes'), { ...query, select: ['RowKey'] })) n++;
   return n;
 }
 
@@ -698,9 +687,10 @@ export async function stalePending(
     where: activeWhere(now.toJSON()),
     select: ['RowKey', 'taskId', 'runId'],
   });
-  const pages = await Promise.all(pks.map((pk) => storage.table('Indexes').page(query(pk), limit)));
-  const rows = pages.flatMap((p) => p.items).sort(byRowKey);
-  return rows.slice(0, limit).map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
+  // Each bucket read on to `limit` rows (a page may end early, empty, and continue).
+  const perBucket = await Promise.all(pks.map((pk) => allRows(storage.table('Indexes'), query(pk), { max: limit })));
+  const stale = perBucket.flat().sort(byRowKey);
+  return stale.slice(0, limit).map((r) => ({ taskId: r.taskId as string, runId: Number(r.runId) }));
 }
 
 /** A task queue's runs (or unscheduled tasks) in an active state, oldest first. */
@@ -749,7 +739,7 @@ const CURSOR_PREFIX = 'ix.';
  */
 async function queuePage(storage: Storage, pks: string[], prefix: string, range: KeyRange, where: Condition[], limit: number, continuation?: string) {
   if (pks.length === 1 && !continuation?.startsWith(CURSOR_PREFIX)) {
-    const page = await storage.table('Indexes').page({ partitionKey: pks[0], rowKey: range, where }, limit, continuation);
+    const page = await readPage(storage.table('Indexes'), { partitionKey: pks[0], rowKey: range, where }, limit, continuation);
     return { rows: page.items.map(clean), continuation: page.continuation };
   }
   return mergedPage(storage, pks, prefix, range, where, limit, continuation);
@@ -758,8 +748,9 @@ async function queuePage(storage: Storage, pks: string[], prefix: string, range:
 /**
  * One page of rows with keys `<prefix><suffix>` in `range`, from the partitions `pks` (task
  * queues, buckets), merged by key (the suffixes sort the same way in every partition). Each
- * partition gives up to `limit` rows after the cursor, so the first `limit` of the merge are
- * exactly the next page. The continuation names the last row returned.
+ * partition gives up to `limit` + 1 rows after the cursor, so the first `limit` of the merge are
+ * exactly the next page, and more remain if the merge holds more. The continuation names the last
+ * row returned.
  */
 async function mergedPage(storage: Storage, pks: string[], prefix: string, range: KeyRange, where: Condition[], pageSize: number, continuation?: string) {
   const limit = Math.min(pageSize, FAN_OUT_MAX_PAGE);
@@ -768,26 +759,16 @@ async function mergedPage(storage: Storage, pks: string[], prefix: string, range
     const from = prefix + decodeCursor(continuation);
     rowKey = { lt: range.lt, ...(range.ge !== undefined && range.ge > from ? { ge: range.ge } : { gt: from }) };
   }
-  const rows: Record<string, unknown>[] = [];
-  let more = false;
+  const merged: Entity[] = [];
   const todo = [...pks];
   const worker = async () => {
-    for (let pk = todo.pop(); pk !== undefined; pk = todo.pop()) {
-      let got = 0;
-      let token: string | undefined;
-      do {
-        const page = await storage.table('Indexes').page({ partitionKey: pk, rowKey, where }, limit - got, token);
-        rows.push(...page.items);
-        got += page.items.length;
-        token = page.continuation;
-      } while (token && got < limit);
-      if (token) more = true;
-    }
+    for (let pk = todo.pop(); pk !== undefined; pk = todo.pop())
+      merged.push(...(await allRows(storage.table('Indexes'), { partitionKey: pk, rowKey, where }, { max: limit + 1 })));
   };
   await Promise.all(Array.from({ length: Math.min(FAN_OUT_CONCURRENCY, pks.length) }, worker));
-  rows.sort((a, b) => byRowKey(a as { rowKey: string }, b as { rowKey: string }));
-  const taken = rows.slice(0, limit);
-  if (rows.length > limit) more = true;
+  merged.sort(byRowKey);
+  const taken = merged.slice(0, limit);
+  const more = merged.length > limit;
   const last = taken[taken.length - 1];
   return { rows: taken.map(clean), continuation: more && last ? encodeCursor((last.rowKey as string).slice(prefix.length)) : undefined };
 }
@@ -825,15 +806,10 @@ export async function listWorkerRuns(
 async function tally(storage: Storage, pks: string[], range: KeyRange, into: Record<string, number>): Promise<void> {
   await Promise.all(
     pks.map(async (pk) => {
-      let continuation: string | undefined;
-      do {
-        const page = await storage.table('Indexes').page({ partitionKey: pk, rowKey: range, select: ['state'] }, PAGE, continuation);
-        for (const r of page.items) {
-          const s = r.state as string;
-          if (s in into) into[s]++;
-        }
-        continuation = page.continuation;
-      } while (continuation);
+      for await (const r of rows(storage.table('Indexes'), { partitionKey: pk, rowKey: range, select: ['state'] })) {
+        const s = r.state as string;
+        if (s in into) into[s]++;
+      }
     }),
   );
 }

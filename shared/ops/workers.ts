@@ -16,7 +16,7 @@
  * An instance writes it at most once per RECENT_TASKS_WRITE_MS per worker: claims in between wait
  * in memory and go out together (this instance shows them at once; others up to that much later).
  */
-import { Condition, Query, Storage, StorageConflict, StoredEntity } from '../storage/storage';
+import { Condition, Query, Storage, StorageConflict, StoredEntity, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
 import { listWorkerRuns } from './indexes';
@@ -491,19 +491,14 @@ export class WorkerRegistry {
    */
   async allQueues(prefix?: string): Promise<QueueInfo[]> {
     const byPk = new Map<string, { taskQueueId?: string; meta?: StoredEntity; touched: string }>();
-    let continuation: string | undefined;
     const query: Query = prefix ? { partitionKey: { ge: prefix, lt: prefix + '~' } } : {};
-    do {
-      const page = await this.queues.page(query, 1000, continuation);
-      for (const r of page.items) {
-        const e = byPk.get(r.partitionKey) ?? { touched: '' };
-        if (typeof r.taskQueueId === 'string') e.taskQueueId = r.taskQueueId;
-        if (r.rowKey === META_RK) e.meta = r;
-        else e.touched = later(e.touched, new Date(String(r.timestamp ?? 0)).toJSON());
-        byPk.set(r.partitionKey, e);
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(this.queues, query)) {
+      const e = byPk.get(r.partitionKey) ?? { touched: '' };
+      if (typeof r.taskQueueId === 'string') e.taskQueueId = r.taskQueueId;
+      if (r.rowKey === META_RK) e.meta = r;
+      else e.touched = later(e.touched, new Date(String(r.timestamp ?? 0)).toJSON());
+      byPk.set(r.partitionKey, e);
+    }
     const now = this.now();
     const out: QueueInfo[] = [];
     for (const e of byPk.values()) {

@@ -354,3 +354,121 @@ export interface Storage extends QueuePollSas {
 export function checkPrefix(prefix: string): void {
   if (!/^[a-z][a-z0-9]{0,19}$/.test(prefix)) throw new Error(`storage prefix '${prefix}' must be 1-20 lowercase letters/digits, starting with a letter`);
 }
+
+// ---- reading and writing through the port ----
+
+/**
+ * How many empty pages in a row a one-page reader (an API list that hands the continuation to its
+ * client) reads through before it answers the empty page and its continuation: Azure may end any
+ * page after 5 s with no rows, and a client should get rows when there are some, but a reader
+ * should not spin for a whole scan of a large table on one request.
+ */
+export const MAX_EMPTY_PAGES = 8;
+
+export interface RowsOptions {
+  /** Rows asked of each page (at most `MAX_TABLE_PAGE`, the default). */
+  pageSize?: number;
+  /** Stops after this many rows. */
+  max?: number;
+  /** Where an earlier read stopped. */
+  continuation?: string;
+}
+
+/**
+ * Every row a query matches, page by page to the end. An empty page that carries a continuation
+ * is not the end (Azure answers one when a query runs out of its time slice or crosses a
+ * partition), so this is the only way domain code should read more than one page.
+ */
+export async function* rows<T extends Entity = Entity>(table: Table, query: Query, opts: RowsOptions = {}): AsyncGenerator<T & { etag: string }> {
+  const pageSize = Math.max(1, Math.min(opts.pageSize ?? MAX_TABLE_PAGE, MAX_TABLE_PAGE));
+  let left = opts.max ?? Infinity;
+  let continuation = opts.continuation;
+  while (left > 0) {
+    const page = await table.page<T>(query, Math.min(pageSize, left), continuation);
+    for (const r of page.items.slice(0, left)) yield r;
+    left -= page.items.length;
+    continuation = page.continuation;
+    if (!continuation) return;
+  }
+}
+
+/** `rows` gathered into an array (for reads bounded by `max` or known to be small). */
+export async function allRows<T extends Entity = Entity>(table: Table, query: Query, opts: RowsOptions = {}): Promise<(T & { etag: string })[]> {
+  const out: (T & { etag: string })[] = [];
+  for await (const r of rows<T>(table, query, opts)) out.push(r);
+  return out;
+}
+
+/** The first row a query matches, reading through empty pages (a page of one row may come back empty and continue). */
+export async function firstRow<T extends Entity = Entity>(table: Table, query: Query): Promise<(T & { etag: string }) | undefined> {
+  for await (const r of rows<T>(table, query, { pageSize: 1, max: 1 })) return r;
+  return undefined;
+}
+
+/**
+ * One page for a reader that hands the continuation on (an API list, a bounded pass): up to
+ * `limit` rows, reading through up to `MAX_EMPTY_PAGES` empty pages so the answer has rows when
+ * some remain. Never answers "no continuation" while rows remain: an empty page still continues.
+ */
+export async function readPage<T extends Entity = Entity>(
+  table: Table,
+  query: Query,
+  limit: number,
+  continuation?: string,
+): Promise<Page<T & { etag: string }>> {
+  let page = await table.page<T>(query, limit, continuation);
+  for (let empty = 1; page.items.length === 0 && page.continuation && empty < MAX_EMPTY_PAGES; empty++)
+    page = await table.page<T>(query, limit, page.continuation);
+  return page;
+}
+
+/** A write storage refused: the key was taken ('exists'), the row changed ('etag') or is gone ('missing'). */
+export interface Refused {
+  ok: false;
+  reason: StorageConflict['reason'];
+}
+
+/** The outcome of a conditional write: done (with what it returned), or refused as Azure's 409/412/404. */
+export type Outcome<T> = { ok: true; value: T } | Refused;
+/** The outcome of a conditional write of one row: its new ETag, or why storage refused it. */
+export type Written = { ok: true; etag: string } | Refused;
+
+/** Runs a conditional write; a StorageConflict becomes a refusal, any other failure still throws. */
+export async function unlessConflict<T>(write: Promise<T>): Promise<Outcome<T>> {
+  try {
+    return { ok: true, value: await write };
+  } catch (err) {
+    if (err instanceof StorageConflict) return { ok: false, reason: err.reason };
+    throw err;
+  }
+}
+
+async function written(write: Promise<string>): Promise<Written> {
+  const r = await unlessConflict(write);
+  return r.ok ? { ok: true, etag: r.value } : r;
+}
+
+/** Inserts the row unless its key is taken (refused: 'exists'). */
+export function insertIfAbsent(table: Table, entity: Entity): Promise<Written> {
+  return written(table.insert(entity));
+}
+
+/** Replaces the row if it still has `etag` (refused: 'etag', or 'missing'). */
+export function replaceIfMatch(table: Table, entity: Entity, etag: string): Promise<Written> {
+  return written(table.update(entity, etag));
+}
+
+/** Merges properties into the row if it still has `etag` ('*': if it exists). */
+export function mergeIfMatch(table: Table, entity: Entity, etag: string): Promise<Written> {
+  return written(table.merge(entity, etag));
+}
+
+/** Deletes the row if it still has `etag`; the value is false when it was gone already. */
+export async function deleteIfMatch(table: Table, pk: string, rk: string, etag: string): Promise<Outcome<boolean>> {
+  return unlessConflict(table.delete(pk, rk, etag));
+}
+
+/** Runs the transaction unless one of its conditions fails (then none of it applied). */
+export function transactIf(table: Table, actions: TableAction[]): Promise<Outcome<(string | undefined)[]>> {
+  return unlessConflict(table.transact(actions));
+}

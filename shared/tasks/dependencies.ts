@@ -11,6 +11,7 @@
 import { TaskDeps } from './deps';
 import { TaskRecord, isResolved, taskState } from './model';
 import { mapLimit } from '../limit';
+import { Entity, MAX_TABLE_PAGE, firstRow, readPage, rows } from '../storage/storage';
 
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
@@ -156,9 +157,9 @@ function order(some: string[], all: string[]): string[] {
   return all.filter((x) => set.has(x));
 }
 
+/** Whether any requirement row of the task remains (the first of its range, read through empty pages). */
 export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
-  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'r-', lt: 'r.' }, select: ['RowKey'] }, 1);
-  return page.items.length > 0;
+  return !!(await firstRow(d.storage.table('TaskDeps'), { partitionKey: taskId, rowKey: { ge: 'r-', lt: 'r.' }, select: ['RowKey'] }));
 }
 
 /**
@@ -171,11 +172,9 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
   if (!isResolved(state)) return 0;
   const table = d.storage.table('TaskDeps');
   let scheduled = 0;
-  let continuation: string | undefined;
-  do {
-    const page = await table.page({ partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } }, 1000, continuation);
-    const told = page.items.filter((row) => row.require !== 'completed' || state === 'completed');
-    await mapLimit(told, EDGE_CONCURRENCY, async (row) => {
+  const told: Entity[] = [];
+  const tell = async () => {
+    await mapLimit(told.splice(0), EDGE_CONCURRENCY, async (row) => {
       const { dependent, requirement } = edgeOf(row.rowKey, task.taskId);
       await table.delete(dependent, requirement);
       if (!(await isBlocked(d, dependent))) {
@@ -186,13 +185,17 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
         }
       }
     });
-    continuation = page.continuation;
-  } while (continuation);
+  };
+  for await (const row of rows(table, { partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } })) {
+    if (row.require !== 'completed' || state === 'completed') told.push(row);
+    if (told.length >= MAX_TABLE_PAGE) await tell();
+  }
+  await tell();
   return scheduled;
 }
 
 /** One page of the tasks that depend on `taskId` (its dependents list). */
 export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-  const page = await d.storage.table('TaskDeps').page({ partitionKey: taskId, rowKey: { ge: 'd-', lt: 'd.' }, select: ['RowKey'] }, limit, continuation);
+  const page = await readPage(d.storage.table('TaskDeps'), { partitionKey: taskId, rowKey: { ge: 'd-', lt: 'd.' }, select: ['RowKey'] }, limit, continuation);
   return { taskIds: page.items.map((r) => edgeOf(r.rowKey, taskId).dependent), continuation: page.continuation };
 }

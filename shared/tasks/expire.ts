@@ -4,7 +4,7 @@
  * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
  * reapers sweeping the same row at once do no harm.
  */
-import { deleteRows } from '../storage/storage';
+import { deleteRows, rows } from '../storage/storage';
 import { latestRowKey, openRowKey } from './groups';
 import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
@@ -47,16 +47,11 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   const edges = d.storage.table('TaskDeps');
   // Rows in this task's partition: what it waited for (r-*) and who waited for it (d-*).
   if (!t || deps.length || t.hasDependents) {
-    let continuation: string | undefined;
-    do {
-      const page = await edges.page({ partitionKey: taskId, select: ['RowKey'] }, MAX_BATCH, continuation);
-      await deleteRows(
-        edges,
-        taskId,
-        page.items.map((r) => r.rowKey),
-      );
-      continuation = page.continuation;
-    } while (continuation);
+    const batch: string[] = [];
+    for await (const r of rows(edges, { partitionKey: taskId, select: ['RowKey'] }, { pageSize: MAX_BATCH })) {
+      if (batch.push(r.rowKey) === MAX_BATCH) await deleteRows(edges, taskId, batch.splice(0));
+    }
+    await deleteRows(edges, taskId, batch);
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));

@@ -9,7 +9,7 @@
  * EXPIRY_BUCKETS partitions: one partition takes about 2,000 entities/s.
  */
 import { createHash } from 'node:crypto';
-import { Entity, MAX_TRANSACTION_ACTIONS, Storage, deleteRows } from '../storage/storage';
+import { Entity, MAX_TRANSACTION_ACTIONS, Storage, allRows, deleteRows } from '../storage/storage';
 
 /** Partitions per day: 8 × 2,000 entities/s carries 8,000 task creations/s (2 rows each) per day. */
 export const EXPIRY_BUCKETS = 8;
@@ -115,9 +115,10 @@ export class ExpiryIndex {
   /** Up to `limit` rows whose `expires` is before `now`, oldest first. */
   async due(now: Date, limit: number): Promise<ExpiryRow[]> {
     const iso = now.toJSON();
-    // `~~` sorts after every bucket of today (and a bucketless day partition of older rows).
-    const page = await this.table.page({ partitionKey: { le: `${iso.slice(0, 10)}~~` }, rowKey: { lt: iso } }, limit);
-    return page.items.map((r) => ({
+    // `~~` sorts after every bucket of today.
+    // Every bucket is a partition, so a page ends at each bucket's end: read on to `limit`.
+    const due = await allRows(this.table, { partitionKey: { le: `${iso.slice(0, 10)}~~` }, rowKey: { lt: iso } }, { max: limit });
+    return due.map((r) => ({
       partitionKey: r.partitionKey,
       rowKey: r.rowKey,
       kind: r.kind as string,

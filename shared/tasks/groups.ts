@@ -19,7 +19,7 @@
  * requires that row fails once anyone joined. (Groups created through addMember keep the meta row's
  * ETag instead, which every first joiner changes: `close` with metaEtag.)
  */
-import { Storage, StorageConflict, Table, TableAction, deleteRows, tableHasRows } from '../storage/storage';
+import { Storage, StorageConflict, Table, TableAction, deleteRows, firstRow, readPage, rows, tableHasRows } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -83,8 +83,6 @@ interface Place {
   legacy: boolean;
 }
 
-/** Rows of a group partition read per page when it expires (a table page's worth). */
-const GROUP_PAGE = 1000;
 /** Rows per entity-group transaction. */
 const MAX_BATCH = 100;
 
@@ -349,14 +347,7 @@ export class TaskGroups {
   async hasOpen(taskGroupId: string): Promise<boolean> {
     const p = await this.place(taskGroupId);
     const range = { ge: p.key(OPEN_PREFIX), lt: p.key(OPEN_PREFIX + '~') };
-    let continuation: string | undefined;
-    do {
-      // Azure may answer an empty page with a continuation (a server-side time slice): read on.
-      const page = await p.table.page({ partitionKey: taskGroupId, rowKey: range, select: ['RowKey'] }, 1, continuation);
-      if (page.items.length) return true;
-      continuation = page.continuation;
-    } while (continuation);
-    return false;
+    return !!(await firstRow(p.table, { partitionKey: taskGroupId, rowKey: range, select: ['RowKey'] }));
   }
 
   /** Seals the group (irreversible; repeating it changes nothing). Undefined if there is no group. */
@@ -380,7 +371,7 @@ export class TaskGroups {
     const p = await this.place(taskGroupId);
     const where = [{ prop: 'expires', op: 'ge', value: now.toJSON() } as const];
     const rowKey = { ge: p.key(''), lt: p.key(MEMBERS_END) };
-    const page = await p.table.page({ partitionKey: taskGroupId, rowKey, where, select: ['RowKey'] }, limit, continuation);
+    const page = await readPage(p.table, { partitionKey: taskGroupId, rowKey, where, select: ['RowKey'] }, limit, continuation);
     return { taskIds: page.items.map((r) => r.rowKey.slice(p.key('').length)), continuation: page.continuation };
   }
 
@@ -388,7 +379,7 @@ export class TaskGroups {
   async latestPage(taskGroupId: string, limit: number, continuation?: string): Promise<{ keys: string[]; continuation?: string }> {
     const p = await this.place(taskGroupId);
     const rowKey = { ge: p.key(LATEST_PREFIX), lt: p.key(LATEST_PREFIX + '~') };
-    const page = await p.table.page({ partitionKey: taskGroupId, rowKey, select: ['RowKey'] }, limit, continuation);
+    const page = await readPage(p.table, { partitionKey: taskGroupId, rowKey, select: ['RowKey'] }, limit, continuation);
     return { keys: page.items.map((r) => r.rowKey.slice(p.key('').length)), continuation: page.continuation };
   }
 
@@ -434,15 +425,10 @@ export class TaskGroups {
     const rowKey = p.legacy ? undefined : { ge: GROUP_PREFIX, lt: GROUP_END };
     const keys: string[] = [];
     let meta: { expires: string; etag: string } | undefined;
-    let continuation: string | undefined;
-    do {
-      const page = await p.table.page({ partitionKey: taskGroupId, ...(rowKey ? { rowKey } : {}) }, GROUP_PAGE, continuation);
-      for (const r of page.items) {
-        if (r.rowKey === metaKey) meta = { expires: r.expires as string, etag: r.etag };
-        else keys.push(r.rowKey.slice(p.key('').length));
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(p.table, { partitionKey: taskGroupId, ...(rowKey ? { rowKey } : {}) })) {
+      if (r.rowKey === metaKey) meta = { expires: r.expires as string, etag: r.etag };
+      else keys.push(r.rowKey.slice(p.key('').length));
+    }
     if (meta && new Date(meta.expires) > now) return;
     await this.removeRows(taskGroupId, keys, meta?.etag);
   }

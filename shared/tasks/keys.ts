@@ -19,7 +19,7 @@
  *   gone, and their acquire finds the holder dead.
  * Tasks without a key never touch this table.
  */
-import { StorageConflict } from '../storage/storage';
+import { StorageConflict, allRows, readPage } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 import type { TaskDeps } from './deps';
 import { TaskRecord, priorityOf, taskState } from './model';
@@ -64,8 +64,8 @@ export async function holderOf(d: TaskDeps, key: string): Promise<(Holder & { et
 }
 
 export async function waitersOf(d: TaskDeps, key: string, limit: number): Promise<(Waiter & { rowKey: string })[]> {
-  const page = await table(d).page({ partitionKey: pk(key), rowKey: { ge: WAIT_PREFIX, lt: `${WAIT_PREFIX}~` } }, limit);
-  return page.items.map((r) => ({
+  const waiting = await allRows(table(d), { partitionKey: pk(key), rowKey: { ge: WAIT_PREFIX, lt: `${WAIT_PREFIX}~` } }, { max: limit });
+  return waiting.map((r) => ({
     rowKey: r.rowKey,
     taskId: r.taskId as string,
     runId: Number(r.runId),
@@ -211,7 +211,7 @@ export async function describeKey(d: TaskDeps, key: string, limit: number) {
 
 /** Held keys in key order, a page across the table's partitions (an operator query). */
 export async function heldKeys(d: TaskDeps, limit: number, continuation?: string) {
-  const page = await table(d).page({ rowKey: HOLDER_RK }, limit, continuation);
+  const page = await readPage(table(d), { rowKey: HOLDER_RK }, limit, continuation);
   return {
     concurrencyKeys: page.items.map((r) => ({
       concurrencyKey: decodeKey(r.partitionKey),

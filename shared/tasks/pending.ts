@@ -9,7 +9,7 @@
  * after N shrinks.
  */
 import crypto from 'node:crypto';
-import { CountedQueue, Storage, MAX_VISIBILITY_S } from '../storage/storage';
+import { CountedQueue, Storage, MAX_VISIBILITY_S, allRows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { jumpHash } from '../storage/accounts';
 import { MAX_PENDING_SHARDS, type PendingShards } from '../config';
@@ -161,11 +161,15 @@ export class PendingQueues {
     const hit = this.usedCache.get(taskQueueId);
     const ttl = hit && hit.used.length ? USED_PRIORITIES_TTL_MS : NO_PRIORITIES_TTL_MS;
     if (!fresh && hit && Date.now() - hit.at < ttl) return hit.used;
-    const page = await this.storage
-      .table('TaskQueues')
-      .page({ partitionKey: encodeKey(taskQueueId), rowKey: { ge: 'p', lt: 'q' } }, PRIORITIES.length * MAX_PENDING_SHARDS);
+    const queues = await allRows(
+      this.storage.table('TaskQueues'),
+      { partitionKey: encodeKey(taskQueueId), rowKey: { ge: 'p', lt: 'q' } },
+      {
+        pageSize: PRIORITIES.length * MAX_PENDING_SHARDS,
+      },
+    );
     const rank = (p: Priority) => PRIORITIES.indexOf(p);
-    const used = page.items
+    const used = queues
       .map((r) => ({ priority: r.priority as Priority, shard: typeof r.shard === 'number' ? r.shard : 0 }))
       .filter((q) => rank(q.priority) >= 0)
       .sort((a, b) => rank(a.priority) - rank(b.priority) || a.shard - b.shard);

@@ -2,7 +2,9 @@
  * Outbox properties: an event rides on its history row, split below the 64 KiB property limit when
  * large, and reads back identical.
  */
-import { outboxProps, outboxEvent, attachToHistoryRows } from '../../shared/events/outbox';
+import { outboxProps, outboxEvent, attachToHistoryRows, readTaskOutbox } from '../../shared/events/outbox';
+import { MemoryStorage } from '../../shared/storage/memory';
+import { emptyPagesStorage } from '../helpers/empty-pages';
 import { historyRowKey } from '../../shared/ops/history';
 import type { QueueEvent } from '../../shared/events/exchanges';
 
@@ -37,4 +39,17 @@ test('events go on the history rows of their seqs only', () => {
   const rows = [1, 2, 3].map((seq) => ({ partitionKey: 'T', rowKey: historyRowKey('T', seq), entry: '{}' }));
   attachToHistoryRows(rows, [{ ...event(1), seq: 3 }]);
   expect(rows.map((r) => 'event' in r)).toEqual([false, false, true]);
+});
+
+test('the sweep reads every event it wants though the first page of the range is empty and pages are short', async () => {
+  const storage = new MemoryStorage('ob');
+  await storage.table('Tasks').create();
+  const rows = [1, 2, 3, 4].map((seq) => ({ partitionKey: 'T', rowKey: historyRowKey('T', seq), entry: '{}' }));
+  attachToHistoryRows(
+    rows,
+    [1, 2, 4].map((seq) => ({ ...event(1), seq })),
+  );
+  for (const r of rows) await storage.table('Tasks').insert(r);
+  const events = await readTaskOutbox(emptyPagesStorage(storage, { pageSize: 2 }), 'T', [1, 2, 4]);
+  expect(events.map((e) => e.seq)).toEqual([1, 2, 4]);
 });

@@ -25,6 +25,7 @@ import {
 } from '../../shared/ops/indexes';
 import { decodeTask, encodeTask, type Run, type TaskRecord } from '../../shared/tasks/model';
 import { create } from '../../shared/tasks/transitions';
+import { emptyPagesStorage } from '../helpers/empty-pages';
 
 const BUCKETS = 3;
 const t0 = Date.parse('2026-11-24T00:00:00.000Z');
@@ -230,6 +231,15 @@ describe('a task queue over three buckets: every reader sees every bucket', () =
     expect(await queueStateCounts(reader, tq, at(0), NOW)).toEqual({ unscheduled: 0, pending: 3, running: 3, completed: 2, failed: 1, exception: 0 });
     expect(await workerStateCounts(reader, tq, 'wg', 'w1', at(0), NOW)).toEqual({ running: 1, completed: 2, failed: 0, exception: 0 });
     expect(await workerStateCounts(reader, tq, 'wg', 'w2', at(0), NOW)).toEqual({ running: 2, completed: 0, failed: 1, exception: 0 });
+  });
+
+  test('through empty and short pages, as Azure may answer: every reader still sees every bucket', async () => {
+    const reader = emptyPagesStorage(otherProcess(storage), { pageSize: 1 });
+    expect((await stalePending(reader, tq, at(100), NOW, 3)).map((r) => r.taskId)).toEqual(ids.slice(0, 3));
+    expect((await all((c) => listActive(reader, tq, 'pending', NOW, 2, c))).map((r) => r.taskId)).toEqual(ids.slice(0, 3));
+    expect((await all((c) => listResolved(reader, undefined, { state: 'completed' }, 1, c))).map((r) => r.taskId)).toEqual([ids[5], ids[3]]);
+    expect(await countActive(reader, tq, 'running', NOW)).toBe(3);
+    expect(await queueStateCounts(reader, tq, at(0), NOW)).toEqual({ unscheduled: 0, pending: 3, running: 3, completed: 2, failed: 1, exception: 0 });
   });
 
   test('after the count drops to 1, new tasks go to bucket 0 and the old buckets stay readable', async () => {

@@ -6,6 +6,7 @@ import { loadConfig, MAX_PENDING_SHARDS } from '../../shared/config';
 import { PendingQueues } from '../../shared/tasks/pending';
 import { MemoryStorage } from '../../shared/storage/memory';
 import { jumpHash, queueHome } from '../../shared/storage/accounts';
+import { emptyPagesStorage } from '../helpers/empty-pages';
 
 const ENV = {
   QUEUE_STORAGE_CONNECTION: 'UseDevelopmentStorage=true',
@@ -52,4 +53,16 @@ test('with several accounts, the shards of a task queue are placed apart; its le
   expect(queueHome(`${base}-7-2`)).toEqual(queueHome(`${base}-1-2`));
   expect(queueHome(`${base}-3-0`)).toEqual({ kind: 'global' });
   expect(queueHome('acc-claim')).toEqual({ kind: 'global' });
+});
+
+test('the used queues of a task queue are read to the end through empty pages', async () => {
+  const storage = new MemoryStorage('acc');
+  await storage.ensureAll();
+  await new PendingQueues(storage, 'key').ensure('p/any', 'high', 0);
+  await new PendingQueues(storage, 'key').ensure('p/any', 'low', 0);
+  const p = new PendingQueues(emptyPagesStorage(storage), 'key');
+  expect(await p.usedQueues('p/any')).toEqual([
+    { priority: 'high', shard: 0 },
+    { priority: 'low', shard: 0 },
+  ]);
 });
