@@ -1,0 +1,68 @@
+/**
+ * Ambiguous writes (the faithful storage mode): each write of createTask, claimWork and
+ * reportCompleted in turn applies, its answer is lost, and the SDK-style retry meets its own
+ * success. What the caller and everyone after see must be what they see without the fault.
+ */
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { claim, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { eachWrite } from '../helpers/ambiguity';
+
+let svc: TestService;
+beforeAll(async () => {
+  // Only the sweep's fault: every other call answers as it should.
+  svc = await startTestService({ QUEUE_STORAGE_CONNECTION: 'memory:', QUEUE_STORAGE_FAULTS: 'seed=1 backoff-ms=0', QUEUE_CLAIM_WORK_POLL_S: '1' });
+});
+afterAll(async () => svc?.close());
+
+const sweep = (scenario: Parameters<typeof eachWrite>[1]) => eachWrite(svc.services.storage, scenario, { warm: () => svc.auth().currentScopes() });
+
+test('createTask', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    const r = await ambiguous(() => svc.queue().createTask(taskId, taskDef(tq)));
+    expect(r.error).toBeUndefined();
+    expect(r.value.status).toMatchObject({ taskId, state: 'pending', runs: [expect.objectContaining({ runId: 0, state: 'pending' })] });
+    // Claimable exactly once.
+    const claims = await claim(svc, tq, W1, 32);
+    expect(claims.map((c) => c.status.taskId)).toEqual([taskId]);
+    expect(await claim(svc, tq, W2, 32)).toEqual([]);
+  });
+  console.log(ops.join(' '));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('claimWork', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const r = await ambiguous(() => svc.queue().claimWork(tq, { ...W1, tasks: 1 }));
+    expect(r.error).toBeUndefined();
+    expect(r.value.tasks.map((t: any) => `${t.status.taskId}/${t.runId}`)).toEqual([`${taskId}/0`]);
+    const s = await status(svc, taskId);
+    expect(s.runs).toEqual([expect.objectContaining({ runId: 0, state: 'running', ...W1, takenUntil: r.value.tasks[0].takenUntil })]);
+    expect(await claim(svc, tq, W2, 32)).toEqual([]);
+  });
+  console.log(ops.join(' '));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('reportCompleted', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const [c] = await claim(svc, tq, W1, 1);
+    const r = await ambiguous(() => svc.queue(c.credentials).reportCompleted(taskId, 0));
+    expect(r.error).toBeUndefined();
+    expect(r.value.status).toMatchObject({
+      taskId,
+      state: 'completed',
+      runs: [expect.objectContaining({ runId: 0, state: 'completed', reasonResolved: 'completed' })],
+    });
+    expect((await status(svc, taskId)).state).toBe('completed');
+  });
+  console.log(ops.join(' '));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
