@@ -57,17 +57,20 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
   const leaseUntil = new Date(now.getTime() + d.tuning.triggerLeaseS * 1000).toJSON();
   if (prior && prior.scheduled === h.nextScheduledDate) {
     if (new Date(prior.leaseUntil) > now) return; // another instance is firing it
-    claim = { ...prior, leaseUntil };
+    claim = { ...prior, leaseUntil, claimId: slugid.nice() };
   } else {
     const late = now.getTime() - new Date(h.nextScheduledDate).getTime() > LATE_FIRE_MS;
-    claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil };
+    claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil, claimId: slugid.nice() };
   }
-  const claimed: HookRecord = { ...h, pendingFire: claim };
+  let claimed: HookRecord = { ...h, pendingFire: claim };
   try {
     await store.replace(claimed);
   } catch (err) {
-    if (err instanceof StorageConflict) return; // someone else claimed or changed it: theirs to fire
-    throw err;
+    if (!(err instanceof StorageConflict)) throw err;
+    // The claim's retry may have met the claim itself (its answer was lost): then it is ours.
+    const stored = await store.get(hookGroupId, hookId);
+    if (!stored || stored.pendingFire?.claimId !== claim.claimId) return; // someone else claimed or changed it: theirs to fire
+    claimed = stored;
   }
 
   // 2. Fire, unless the overlap rule says the previous fire's task is still running.

@@ -61,18 +61,38 @@ function seedOf(path: string): number {
 }
 
 /**
- * Where test services store. By default the faithful in-memory mode (shared/storage/faults.ts), one
- * store per process shared by instances of one deployment; `TEST_ON_AZURITE=1` runs them on the
- * test Azurite instead; a test that names QUEUE_STORAGE_CONNECTION keeps it.
+ * Test files that run on the faithful mode: the conformance suite and the crash sweeps that pass
+ * on it. The rest (e2e, the dashboard, the other integration tests) keep Azurite, which also
+ * serves as the smoke test of the Azure adapter.
+ */
+const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/(crash-groups|crash-index)\.test\.ts$/];
+
+/**
+ * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
+ * what the faithful mode showed; docs/storage-faults.md lists them).
+ */
+const NOT_YET_FAITHFUL: Record<string, string> = {
+  'accounts.test.ts': 'two Azurite accounts by design',
+  'object-artifacts.test.ts': "taskcluster-client's downloadArtifact fetches through got, which cannot reach memory:// URLs",
+  'poll-task-urls.test.ts': "what an Azure SAS refuses (protocol, permissions) is the Azure adapter's",
+};
+
+/**
+ * Where test services store. The faithful in-memory mode (shared/storage/faults.ts) for the files
+ * above, one store per process shared by the instances of one deployment, on one of FAULT_SEEDS
+ * per file; the test Azurite otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that
+ * names QUEUE_STORAGE_CONNECTION keeps it.
  */
 function testStorage(env: Record<string, string>): Record<string, string> {
   if (env.QUEUE_STORAGE_CONNECTION) return {};
-  if (process.env.TEST_ON_AZURITE === '1') {
+  const path = expect.getState().testPath ?? '';
+  const faithful = FAITHFUL.some((re) => re.test(path)) && !Object.keys(NOT_YET_FAITHFUL).some((f) => path.endsWith(`/${f}`));
+  if (process.env.TEST_ON_AZURITE === '1' || !faithful) {
     const conn = process.env.TEST_STORAGE_CONNECTION;
     if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
     return { QUEUE_STORAGE_CONNECTION: conn };
   }
-  const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(expect.getState().testPath ?? ''));
+  const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(path));
   return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
 }
 
