@@ -7,13 +7,13 @@ import crypto from 'node:crypto';
 import { dropPrefix } from '../shared/local/azurite';
 import { createStorage, StorageConflict, StorageTimeout } from '../shared/storage/storage';
 import { encodeTask, taskRowKey, TaskRecord } from '../shared/tasks/model';
-import { groupRowKey } from '../shared/tasks/groups';
+import { GROUP_PREFIX, groupRowKey } from '../shared/tasks/groups';
 import { newTaskId, sleep, taskDef } from './harness';
 import { round, runLoops } from './stats';
 
 /** The sequence mirrored from createTask, claimWork (one hint) and reportCompleted today. */
 export const RAW_SEQUENCE = [
-  'TaskGroups.transaction (group meta + member)',
+  'Tasks.transaction (group meta + member)',
   'deadline.put',
   'pending.put',
   'Tasks.insert',
@@ -94,12 +94,11 @@ function record(taskId: string, taskQueueId: string): TaskRecord {
 export async function rawCeiling(connection: string, opts: { concurrency: number; durationMs: number }): Promise<RawResult> {
   const storage = createStorage(connection, `raw${crypto.randomBytes(3).toString('hex')}`);
   const tasks = storage.table('Tasks');
-  const groups = storage.table('TaskGroups');
   const queue = (n: string) => storage.queueNamed(`${storage.prefix}-${n}`, n);
   const pending = queue('pending');
   const deadline = queue('deadline');
   const claim = queue('claim');
-  await Promise.all([tasks.create(), groups.create(), pending.create(), deadline.create(), claim.create()]);
+  await Promise.all([tasks.create(), pending.create(), deadline.create(), claim.create()]);
   try {
     return await measure();
   } finally {
@@ -118,9 +117,12 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
       const taskId = newTaskId();
       const rec = record(taskId, 'bench/raw');
       await r(() =>
-        groups.transact([
-          { op: 'create', entity: { partitionKey: taskId, rowKey: groupRowKey(taskId), schedulerId: '-', expires: rec.definition.expires, sealed: '' } },
-          { op: 'upsert', entity: { partitionKey: taskId, rowKey: taskId, expires: rec.definition.expires } },
+        tasks.transact([
+          {
+            op: 'create',
+            entity: { partitionKey: taskId, rowKey: GROUP_PREFIX + groupRowKey(taskId), schedulerId: '-', expires: rec.definition.expires, sealed: '' },
+          },
+          { op: 'upsert', entity: { partitionKey: taskId, rowKey: GROUP_PREFIX + taskId, expires: rec.definition.expires } },
         ]),
       );
       await r(() => deadline.put({ taskId, deadline: rec.definition.deadline }, { visibilityS: 3600 }));

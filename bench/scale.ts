@@ -62,11 +62,11 @@ export function scaleModel(input: {
     const pk = rest.join(' ');
     const isQueue = kind === 'queue';
     const home = isQueue ? queueHome(name) : tableHome(stripPrefix(name, input.prefix) as TableName, pk);
-    const spread = (isQueue && triggers.has(name)) || home.kind === 'task' || home.kind === 'group';
+    const spread = (isQueue && triggers.has(name)) || home.kind === 'task';
     if (spread || home.kind === 'queue') spreadTx += t.calls;
     const perLifecycle = (isQueue ? t.calls : t.entities) / n;
     // A task's or group's own partition only sees that task's calls, whatever the throughput.
-    if (home.kind === 'task' || home.kind === 'group' || perLifecycle < SHARED_MIN_PER_LIFECYCLE || pk === '(range)') continue;
+    if (home.kind === 'task' || perLifecycle < SHARED_MIN_PER_LIFECYCLE || pk === '(range)') continue;
     const limit = isQueue ? AZURE_LIMITS.queueMessagesPerS : AZURE_LIMITS.partitionEntitiesPerS;
     const scope = spread ? 'spread' : input.taskQueueMarks.some((m) => key.includes(m)) ? 'task-queue' : 'deployment';
     hotspots.push({

@@ -16,7 +16,6 @@ import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
-import { LegacyIndexRows } from './ops/legacy-index';
 import { IndexWrites, opsObserver } from './ops/observer';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { EventRecorder, taskEventEffects } from './events/recorder';
@@ -29,15 +28,13 @@ import { SYNC_DEPENDENCIES } from './tasks/create';
 
 /**
  * The rows that exist whenever a task or group does: how several accounts find one stored before an
- * account was added. A Tasks partition holds a task, or a group (its meta row), or both; a legacy
- * group is in table TaskGroups.
+ * account was added. A Tasks partition holds a task, or a group (its meta row), or both.
  */
 const ACCOUNT_ROOTS: AccountRoots = {
   task: (id) => [
     { table: 'Tasks', pk: id, rk: taskRowKey(id) },
     { table: 'Tasks', pk: id, rk: GROUP_PREFIX + groupRowKey(id) },
   ],
-  group: (taskGroupId) => ({ table: 'TaskGroups', pk: taskGroupId, rk: groupRowKey(taskGroupId) }),
 };
 
 /**
@@ -90,8 +87,6 @@ export interface Services extends TaskDeps {
   startedAt: Date;
   /** Task queues and workers (seen, quarantine). */
   workers: WorkerRegistry;
-  /** Rows older versions left in the Indexes table, deleted a share per reaper pass (shared/ops/legacy-index.ts). */
-  legacyIndex: LegacyIndexRows;
   /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
   indexes: IndexWrites;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
@@ -157,8 +152,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
-  const legacyIndex = new LegacyIndexRows(storage);
-  await Promise.all([groups.start(), legacyIndex.start()]);
   const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
   return {
     config,
@@ -177,7 +170,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     log,
     startedAt: now(),
     workers: new WorkerRegistry(storage, now),
-    legacyIndex,
     wakeListeners,
     events,
     checkTask: opts.checkTask,

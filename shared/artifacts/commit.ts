@@ -26,15 +26,12 @@ export async function commitIfPending(storage: Storage, a: ArtifactRecord): Prom
 export async function commitRunUploads(storage: Storage, taskId: string, runId: number): Promise<number> {
   const store = new ArtifactStore(storage);
   let count = 0;
-  let continuation: string | undefined;
-  do {
-    const page = await store.page(taskId, runId, 1000, continuation, [{ prop: 'uncommitted', op: 'eq', value: true }]);
-    continuation = page.continuation;
-    const pending = page.items.filter((a) => a.storageType === 's3' && a.uncommitted);
+  for await (const batch of store.batches(taskId, runId, [{ prop: 'uncommitted', op: 'eq', value: true }])) {
+    const pending = batch.filter((a) => a.storageType === 's3' && a.uncommitted);
     for (let i = 0; i < pending.length; i += COMMIT_CONCURRENCY) {
       await Promise.all(pending.slice(i, i + COMMIT_CONCURRENCY).map((a) => commitIfPending(storage, a)));
     }
     count += pending.length;
-  } while (continuation);
+  }
   return count;
 }

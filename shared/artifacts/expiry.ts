@@ -12,7 +12,7 @@
  * rows carry `object` (the object name) and expire that one object.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict } from '../storage/storage';
+import { allRows, deleteIfMatch } from '../storage/storage';
 import type { Logger } from '../log';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, blobNameFor } from './blobs';
@@ -45,12 +45,7 @@ export interface ExpiryDeps {
 async function deleteRows(store: ArtifactStore, rows: ArtifactRecord[]): Promise<number> {
   let deleted = 0;
   await inBatches(rows, DELETE_CONCURRENCY, async (a) => {
-    try {
-      await store.table.delete(runKey(a.taskId, a.runId), artifactRowKey(a.name), a.etag);
-      deleted++;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    if ((await deleteIfMatch(store.table, runKey(a.taskId, a.runId), artifactRowKey(a.name), a.etag!)).ok) deleted++;
   });
   return deleted;
 }
@@ -61,18 +56,15 @@ async function expireRun(store: ArtifactStore, blobs: ArtifactBlobs, run: string
   const taskId = run.slice(0, dash);
   const runId = Number(run.slice(dash + 1));
   let deleted = 0;
-  let continuation: string | undefined;
-  do {
-    const page = await store.page(taskId, runId, 1000, continuation, [{ prop: 'expires', op: 'lt', value: nowIso }]);
-    continuation = page.continuation;
-    const due = page.items.filter((a) => a.expires < nowIso);
+  for await (const batch of store.batches(taskId, runId, [{ prop: 'expires', op: 'lt', value: nowIso }])) {
+    const due = batch.filter((a) => a.expires < nowIso);
     await inBatches(
       due.filter((a) => a.storageType === 's3'),
       DELETE_CONCURRENCY,
       (a) => blobs.delete(blobNameFor(a.taskId, a.runId, a.name)),
     );
     deleted += await deleteRows(store, due);
-  } while (continuation);
+  }
   return deleted;
 }
 
@@ -90,29 +82,19 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
   // Every index partition up to today's (shards are hex digits, and '~' sorts after them).
   const query = { partitionKey: { ge: INDEX_PREFIX, lt: `${INDEX_PREFIX}${nowIso.slice(0, 10)}~~` }, rowKey: { lt: nowIso } };
   try {
-    let continuation: string | undefined;
-    let seen = 0;
-    do {
-      const page = await table.page(query, MAX_INDEX_ROWS_PER_PASS - seen, continuation);
-      continuation = page.continuation;
-      seen += page.items.length;
-      await inBatches(page.items, DELETE_CONCURRENCY, async (row) => {
-        try {
-          if (typeof row.object === 'string') stats.artifacts += await expireObject(d.storage, row.object, nowIso);
-          else stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
-          stats.runs++;
-          try {
-            await table.delete(row.partitionKey, row.rowKey, row.etag);
-          } catch (err) {
-            // Rewritten meanwhile by a create with the same expiry: keep it for the next pass.
-            if (!(err instanceof StorageConflict)) throw err;
-          }
-        } catch (err) {
-          stats.failed++;
-          d.log.error('artifact-expiry-failed', { run: row.run, error: String((err as Error)?.message ?? err) });
-        }
-      });
-    } while (continuation && seen < MAX_INDEX_ROWS_PER_PASS);
+    const due = await allRows(table, query, { max: MAX_INDEX_ROWS_PER_PASS });
+    await inBatches(due, DELETE_CONCURRENCY, async (row) => {
+      try {
+        if (typeof row.object === 'string') stats.artifacts += await expireObject(d.storage, row.object, nowIso);
+        else stats.artifacts += await expireRun(store, blobs, row.run as string, nowIso);
+        stats.runs++;
+        // Refused: rewritten meanwhile by a create with the same expiry; kept for the next pass.
+        await deleteIfMatch(table, row.partitionKey, row.rowKey, row.etag);
+      } catch (err) {
+        stats.failed++;
+        d.log.error('artifact-expiry-failed', { run: row.run, error: String((err as Error)?.message ?? err) });
+      }
+    });
   } catch (err) {
     stats.failed++;
     d.log.error('artifact-expiry-failed', { error: String((err as Error)?.message ?? err) });

@@ -1,7 +1,7 @@
 /**
  * Artifact rows: point reads, ETag-guarded writes and per-run pages.
  */
-import { Condition, CountedTable, Storage, StorageConflict } from '../storage/storage';
+import { Condition, CountedTable, MAX_TABLE_PAGE, Storage, insertIfAbsent, mergeIfMatch, readPage, replaceIfMatch, rowBatches } from '../storage/storage';
 import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
 
 export interface ArtifactPage {
@@ -25,39 +25,34 @@ export class ArtifactStore {
 
   /** Inserts; returns false if the artifact already exists. */
   async insert(a: ArtifactRecord): Promise<boolean> {
-    try {
-      a.etag = await this.table.insert(encodeArtifact(a));
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict && err.reason === 'exists') return false;
-      throw err;
-    }
+    const r = await insertIfAbsent(this.table, encodeArtifact(a));
+    if (r.ok) a.etag = r.etag;
+    return r.ok;
   }
 
   /** Replaces the row if unchanged since it was read; returns false if it changed or vanished. */
   async replace(a: ArtifactRecord): Promise<boolean> {
-    try {
-      a.etag = await this.table.update(encodeArtifact(a), a.etag!);
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict) return false;
-      throw err;
-    }
+    const r = await replaceIfMatch(this.table, encodeArtifact(a), a.etag!);
+    if (r.ok) a.etag = r.etag;
+    return r.ok;
   }
 
   /** Marks an s3 artifact committed, unless the row changed meanwhile (a re-create re-opens it). */
   async markCommitted(a: ArtifactRecord): Promise<void> {
-    try {
-      a.etag = await this.table.merge({ partitionKey: runKey(a.taskId, a.runId), rowKey: artifactRowKey(a.name), uncommitted: false }, a.etag!);
-      a.uncommitted = false;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    const r = await mergeIfMatch(this.table, { partitionKey: runKey(a.taskId, a.runId), rowKey: artifactRowKey(a.name), uncommitted: false }, a.etag!);
+    if (!r.ok) return;
+    a.etag = r.etag;
+    a.uncommitted = false;
   }
 
   /** One page of a run's artifacts, in row-key order; `where` narrows it further. */
   async page(taskId: string, runId: number, limit: number, continuation?: string, where: Condition[] = []): Promise<ArtifactPage> {
-    const page = await this.table.page({ partitionKey: runKey(taskId, runId), where }, limit, continuation);
+    const page = await readPage(this.table, { partitionKey: runKey(taskId, runId), where }, limit, continuation);
     return { items: page.items.map((e) => decodeArtifact(e)), continuation: page.continuation };
+  }
+
+  /** Every artifact of a run that `where` selects, `size` at a time, read to the end. */
+  async *batches(taskId: string, runId: number, where: Condition[], size = MAX_TABLE_PAGE): AsyncGenerator<ArtifactRecord[]> {
+    for await (const batch of rowBatches(this.table, { partitionKey: runKey(taskId, runId), where }, size)) yield batch.map((e) => decodeArtifact(e));
   }
 }

@@ -4,7 +4,7 @@
  */
 import crypto from 'node:crypto';
 import * as slugid from 'slugid';
-import { Storage, StorageConflict } from '../storage/storage';
+import { Storage, insertIfAbsent, readPage, replaceIfMatch, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { Role, expandScopes } from './roles';
 import { conflict, inputError, notFound } from '../errors';
@@ -154,24 +154,19 @@ export class ClientStore {
     if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
     const now = this.now();
     const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
-    try {
-      await this.storage.table('Clients').insert(this.toRow(client));
-    } catch (err) {
-      if (err instanceof StorageConflict) {
-        const existing = await this.client(c.clientId, true);
-        if (
-          existing &&
-          existing.description === c.description &&
-          existing.expires.getTime() === c.expires.getTime() &&
-          JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
-          existing.deleteOnExpiration === c.deleteOnExpiration
-        ) {
-          // Idempotent create: same client, but the token is not revealed again.
-          throw conflict(`client ${c.clientId} already exists`);
-        }
-        throw conflict(`client ${c.clientId} already exists with different properties`);
+    if (!(await insertIfAbsent(this.storage.table('Clients'), this.toRow(client))).ok) {
+      const existing = await this.client(c.clientId, true);
+      if (
+        existing &&
+        existing.description === c.description &&
+        existing.expires.getTime() === c.expires.getTime() &&
+        JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
+        existing.deleteOnExpiration === c.deleteOnExpiration
+      ) {
+        // Idempotent create: same client, but the token is not revealed again.
+        throw conflict(`client ${c.clientId} already exists`);
       }
-      throw err;
+      throw conflict(`client ${c.clientId} already exists with different properties`);
     }
     this.clientCache.delete(c.clientId);
     return client;
@@ -186,14 +181,13 @@ export class ClientStore {
       if (!row) throw notFound(`client ${clientId} not found`);
       const next = fn(this.fromRow(row));
       next.lastModified = this.now();
-      try {
-        await table.update(this.toRow(next), row.etag);
+      const written = await replaceIfMatch(table, this.toRow(next), row.etag);
+      if (written.ok) {
         this.clientCache.delete(clientId);
         return next;
-      } catch (err) {
-        if (err instanceof StorageConflict && err.reason === 'etag' && attempt < 5) continue;
-        throw err;
       }
+      if (written.reason === 'missing') throw notFound(`client ${clientId} not found`);
+      if (attempt >= 5) throw conflict(`client ${clientId} is changing too fast; retry`);
     }
   }
 
@@ -204,7 +198,7 @@ export class ClientStore {
   }
 
   async listClients(prefix: string | undefined, limit: number, continuation?: string) {
-    const page = await this.storage.table('Clients').page({ rowKey: CLIENT_RK }, limit, continuation);
+    const page = await readPage(this.storage.table('Clients'), { rowKey: CLIENT_RK }, limit, continuation);
     let clients = page.items.map((r) => this.fromRow(r));
     if (prefix) clients = clients.filter((c) => c.clientId.startsWith(prefix));
     return { clients, continuation: page.continuation };
@@ -215,21 +209,16 @@ export class ClientStore {
   private async loadRoles(fresh = false): Promise<RoleRecord[]> {
     if (!fresh && this.rolesCache && Date.now() - this.rolesCache.at < AUTH_CACHE_MS) return this.rolesCache.full;
     const out: RoleRecord[] = [];
-    let continuation: string | undefined;
-    do {
-      const page = await this.storage.table('Roles').page({ rowKey: ROLE_RK }, 1000, continuation);
-      for (const r of page.items) {
-        out.push({
-          roleId: r.roleId as string,
-          description: (r.description as string) ?? '',
-          scopes: JSON.parse(r.scopes as string),
-          created: new Date(r.created as string),
-          lastModified: new Date(r.lastModified as string),
-          etag: r.etag,
-        });
-      }
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const r of rows(this.storage.table('Roles'), { rowKey: ROLE_RK })) {
+      out.push({
+        roleId: r.roleId as string,
+        description: (r.description as string) ?? '',
+        scopes: JSON.parse(r.scopes as string),
+        created: new Date(r.created as string),
+        lastModified: new Date(r.lastModified as string),
+        etag: r.etag,
+      });
+    }
     out.sort((a, b) => (a.roleId < b.roleId ? -1 : a.roleId > b.roleId ? 1 : 0));
     this.rolesCache = { at: Date.now(), roles: out.map((r) => ({ roleId: r.roleId, scopes: r.scopes })), full: out };
     return out;

@@ -4,7 +4,7 @@
  * each instance caches the list briefly, so dispatching an event costs no read.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict, allRows, readPage, rows } from '../storage/storage';
+import { StorageConflict, allRows, deleteIfMatch, readPage, replaceIfUnchanged, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
@@ -141,14 +141,12 @@ export class Subscriptions {
     }
     await this.expiry.record(EXPIRY_KIND, def.subscriptionId, def.expires);
     const row = { partitionKey: PK, rowKey: encodeKey(def.subscriptionId), ...def, bindings: JSON.stringify(def.bindings) };
-    try {
-      // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
-      if (raw) await this.table.update(row, raw.etag);
-      else await this.table.insert(row);
-    } catch (err) {
+    // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
+    const written = await replaceIfUnchanged(this.table, row, raw?.etag);
+    if (!written.ok) {
       // A concurrent create of the same id won: same definition is fine, another is a conflict.
-      if (err instanceof StorageConflict && attempt === 0) return this.create(def, 1);
-      throw err;
+      if (attempt === 0) return this.create(def, 1);
+      throw conflict(`subscription ${def.subscriptionId} is being created concurrently; retry`);
     }
     this.cache = undefined;
     return def;
@@ -255,13 +253,8 @@ export class Subscriptions {
       const cur = r ? decodeHookBindings(r).bindings : [];
       if (isDeepStrictEqual(unionBindings([], want), cur) && (r || !want.length)) return;
       if (!want.length) {
-        try {
-          await this.table.delete(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag);
-          break;
-        } catch (err) {
-          if (err instanceof StorageConflict) continue;
-          throw err;
-        }
+        if ((await deleteIfMatch(this.table, HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag)).ok) break;
+        continue;
       }
       if (await this.writeHookBindings(hookGroupId, hookId, unionBindings([], want), r?.etag)) break;
     }
@@ -271,14 +264,7 @@ export class Subscriptions {
   /** False when another writer got there first (re-read and try again). */
   private async writeHookBindings(hookGroupId: string, hookId: string, bindings: Binding[], etag: string | undefined): Promise<boolean> {
     const row = { partitionKey: HOOK_BINDINGS_PK, rowKey: hookBindingsKey(hookGroupId, hookId), hookGroupId, hookId, bindings: JSON.stringify(bindings) };
-    try {
-      if (etag) await this.table.update(row, etag);
-      else await this.table.insert(row);
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict) return false;
-      throw err;
-    }
+    return (await replaceIfUnchanged(this.table, row, etag)).ok;
   }
 }
 

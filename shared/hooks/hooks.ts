@@ -16,7 +16,6 @@ import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
-import { StorageConflict } from '../storage/storage';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
 export type HookDeps = Services;
@@ -178,12 +177,7 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
     if (!cur) throw notFound(`hook ${hookGroupId}/${hookId} not found`);
     const next = fn(cur);
     if (!next) return cur;
-    try {
-      await store.replace(next);
-      return next;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    if (await store.replace(next)) return next;
   }
 }
 

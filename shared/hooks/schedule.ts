@@ -8,7 +8,6 @@
  */
 import * as slugid from 'slugid';
 import { ApiError } from '../errors';
-import { StorageConflict } from '../storage/storage';
 import { CREATED_DRIFT_MS } from '../tasks/create';
 import { FireRecord, HookRecord, HookStore, PendingFire } from './store';
 import { HookDeps, fireHook, lastFireOf, nextDate, recordFire } from './hooks';
@@ -63,10 +62,7 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
     claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil, claimId: slugid.nice() };
   }
   let claimed: HookRecord = { ...h, pendingFire: claim };
-  try {
-    await store.replace(claimed);
-  } catch (err) {
-    if (!(err instanceof StorageConflict)) throw err;
+  if (!(await store.replace(claimed))) {
     // The claim's retry may have met the claim itself (its answer was lost): then it is ours.
     const stored = await store.get(hookGroupId, hookId);
     if (!stored || stored.pendingFire?.claimId !== claim.claimId) return; // someone else claimed or changed it: theirs to fire
@@ -120,12 +116,7 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
       ...(created || error ? { lastFire: lastFireOf({ taskId: claim.taskId, time: claim.time, error }) } : {}),
       ...(created ? { lastTaskId: claim.taskId } : {}),
     };
-    try {
-      await store.replace(next);
-      return;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      cur = await store.get(hookGroupId, hookId); // updated meanwhile (e.g. updateHook): advance what is there
-    }
+    if (await store.replace(next)) return;
+    cur = await store.get(hookGroupId, hookId); // updated meanwhile (e.g. updateHook): advance what is there
   }
 }

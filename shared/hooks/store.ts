@@ -5,7 +5,7 @@
  *   HookFires: PartitionKey = <hookGroupId>~<hookId>, RowKey = <inverted fire time>~<taskId>,
  *              newest first; removed a year later through the expiry index.
  */
-import { MAX_TABLE_PAGE, StorageConflict, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { allRows, insertIfAbsent, readPage, replaceIfMatch, rows, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface HookDefinition {
@@ -108,18 +108,16 @@ export class HookStore {
 
   /** False when the hook exists already. */
   async insert(h: HookRecord): Promise<boolean> {
-    try {
-      h.etag = await this.hooks.insert(entityOf(h));
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict && err.reason === 'exists') return false;
-      throw err;
-    }
+    const r = await insertIfAbsent(this.hooks, entityOf(h));
+    if (r.ok) h.etag = r.etag;
+    return r.ok;
   }
 
-  /** ETag-guarded replace; throws StorageConflict when the hook changed or went away. */
-  async replace(h: HookRecord): Promise<void> {
-    h.etag = await this.hooks.update(entityOf(h), h.etag!);
+  /** ETag-guarded replace; false when the hook changed or went away. */
+  async replace(h: HookRecord): Promise<boolean> {
+    const r = await replaceIfMatch(this.hooks, entityOf(h), h.etag!);
+    if (r.ok) h.etag = r.etag;
+    return r.ok;
   }
 
   async remove(hookGroupId: string, hookId: string): Promise<boolean> {
@@ -134,38 +132,30 @@ export class HookStore {
   /** The distinct hook groups. Reads only the keys of every hook: deployments hold hundreds, not millions. */
   async groups(): Promise<string[]> {
     const out = new Set<string>();
-    let continuation: string | undefined;
-    do {
-      const page = await this.hooks.page({ partitionKey: { ge: '' }, select: ['PartitionKey'] }, MAX_TABLE_PAGE, continuation);
-      for (const e of page.items) out.add(decodeKey(e.partitionKey));
-      continuation = page.continuation;
-    } while (continuation);
+    for await (const e of rows(this.hooks, { partitionKey: { ge: '' }, select: ['PartitionKey'] })) out.add(decodeKey(e.partitionKey));
     return [...out].sort();
   }
 
-  /** Hooks whose next scheduled fire is due (a filtered query over the hooks, as Taskcluster's scheduler does). */
+  /**
+   * Up to `limit` hooks whose next scheduled fire is due (a filtered query over the hooks, as
+   * Taskcluster's scheduler does): a filter over the whole table often ends a page empty and continues.
+   */
   async due(now: Date, limit: number): Promise<HookRecord[]> {
-    const page = await this.hooks.page(
+    const due = await allRows(
+      this.hooks,
       {
         where: [
           { prop: 'nextScheduledDate', op: 'gt', value: '' },
           { prop: 'nextScheduledDate', op: 'le', value: now.toJSON() },
         ],
       },
-      limit,
+      { max: limit },
     );
-    return page.items.map(recordFrom);
+    return due.map(recordFrom);
   }
 
   private async all(query: Query): Promise<HookRecord[]> {
-    const out: HookRecord[] = [];
-    let continuation: string | undefined;
-    do {
-      const page = await this.hooks.page(query, MAX_TABLE_PAGE, continuation);
-      out.push(...page.items.map(recordFrom));
-      continuation = page.continuation;
-    } while (continuation);
-    return out;
+    return (await allRows(this.hooks, query)).map(recordFrom);
   }
 
   /** Idempotent: the same fire always lands on the same row. */
@@ -177,7 +167,7 @@ export class HookStore {
 
   async listFires(hookGroupId: string, hookId: string, limit: number, continuation?: string): Promise<{ items: FireRecord[]; continuation?: string }> {
     const pk = fireKeys({ hookGroupId, hookId, taskCreateTime: new Date(0).toJSON(), taskId: '' }).partitionKey;
-    const page = await this.fires.page({ partitionKey: pk }, limit, continuation);
+    const page = await readPage(this.fires, { partitionKey: pk }, limit, continuation);
     return {
       items: page.items.map((e) => ({
         hookGroupId: e.hookGroupId as string,

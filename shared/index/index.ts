@@ -4,7 +4,6 @@
  * redelivered event converges on the same rows.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict } from '../storage/storage';
 import type { ExpiryIndex, ExpiryRow } from '../tasks/expiry';
 import type { Logger } from '../log';
 import { encodeKey } from '../storage/keys';
@@ -89,19 +88,14 @@ export async function insertIndexedTask(d: IndexDeps, path: string, input: Inser
 
   for (;;) {
     const cur = await store.getTask(path);
-    try {
-      if (!cur) {
-        if (await store.insertTask(next)) return next;
-        continue;
-      }
-      if (!prefers(next, cur)) return strip(cur);
-      if (sameEntry(next, cur)) return strip(cur);
-      await store.replaceTask(next, cur.etag);
-      return next;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      // Another writer got there first: compare against what it wrote.
+    if (!cur) {
+      if (await store.insertTask(next)) return next;
+      continue;
     }
+    if (!prefers(next, cur)) return strip(cur);
+    if (sameEntry(next, cur)) return strip(cur);
+    if (await store.replaceTask(next, cur.etag)) return next;
+    // Another writer got there first: compare against what it wrote.
   }
 }
 
@@ -168,9 +162,7 @@ export async function expireIndexedTask(d: IndexDeps, row: ExpiryRow): Promise<v
   const store = new IndexStore(d.storage);
   const t = await store.getTask(path);
   if (!t || new Date(t.expires) > d.now()) return;
-  await store.deleteTask(path, t.etag).catch((err) => {
-    if (!(err instanceof StorageConflict)) throw err; // replaced meanwhile: its own expiry row handles it
-  });
+  await store.deleteTask(path, t.etag); // if replaced meanwhile, its own expiry row handles it
 }
 
 /** Reaper: removes those of `data.paths` (deepest first) whose expiry has passed. */
@@ -179,8 +171,6 @@ export async function expireNamespaces(d: IndexDeps, row: ExpiryRow): Promise<vo
   for (const path of [...(row.data.paths as string[])].reverse()) {
     const ns = await store.getNamespace(path);
     if (!ns || new Date(ns.expires) > d.now()) continue;
-    await store.deleteNamespace(path, ns.etag).catch((err) => {
-      if (!(err instanceof StorageConflict)) throw err;
-    });
+    await store.deleteNamespace(path, ns.etag);
   }
 }

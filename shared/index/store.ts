@@ -5,7 +5,7 @@
  *   IndexTasks:      PartitionKey = `ns:<parent>`, RowKey = <name>  (the task indexed at `<parent>.<name>`)
  * Every query of the index lives in this file.
  */
-import { StorageConflict, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { deleteIfMatch, insertIfAbsent, mergeIfMatch, readPage, replaceIfMatch, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface IndexedTask {
@@ -81,23 +81,18 @@ export class IndexStore {
 
   /** Inserts; false when the path is already taken. */
   async insertTask(t: IndexedTask): Promise<boolean> {
-    try {
-      await this.tasks.insert(this.taskEntity(t));
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict && err.reason === 'exists') return false;
-      throw err;
-    }
+    return (await insertIfAbsent(this.tasks, this.taskEntity(t))).ok;
   }
 
-  /** Replaces the entry if it is unchanged since read (throws StorageConflict otherwise). */
-  async replaceTask(t: IndexedTask, etag: string): Promise<void> {
-    await this.tasks.update(this.taskEntity(t), etag);
+  /** Replaces the entry if it is unchanged since read; false otherwise. */
+  async replaceTask(t: IndexedTask, etag: string): Promise<boolean> {
+    return (await replaceIfMatch(this.tasks, this.taskEntity(t), etag)).ok;
   }
 
-  async deleteTask(path: string, etag = '*'): Promise<boolean> {
+  /** Deletes the entry unless it changed since read (then it is left as it is). */
+  async deleteTask(path: string, etag = '*'): Promise<void> {
     const k = keysOf(path);
-    return this.tasks.delete(k.partitionKey, k.rowKey, etag);
+    await deleteIfMatch(this.tasks, k.partitionKey, k.rowKey, etag);
   }
 
   async getNamespace(path: string): Promise<StoredNamespace | undefined> {
@@ -112,29 +107,25 @@ export class IndexStore {
     for (;;) {
       const cur = await this.getNamespace(path);
       if (cur && cur.expires >= expires) return;
-      try {
-        if (!cur) await this.namespaces.insert({ ...k, expires });
-        else await this.namespaces.merge({ ...k, expires }, cur.etag);
-        return;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        // Raced with another writer: re-read and decide again.
-      }
+      const r = cur ? await mergeIfMatch(this.namespaces, { ...k, expires }, cur.etag) : await insertIfAbsent(this.namespaces, { ...k, expires });
+      if (r.ok) return;
+      // Raced with another writer: re-read and decide again.
     }
   }
 
-  async deleteNamespace(path: string, etag = '*'): Promise<boolean> {
+  /** Deletes the namespace unless it changed since read (then it is left as it is). */
+  async deleteNamespace(path: string, etag = '*'): Promise<void> {
     const k = keysOf(path);
-    return this.namespaces.delete(k.partitionKey, k.rowKey, etag);
+    await deleteIfMatch(this.namespaces, k.partitionKey, k.rowKey, etag);
   }
 
   async listNamespaces(parent: string, limit: number, continuation?: string): Promise<{ items: StoredNamespace[]; continuation?: string }> {
-    const page = await this.namespaces.page({ partitionKey: partitionOf(parent) }, limit, continuation);
+    const page = await readPage(this.namespaces, { partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(namespaceFrom), continuation: page.continuation };
   }
 
   async listTasks(parent: string, limit: number, continuation?: string): Promise<{ items: StoredTask[]; continuation?: string }> {
-    const page = await this.tasks.page({ partitionKey: partitionOf(parent) }, limit, continuation);
+    const page = await readPage(this.tasks, { partitionKey: partitionOf(parent) }, limit, continuation);
     return { items: page.items.map(taskFrom), continuation: page.continuation };
   }
 }

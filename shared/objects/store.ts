@@ -3,7 +3,7 @@
  * which fits any name in a key; the stored name settles the theoretical collision).
  */
 import crypto from 'node:crypto';
-import { Storage, StorageConflict } from '../storage/storage';
+import { Storage, deleteIfMatch, insertIfAbsent, replaceIfMatch } from '../storage/storage';
 
 export interface ObjectRecord {
   name: string;
@@ -61,32 +61,20 @@ export class ObjectStore {
 
   /** Inserts; false if the object already exists. */
   async insert(o: ObjectRecord): Promise<boolean> {
-    try {
-      o.etag = await this.table.insert(this.entity(o));
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict && err.reason === 'exists') return false;
-      throw err;
-    }
+    const r = await insertIfAbsent(this.table, this.entity(o));
+    if (r.ok) o.etag = r.etag;
+    return r.ok;
   }
 
   /** Replaces the row if unchanged since it was read; false if it changed or vanished. */
   async replace(o: ObjectRecord): Promise<boolean> {
-    try {
-      o.etag = await this.table.update(this.entity(o), o.etag!);
-      return true;
-    } catch (err) {
-      if (err instanceof StorageConflict) return false;
-      throw err;
-    }
+    const r = await replaceIfMatch(this.table, this.entity(o), o.etag!);
+    if (r.ok) o.etag = r.etag;
+    return r.ok;
   }
 
-  /** Deletes the row if unchanged since it was read (a missing row is fine). */
+  /** Deletes the row if unchanged since it was read (a missing or changed row is left as it is). */
   async delete(o: ObjectRecord): Promise<void> {
-    try {
-      await this.table.delete(objectKey(o.name), ROW_KEY, o.etag ?? '*');
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    await deleteIfMatch(this.table, objectKey(o.name), ROW_KEY, o.etag ?? '*');
   }
 }

@@ -47,7 +47,7 @@
  * A deferred write that fails (a crash, a storage error) is such a lost write.
  * Stale or duplicate pending hints never count: rows follow task rows, not queue messages.
  */
-import { Condition, Entity, KeyRange, Query, Storage, StorageConflict, TableAction, allRows, readPage, rows } from '../storage/storage';
+import { Condition, Entity, KeyRange, Query, Storage, TableAction, allRows, insertIfAbsent, readPage, rows, transactIf } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { Run, TaskRecord } from '../tasks/model';
 import { badArgs } from '../errors';
@@ -271,33 +271,16 @@ const MAX_BATCH = 100;
  */
 export async function applyOps(storage: Storage, ops: IndexOp[], repair: IndexOp[] = []): Promise<void> {
   const table = storage.table('Indexes');
-  if (ops.length <= MAX_BATCH) {
-    try {
-      await table.transact(ops.map(toAction));
-      return;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
-  }
+  if (ops.length <= MAX_BATCH && (await transactIf(table, ops.map(toAction))).ok) return;
   const keys = new Set(ops.map((o) => o.row.rowKey));
   for (const o of [...ops, ...repair.filter((r) => !keys.has(r.row.rowKey))]) {
     const { partitionKey: pk, rowKey: rk } = o.row;
     if (o.op === 'upsert') await table.upsert(o.row);
-    else if (o.op === 'create') {
-      try {
-        await table.insert(o.row);
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
-    } else if (o.op === 'purge') await table.delete(pk, rk);
+    else if (o.op === 'create') await insertIfAbsent(table, o.row);
+    else if (o.op === 'purge') await table.delete(pk, rk);
     else if (!(await table.delete(pk, rk))) {
       // Not written yet by a slower writer of the earlier state: make sure it never will be.
-      try {
-        await table.insert({ ...o.row, live: false });
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        await table.delete(pk, rk); // it landed in between: remove it
-      }
+      if (!(await insertIfAbsent(table, { ...o.row, live: false })).ok) await table.delete(pk, rk); // it landed in between: remove it
     }
   }
 }
@@ -429,16 +412,18 @@ export class IndexBatcher {
   private async send(group: Waiting[]): Promise<void> {
     const alone = (w: Waiting) => applyOps(this.storage, w.ops, w.repair).then(() => w.done(), w.done);
     if (group.length === 1) return alone(group[0]);
+    let together;
     try {
-      await this.storage.table('Indexes').transact(group.flatMap((w) => w.ops.map(toAction)));
-      for (const w of group) w.done();
+      together = await transactIf(
+        this.storage.table('Indexes'),
+        group.flatMap((w) => w.ops.map(toAction)),
+      );
     } catch (err) {
-      if (!(err instanceof StorageConflict)) {
-        for (const w of group) w.done(err);
-        return;
-      }
-      await Promise.all(group.map(alone));
+      for (const w of group) w.done(err);
+      return;
     }
+    if (!together.ok) await Promise.all(group.map(alone));
+    else for (const w of group) w.done();
   }
 }
 

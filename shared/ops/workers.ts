@@ -16,7 +16,7 @@
  * An instance writes it at most once per RECENT_TASKS_WRITE_MS per worker: claims in between wait
  * in memory and go out together (this instance shows them at once; others up to that much later).
  */
-import { Condition, Query, Storage, StorageConflict, StoredEntity, rows } from '../storage/storage';
+import { Condition, Query, Storage, StorageConflict, StoredEntity, insertIfAbsent, mergeIfMatch, replaceIfUnchanged, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
 import { listWorkerRuns } from './indexes';
@@ -192,14 +192,10 @@ export class WorkerRegistry {
     const now = this.now();
     if (!row) {
       const fresh = this.fresh(taskQueueId, workerGroup, workerId);
-      try {
-        const etag = await this.workers.insert(fresh);
-        await this.queueSeen(taskQueueId);
-        return { ...fresh, etag };
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        return (await this.getRow(taskQueueId, workerGroup, workerId)) ?? { ...fresh, etag: '' };
-      }
+      const inserted = await insertIfAbsent(this.workers, fresh);
+      if (!inserted.ok) return (await this.getRow(taskQueueId, workerGroup, workerId)) ?? { ...fresh, etag: '' };
+      await this.queueSeen(taskQueueId);
+      return { ...fresh, etag: inserted.etag };
     }
     if (Date.parse(row.lastDateActive) > now.getTime() - SEEN_INTERVAL_MS) return row;
     const update = {
@@ -208,15 +204,10 @@ export class WorkerRegistry {
       lastDateActive: now.toJSON(),
       expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)),
     };
-    let etag = row.etag;
-    try {
-      etag = await this.workers.merge(update, row.etag);
-      await this.queueSeen(taskQueueId);
-    } catch (err) {
-      // Another instance refreshed (or quarantined) it first: that write counts as ours.
-      if (!(err instanceof StorageConflict)) throw err;
-    }
-    return { ...row, ...update, etag };
+    const merged = await mergeIfMatch(this.workers, update, row.etag);
+    // Refused: another instance refreshed (or quarantined) it first, and that write counts as ours.
+    if (merged.ok) await this.queueSeen(taskQueueId);
+    return { ...row, ...update, etag: merged.ok ? merged.etag : row.etag };
   }
 
   private readonly recentWrites = new Map<string, RecentWrite>();
@@ -292,15 +283,13 @@ export class WorkerRegistry {
       const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
       const recentTasks = JSON.stringify(withRuns(known, runs));
       if (recentTasks === JSON.stringify(known)) return;
-      try {
-        const etag = await this.workers.merge({ partitionKey: row.partitionKey, rowKey: row.rowKey, recentTasks }, row.etag);
+      const merged = await mergeIfMatch(this.workers, { partitionKey: row.partitionKey, rowKey: row.rowKey, recentTasks }, row.etag);
+      if (merged.ok) {
         const cached = this.seenCache.get(key);
-        if (cached) cached.row = { ...row, recentTasks, etag };
+        if (cached) cached.row = { ...row, recentTasks, etag: merged.etag };
         return;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        row = undefined;
       }
+      row = undefined;
     }
     throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
   }
@@ -319,21 +308,11 @@ export class WorkerRegistry {
   ): Promise<WorkerRow> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const row = await this.getRow(taskQueueId, workerGroup, workerId);
-      try {
-        if (!row) {
-          if (!create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
-          const next: WorkerRow = { ...create(), etag: '' };
-          fn(next);
-          next.etag = await this.workers.insert(fields(next));
-          return next;
-        }
-        const next: WorkerRow = { ...row };
-        fn(next);
-        next.etag = await this.workers.update(fields(next), row.etag);
-        return next;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
+      if (!row && !create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
+      const next: WorkerRow = row ? { ...row } : { ...create!(), etag: '' };
+      fn(next);
+      const written = await replaceIfUnchanged(this.workers, fields(next), row?.etag);
+      if (written.ok) return { ...next, etag: written.etag };
     }
     throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
   }
@@ -451,12 +430,14 @@ export class WorkerRegistry {
     const row = await this.queues.get(pk, META_RK);
     if (row && Date.parse(row.lastDateActive as string) > now.getTime() - SEEN_INTERVAL_MS) return;
     const fields = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', plus(now, QUEUE_EXPIRY_MS)) };
-    try {
-      if (row) await this.queues.merge({ partitionKey: pk, rowKey: META_RK, ...fields }, row.etag);
-      else await this.queues.insert({ partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
+    // Refused: another instance saw it first, which counts as ours.
+    await this.writeQueue(pk, taskQueueId, fields, row?.etag);
+  }
+
+  /** Merges `fields` into the task queue's row if unchanged since read, or inserts it if it was missing. */
+  private writeQueue(pk: string, taskQueueId: string, fields: Record<string, unknown>, etag: string | undefined) {
+    if (etag !== undefined) return mergeIfMatch(this.queues, { partitionKey: pk, rowKey: META_RK, ...fields }, etag);
+    return insertIfAbsent(this.queues, { partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
   }
 
   /**
@@ -473,13 +454,7 @@ export class WorkerRegistry {
       const fields: Record<string, unknown> = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', wanted) };
       if (set.description !== undefined) fields.description = set.description;
       if (set.stability !== undefined) fields.stability = set.stability;
-      try {
-        if (row) await this.queues.merge({ partitionKey: pk, rowKey: META_RK, ...fields }, row.etag);
-        else await this.queues.insert({ partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
-        return;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
+      if ((await this.writeQueue(pk, taskQueueId, fields, row?.etag)).ok) return;
     }
     throw new StorageConflict('etag', `task queue ${taskQueueId} is changing too fast`);
   }

@@ -135,8 +135,6 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     stats.failed += consumer.failed;
     await sweepExpired(svc, stats);
     await expireArtifacts(svc);
-    // Housekeeping only: a failure waits for the next pass.
-    await svc.legacyIndex.sweep().catch((err) => svc.log.warn('legacy-index-sweep-failed', { error: String((err as Error)?.message ?? err) }));
     await fireDueHooks(svc).catch((err) => {
       stats.failed++;
       svc.log.error('hook-schedule-failed', { error: String((err as Error)?.message ?? err) });

@@ -29,18 +29,18 @@ import {
   TableAction,
   TableName,
   TriggerQueue,
+  firstRow,
 } from './port';
 
 /** Where a partition lives: on the first account, or placed by a key's hash. */
-export type Home = { kind: 'global' } | { kind: 'task' | 'group' | 'queue'; key: string };
+export type Home = { kind: 'global' } | { kind: 'task' | 'queue'; key: string };
 const GLOBAL: Home = { kind: 'global' };
 
 /** A row that exists whenever a task or group does: probed to find one stored under an older account list. */
 export type AccountRoot = { table: TableName; pk: string; rk: string };
-/** The roots of a per-task partition (any of several rows, probed side by side) and of a (legacy) group's. */
+/** The roots of a per-task partition (any of several rows, probed side by side). */
 export interface AccountRoots {
   task(taskId: string): AccountRoot | AccountRoot[];
-  group(taskGroupId: string): AccountRoot;
 }
 
 /** Partitions of the per-task tables (the rest are global). Artifacts' `~…` partitions are its shared expiry index. */
@@ -52,8 +52,6 @@ export function tableHome(name: TableName, pk: string): Home {
     case 'Artifacts':
       // `<taskId>-<runId>`: a runId has no '-'.
       return pk.startsWith('~') ? GLOBAL : { kind: 'task', key: pk.slice(0, pk.lastIndexOf('-')) };
-    case 'TaskGroups':
-      return { kind: 'group', key: pk };
     default:
       return GLOBAL;
   }
@@ -131,7 +129,7 @@ export async function recordGenerations(first: Storage, ids: string[], now: Date
     const row = await table.get(ACCOUNTS_PK, ACCOUNTS_RK);
     try {
       if (!row) {
-        const hasData = (await first.table('Tasks').page({ select: ['PartitionKey'] }, 1)).items.length > 0;
+        const hasData = !!(await firstRow(first.table('Tasks'), { select: ['PartitionKey'] }));
         const g: Generations =
           hasData && ids.length > 1
             ? { counts: [1, ids.length], added: [new Date(0).toJSON(), now.toJSON()] }
@@ -218,7 +216,7 @@ export class AccountsStorage implements Storage {
     const known = this.found.get(cacheKey);
     if (known !== undefined) return known;
     // Data written under an older account list stays where it was; new data goes to the newest placement.
-    const roots = [home.kind === 'task' ? this.roots.task(home.key) : this.roots.group(home.key)].flat();
+    const roots = [this.roots.task(home.key)].flat();
     let at = places[0];
     for (const p of places.slice(1)) {
       const found = await Promise.all(roots.map((r) => this.accounts[p].table(r.table).get(r.pk, r.rk)));

@@ -311,7 +311,6 @@ export interface QueuePollSas {
 /** Logical table names; each is prefixed per deployment. */
 export const TABLES = [
   'Tasks',
-  'TaskGroups',
   'TaskDeps',
   'TaskQueues',
   'Workers',
@@ -392,6 +391,25 @@ export async function* rows<T extends Entity = Entity>(table: Table, query: Quer
   }
 }
 
+/**
+ * `rows` in batches of `size` (the last may be shorter), gathered across short and empty pages: for
+ * readers that act on a batch at a time (deletes by transaction, parallel work).
+ */
+export async function* rowBatches<T extends Entity = Entity>(
+  table: Table,
+  query: Query,
+  size: number,
+  opts: RowsOptions = {},
+): AsyncGenerator<(T & { etag: string })[]> {
+  let batch: (T & { etag: string })[] = [];
+  for await (const r of rows<T>(table, query, { pageSize: size, ...opts })) {
+    if (batch.push(r) < size) continue;
+    yield batch;
+    batch = [];
+  }
+  if (batch.length) yield batch;
+}
+
 /** `rows` gathered into an array (for reads bounded by `max` or known to be small). */
 export async function allRows<T extends Entity = Entity>(table: Table, query: Query, opts: RowsOptions = {}): Promise<(T & { etag: string })[]> {
   const out: (T & { etag: string })[] = [];
@@ -456,6 +474,11 @@ export function insertIfAbsent(table: Table, entity: Entity): Promise<Written> {
 /** Replaces the row if it still has `etag` (refused: 'etag', or 'missing'). */
 export function replaceIfMatch(table: Table, entity: Entity, etag: string): Promise<Written> {
   return written(table.update(entity, etag));
+}
+
+/** A read-then-write: inserts the row if it was missing when read (`etag` undefined), else replaces it if unchanged since. */
+export function replaceIfUnchanged(table: Table, entity: Entity, etag: string | undefined): Promise<Written> {
+  return etag === undefined ? insertIfAbsent(table, entity) : replaceIfMatch(table, entity, etag);
 }
 
 /** Merges properties into the row if it still has `etag` ('*': if it exists). */

@@ -9,7 +9,7 @@ import { AccountRoots, AccountsStorage } from './accounts';
 import { StorageMeter } from './counter';
 import { MAX_TRANSACTION_ACTIONS, StorageConflict } from './port';
 import { FaultSettings, FaultyStorage, Sleep } from './faults';
-import type { Queue, Storage, Table, TableName } from './port';
+import type { Queue, Storage, Table } from './port';
 
 export * from './port';
 
@@ -84,14 +84,4 @@ export async function deleteRows(table: Table, partitionKey: string, rowKeys: st
       for (const rk of chunk) await table.delete(partitionKey, rk);
     }
   }
-}
-
-/**
- * Whether a table holds any row, on any account (a per-task table's partitions are spread over
- * them). A page that is empty but continues (Azure's server-side time slice) counts as rows.
- */
-export async function tableHasRows(storage: Storage, name: TableName): Promise<boolean> {
-  const accounts = storage instanceof AccountsStorage ? storage.accounts : [storage];
-  const pages = await Promise.all(accounts.map((a) => a.table(name).page({ select: ['PartitionKey'] }, 1)));
-  return pages.some((p) => p.items.length > 0 || p.continuation !== undefined);
 }

@@ -11,7 +11,7 @@
 import { TaskDeps } from './deps';
 import { TaskRecord, isResolved, taskState } from './model';
 import { mapLimit } from '../limit';
-import { Entity, MAX_TABLE_PAGE, firstRow, readPage, rows } from '../storage/storage';
+import { MAX_TABLE_PAGE, firstRow, readPage, rowBatches } from '../storage/storage';
 
 /** Entity-group transactions hold at most 100 operations. */
 const MAX_BATCH = 100;
@@ -172,9 +172,9 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
   if (!isResolved(state)) return 0;
   const table = d.storage.table('TaskDeps');
   let scheduled = 0;
-  const told: Entity[] = [];
-  const tell = async () => {
-    await mapLimit(told.splice(0), EDGE_CONCURRENCY, async (row) => {
+  for await (const batch of rowBatches(table, { partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } }, MAX_TABLE_PAGE)) {
+    const told = batch.filter((row) => row.require !== 'completed' || state === 'completed');
+    await mapLimit(told, EDGE_CONCURRENCY, async (row) => {
       const { dependent, requirement } = edgeOf(row.rowKey, task.taskId);
       await table.delete(dependent, requirement);
       if (!(await isBlocked(d, dependent))) {
@@ -185,12 +185,7 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
         }
       }
     });
-  };
-  for await (const row of rows(table, { partitionKey: task.taskId, rowKey: { ge: 'd-', lt: 'd.' } })) {
-    if (row.require !== 'completed' || state === 'completed') told.push(row);
-    if (told.length >= MAX_TABLE_PAGE) await tell();
   }
-  await tell();
   return scheduled;
 }
 

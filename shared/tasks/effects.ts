@@ -43,7 +43,7 @@ export type Effect =
   | { phase: 'before'; kind: 'put-safety-net'; taskId: string; runId: number }
   /** The expiry index row: every row a createTask may leave behind is found when the task expires. */
   | { phase: 'before'; kind: 'record-expiry'; taskId: string; expires: string; taskGroupId: string; dependencies: string[] }
-  /** Membership of the task group (may refuse: sealed group, other schedulerId); the executor keeps the group's ETag as `next.groupEtag` if it created the group. */
+  /** Membership of the task group (may refuse: sealed group, other schedulerId). */
   | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string; created: string }
   /** The task is unresolved again (rerun): its group's open row exists before the row says so. */
   | { phase: 'before'; kind: 'reopen-group'; taskGroupId: string; taskId: string; expires: string }
@@ -76,7 +76,6 @@ export type Effect =
       schedulerId: string;
       taskId: string;
       runId: number;
-      groupEtag?: string;
       alone?: true;
       folded?: true;
     }
@@ -125,14 +124,13 @@ export const effect = {
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),
   releaseKey: (key: string, taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'release-key', key, taskId, runId }),
   deleteSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'delete-safety-net', taskId, runId }),
-  closeGroup: (taskGroupId: string, schedulerId: string, taskId: string, runId: number, groupEtag?: string, alone?: true): Effect => ({
+  closeGroup: (taskGroupId: string, schedulerId: string, taskId: string, runId: number, alone?: true): Effect => ({
     phase: 'after',
     kind: 'close-group',
     taskGroupId,
     schedulerId,
     taskId,
     runId,
-    ...(groupEtag ? { groupEtag } : {}),
     ...(alone ? { alone } : {}),
   }),
   log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),

@@ -35,7 +35,7 @@ export interface Executed {
 }
 
 /** What a call performed so far: `before` effects by identity, with their trigger refs (or the group's ETag). */
-type Performed = Map<string, TriggerRef | string | undefined>;
+type Performed = Map<string, TriggerRef | undefined>;
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
@@ -131,17 +131,13 @@ export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
     d.tasks.insert(step.next, rows, () => withEvents(d, w, step.next, () => performAfter(d, effects, step.next, performed)), outboxOf(d, w), actions);
   const join = effects.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
   if (join && join.taskGroupId === join.taskId) {
-    const [foldable] = await Promise.all([
-      d.groups.foldable(join.taskGroupId),
-      performBefore(d, { next: step.next, effects: effects.filter((e) => e !== join) }, performed),
-    ]);
-    if (foldable) {
-      step.next.groupAlone = true;
-      if (await insert(d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return true;
-      delete step.next.groupAlone;
-      if (await d.tasks.load(join.taskId)) return false;
-      performed.set(effectKey(join), await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true));
-    }
+    await performBefore(d, { next: step.next, effects: effects.filter((e) => e !== join) }, performed);
+    step.next.groupAlone = true;
+    if (await insert(d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return true;
+    delete step.next.groupAlone;
+    if (await d.tasks.load(join.taskId)) return false;
+    await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true);
+    performed.set(effectKey(join), undefined);
   }
   await performBefore(d, { next: step.next, effects }, performed);
   return insert();
@@ -210,14 +206,12 @@ async function performBefore(d: TaskDeps, step: Pick<Step, 'next' | 'effects'>, 
   for (const e of step.effects) {
     if (e.phase !== 'before') continue;
     const ref = performed.get(effectKey(e));
-    if (typeof ref === 'string') {
-      if (e.kind === 'add-group-member') step.next.groupEtag = ref;
-    } else if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
+    if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
     else if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
   }
 }
 
-async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | string | undefined> {
+async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
@@ -234,13 +228,14 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | string | und
         'task',
         e.taskId,
         e.expires,
-        { taskGroupId: e.taskGroupId, dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [], groupRow: true },
+        { taskGroupId: e.taskGroupId, dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [] },
         [{ kind: EXPIRY_KIND_GROUP, id: e.taskGroupId }],
         e.taskGroupId,
       );
       return undefined;
     case 'add-group-member':
-      return d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires, e.created);
+      await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires, e.created);
+      return undefined;
     case 'reopen-group':
       await d.groups.reopen(e.taskGroupId, e.taskId, e.expires);
       return undefined;
@@ -287,8 +282,7 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
     case 'delete-safety-net': {
       // Only a net this call put; a repeat that found the work done put none.
       const ref = performed.get(effectKey(safetyNetOf(e)));
-      if (ref && typeof ref !== 'string')
-        await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
+      if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
       return;
     }
     case 'release-key':
@@ -296,7 +290,8 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       return;
     case 'close-group':
       // Folded into the write: its open row went with it, on the condition that nobody joined.
-      await d.groupResolved?.(e, e.folded ? true : await d.groups.close(e.taskGroupId, e.taskId, e.groupEtag));
+      if (!e.folded) await d.groups.close(e.taskGroupId, e.taskId);
+      await d.groupResolved?.(e, !!e.folded);
       return;
     case 'log':
       d.log.info(e.event, e.fields);

@@ -4,8 +4,7 @@
  * Every step is an idempotent delete, so a crash midway is finished by the next sweep, and two
  * reapers sweeping the same row at once do no harm.
  */
-import { deleteRows, rows } from '../storage/storage';
-import { latestRowKey, openRowKey } from './groups';
+import { deleteRows, rowBatches } from '../storage/storage';
 import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
 import { depKey } from './dependencies';
@@ -23,8 +22,6 @@ const MAX_BATCH = 100;
 export interface TaskExpiryData {
   taskGroupId: string;
   dependencies: string[];
-  /** The task's group has its own expiry row (EXPIRY_KIND_GROUP): the task's expiry leaves the group's rows to it. */
-  groupRow?: boolean;
 }
 
 /**
@@ -34,24 +31,24 @@ export interface TaskExpiryData {
  */
 export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData, groupDue = false): Promise<boolean> {
   const now = d.now();
-  // The group's meta row is read beside the task row (the expiry row names the group), unless the
-  // group has its own expiry row.
-  const [t, metaOfData] = await Promise.all([d.tasks.load(taskId), data.groupRow ? undefined : d.groups.meta(data.taskGroupId)]);
-  if (t && new Date(t.definition.expires) > now) {
-    // The index row of a createTask that lost to a different definition: the real task has its own.
-    if (t.definition.taskGroupId !== data.taskGroupId) await d.groups.removeMember(data.taskGroupId, taskId, true);
+  const t = await d.tasks.load(taskId);
+  // The index row of a createTask that lost to a different definition: the real task has its own.
+  if (t && t.definition.taskGroupId !== data.taskGroupId) {
+    await d.groups.removeMember(data.taskGroupId, taskId, true);
     return false;
   }
+  if (t && new Date(t.definition.expires) > now) return false;
   const deps = t?.definition.dependencies ?? data.dependencies;
-  const taskGroupId = t?.definition.taskGroupId ?? data.taskGroupId;
+  const taskGroupId = data.taskGroupId;
   const edges = d.storage.table('TaskDeps');
   // Rows in this task's partition: what it waited for (r-*) and who waited for it (d-*).
   if (!t || deps.length || t.hasDependents) {
-    const batch: string[] = [];
-    for await (const r of rows(edges, { partitionKey: taskId, select: ['RowKey'] }, { pageSize: MAX_BATCH })) {
-      if (batch.push(r.rowKey) === MAX_BATCH) await deleteRows(edges, taskId, batch.splice(0));
-    }
-    await deleteRows(edges, taskId, batch);
+    for await (const batch of rowBatches(edges, { partitionKey: taskId, select: ['RowKey'] }, MAX_BATCH))
+      await deleteRows(
+        edges,
+        taskId,
+        batch.map((r) => r.rowKey),
+      );
   }
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
@@ -62,31 +59,14 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   const unresolved = !t || !isResolved(taskState(t));
   const resolvedAt = t?.runs[t.runs.length - 1]?.resolved;
   const closeToo = unresolved || !(resolvedAt && now.getTime() - Date.parse(resolvedAt) >= GROUP_STEP_SETTLED_MS);
-  if (data.groupRow && taskGroupId === data.taskGroupId) {
-    // Its member and latest rows go with the rest of the group's partition, at the group's expiry
-    // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
-    // index rows. A group of one (its open row's presence known: unresolved, or settled) goes with
-    // it when its row is due too, in the task row's transaction (same partition), which fails if
-    // anyone joined; the group's row then reads what is left (expireGroup).
-    if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo)) {
-      const keys = await d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved);
-      if (keys) return d.tasks.delete(taskId, t, keys);
-      // A legacy group (table TaskGroups): beside the task's own; a crash between the two is finished by the repeat.
-      const [gone] = await Promise.all([d.groups.removeAlone(taskGroupId, t.definition.created, unresolved), d.tasks.delete(taskId, t)]);
-      return gone;
-    }
-    await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? d.tasks.delete(taskId, t) : undefined]);
-    return false;
-  }
-  // Older expiry rows (no group row): the member row, the group's latest row of this task, and the
-  // open row of an unresolved task, in one transaction; with them the meta row when the group has
-  // expired too (its expires is the latest of its members', so only the last member removes it).
-  const meta = taskGroupId === data.taskGroupId && !data.groupRow ? metaOfData : await d.groups.meta(taskGroupId);
-  const keys = [taskId, ...(t ? [latestRowKey(taskId, t.definition.created)] : []), ...(unresolved ? [openRowKey(taskId)] : [])];
-  const metaEtag = meta && new Date(meta.expires) <= now ? meta.etag : undefined;
-  await Promise.all([closeToo && !unresolved ? d.groups.close(taskGroupId, taskId) : undefined, d.groups.removeRows(taskGroupId, keys, metaEtag)]);
-  // The task row with its history, and its operator index rows.
-  if (t) await d.tasks.delete(taskId, t);
+  // Its member and latest rows go with the rest of the group's partition, at the group's expiry
+  // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
+  // index rows. A group of one (its open row's presence known: unresolved, or settled) goes with
+  // it when its row is due too, in the task row's transaction (same partition), which fails if
+  // anyone joined; the group's row then reads what is left (expireGroup).
+  if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo))
+    return d.tasks.delete(taskId, t, d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved));
+  await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? d.tasks.delete(taskId, t) : undefined]);
   return false;
 }
 

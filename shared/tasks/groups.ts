@@ -10,16 +10,13 @@
  * `task~…`, history rows `h-…`). The common group has one task (its taskGroupId is its taskId), so
  * its rows share that task's partition and go in the task row's own transactions: the group's
  * creation (createActions, in createTask's insert), its creator's close (closeActions, in the
- * resolution) and its removal (aloneKeys, with the task at expiry). Groups created before that live
- * in the legacy table TaskGroups (same keys, no prefix) until they expire: new groups never go
- * there, so that table only empties, and once it is empty nobody looks there again.
+ * resolution) and its removal (aloneKeys, with the task at expiry).
  *
  * "Nobody joined" is proven without a read: a group created by its namesake task holds an `alone`
  * row until the first other member deletes it in its own join transaction, so a transaction that
- * requires that row fails once anyone joined. (Groups created through addMember keep the meta row's
- * ETag instead, which every first joiner changes: `close` with metaEtag.)
+ * requires that row fails once anyone joined. Any other group's emptiness is read (hasOpen).
  */
-import { Storage, StorageConflict, Table, TableAction, deleteRows, firstRow, readPage, rows, tableHasRows } from '../storage/storage';
+import { Storage, Table, TableAction, deleteIfMatch, deleteRows, firstRow, mergeIfMatch, readPage, rows, transactIf } from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -71,77 +68,20 @@ export const aloneRowKey = (taskGroupId: string): string => `~alone~${taskGroupI
 
 /** A group can gain members concurrently; re-read a few times on races. */
 const MAX_GROUP_ATTEMPTS = 5;
-/** While the legacy table holds rows, a process looks again this often whether it has emptied (it never refills). */
-const LEGACY_RECHECK_MS = 10 * 60_000;
-/** Groups whose table this process knows while the legacy one holds rows; bounded, oldest forgotten first. */
-const KNOWN_PLACES = 10_000;
-
-/** A group's table and how its row keys are stored there. */
+/** The group's table and how its row keys are stored there (after the task's rows, see GROUP_PREFIX). */
 interface Place {
   table: Table;
   key: (k: string) => string;
-  legacy: boolean;
 }
 
 /** Rows per entity-group transaction. */
 const MAX_BATCH = 100;
 
 export class TaskGroups {
-  private readonly fresh: Place;
-  private readonly old: Place;
-  /** Whether the legacy table may hold a group, and since when this process knows. */
-  private legacyCheck?: { at: number; rows: Promise<boolean> };
-  private legacyEmpty = false;
-  /** Group id → whether it lives in the legacy table (only while that table holds rows). */
-  private readonly places = new Map<string, boolean>();
+  private readonly home: Place;
 
-  constructor(private readonly storage: Storage) {
-    this.fresh = { table: storage.table('Tasks'), key: (k) => GROUP_PREFIX + k, legacy: false };
-    this.old = { table: storage.table('TaskGroups'), key: (k) => k, legacy: true };
-  }
-
-  /** At start-up: whether the legacy table holds groups (one query), so that requests need not ask. */
-  async start(): Promise<void> {
-    await this.legacyMayHold();
-  }
-
-  /** One table query per process (and every LEGACY_RECHECK_MS while the legacy table is not empty). */
-  private async legacyMayHold(): Promise<boolean> {
-    if (this.legacyEmpty) return false;
-    const now = Date.now();
-    if (!this.legacyCheck || now - this.legacyCheck.at >= LEGACY_RECHECK_MS) {
-      const rows = tableHasRows(this.storage, 'TaskGroups');
-      this.legacyCheck = { at: now, rows };
-      rows.then(
-        (any) => {
-          if (any) return;
-          this.legacyEmpty = true;
-          this.places.clear();
-        },
-        () => {
-          if (this.legacyCheck?.rows === rows) this.legacyCheck = undefined; // asked again by the next call
-        },
-      );
-    }
-    return this.legacyCheck.rows;
-  }
-
-  private remember(taskGroupId: string, legacy: boolean): void {
-    this.places.delete(taskGroupId);
-    this.places.set(taskGroupId, legacy);
-    if (this.places.size > KNOWN_PLACES) this.places.delete(this.places.keys().next().value!);
-  }
-
-  /** Where the group's rows are: the Tasks table, unless the legacy table still holds its meta row. */
-  private async place(taskGroupId: string): Promise<Place> {
-    if (!(await this.legacyMayHold())) return this.fresh;
-    const known = this.places.get(taskGroupId);
-    if (known !== undefined) return known ? this.old : this.fresh;
-    // A group the legacy table does not hold never goes there; while it does, no new one of its id
-    // is created (addMember finds it), so its meta row alone tells.
-    const legacy = !!(await this.old.table.get(taskGroupId, groupRowKey(taskGroupId)));
-    this.remember(taskGroupId, legacy);
-    return legacy ? this.old : this.fresh;
+  constructor(storage: Storage) {
+    this.home = { table: storage.table('Tasks'), key: (k) => GROUP_PREFIX + k };
   }
 
   private async metaAt(p: Place, taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
@@ -160,17 +100,7 @@ export class TaskGroups {
 
   /** `joined`: a task other than the group's creator joined it; `alone`: the group holds its aloneRowKey row (until someone joined). */
   async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
-    const p = await this.place(taskGroupId);
-    const m = await this.metaAt(p, taskGroupId);
-    if (m || !p.legacy) return m;
-    // The legacy group expired meanwhile: a group of that id is created anew in the Tasks table.
-    this.remember(taskGroupId, false);
-    return this.metaAt(this.fresh, taskGroupId);
-  }
-
-  /** Whether createTask may create group `taskGroupId` in its task row's transaction (createActions): the legacy table does not hold it. */
-  async foldable(taskGroupId: string): Promise<boolean> {
-    return !(await this.place(taskGroupId)).legacy;
+    return this.metaAt(this.home, taskGroupId);
   }
 
   private memberActions(p: Place, taskGroupId: string, taskId: string, expires: string, created: string): TableAction[] {
@@ -188,22 +118,22 @@ export class TaskGroups {
    */
   createActions(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): TableAction[] {
     const own = taskGroupId === taskId;
-    const key = this.fresh.key;
+    const key = this.home.key;
     const meta = { partitionKey: taskGroupId, rowKey: key(groupRowKey(taskGroupId)), schedulerId, expires, sealed: '', ...(own ? { alone: true } : {}) };
     return [
       { op: 'create', entity: meta },
-      ...this.memberActions(this.fresh, taskGroupId, taskId, expires, created),
+      ...this.memberActions(this.home, taskGroupId, taskId, expires, created),
       ...(own ? [{ op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)), expires } }] : []),
     ];
   }
 
   /**
    * Adds a task to its group, creating the group; 409 on a schedulerId mismatch or a sealed group.
-   * The meta row's ETag if this call created the group (see `close`). `exists`: the group is known
+   * `exists`: the group is known
    * to exist (a createTask whose own creation of it conflicted), so no creation is tried first.
    */
-  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string, exists = false): Promise<string | undefined> {
-    let p = await this.place(taskGroupId);
+  async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string, exists = false): Promise<void> {
+    const p = this.home;
     // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`); a
     // concurrent first joiner's transaction then fails on the missing row and reads again.
     const leaveAlone = (m: { alone?: true; joined?: true }): TableAction[] =>
@@ -212,17 +142,9 @@ export class TaskGroups {
     let known = taskGroupId === taskId && !exists ? undefined : await this.metaAt(p, taskGroupId);
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       if (!known) {
-        // New groups always go to the Tasks table (a legacy group of this id expired meanwhile).
-        if (p.legacy) this.remember(taskGroupId, false);
-        p = this.fresh;
-        try {
-          const [etag] = await p.table.transact(this.createActions(taskGroupId, taskId, schedulerId, expires, created));
-          return etag;
-        } catch (err) {
-          if (!(err instanceof StorageConflict)) throw err;
-          known = await this.metaAt(p, taskGroupId);
-          if (!known) continue;
-        }
+        if ((await transactIf(p.table, this.createActions(taskGroupId, taskId, schedulerId, expires, created))).ok) return;
+        known = await this.metaAt(p, taskGroupId);
+        if (!known) continue;
       }
       if (known.schedulerId !== schedulerId) {
         throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
@@ -230,32 +152,18 @@ export class TaskGroups {
       if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
       const members = this.memberActions(p, taskGroupId, taskId, expires, created);
       const key = p.key(groupRowKey(taskGroupId));
-      if (new Date(expires) > new Date(known.expires)) {
-        try {
-          await p.table.transact([
-            { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key, expires, joined: true }, mode: 'Merge', etag: known!.etag },
-            ...leaveAlone(known!),
-            ...members,
-          ]);
-          return undefined;
-        } catch (err) {
-          if (!(err instanceof StorageConflict)) throw err;
-          known = await this.metaAt(p, taskGroupId);
-          continue;
-        }
-      }
-      try {
-        // The first members after the creator change the meta row's ETag (telling the creator's
-        // resolution that the group has another member); later ones find `joined` and leave it
-        // alone, so a large group's members do not all write one row.
-        const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
-        await p.table.transact(known.joined ? members : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members]);
-        return undefined;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-        known = await this.metaAt(p, taskGroupId); // the group expired meanwhile: create it again
-        continue;
-      }
+      // A later expiry raises the meta row's, guarded by its ETag. Else the first members after the
+      // creator mark the meta row `joined` (and take the alone row away); later ones find it so and
+      // leave the row alone, so a large group's members do not all write one row.
+      const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
+      const actions: TableAction[] =
+        new Date(expires) > new Date(known.expires)
+          ? [{ op: 'update', entity: { ...touch, expires }, mode: 'Merge', etag: known.etag }, ...leaveAlone(known), ...members]
+          : known.joined
+            ? members
+            : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members];
+      if ((await transactIf(p.table, actions)).ok) return;
+      known = await this.metaAt(p, taskGroupId); // changed, or expired meanwhile (then created again)
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
@@ -274,35 +182,21 @@ export class TaskGroups {
    * own transaction (shared/tasks/store.ts `delete`): meta, alone, member and latest rows, and the
    * open row of a task that never resolved. The transaction fails if anyone joined (the alone row
    * is gone) or a row is gone already; the partition read (expire) then finds what is left.
-   * Undefined for a legacy group (removeAlone).
    */
-  async aloneKeys(taskGroupId: string, created: string, open: boolean): Promise<string[] | undefined> {
-    const p = await this.place(taskGroupId);
-    if (p.legacy) return undefined;
-    return this.aloneLogicalKeys(taskGroupId, created, open).map(p.key);
-  }
-
-  private aloneLogicalKeys(taskGroupId: string, created: string, open: boolean): string[] {
-    return [groupRowKey(taskGroupId), aloneRowKey(taskGroupId), taskGroupId, latestRowKey(taskGroupId, created), ...(open ? [openRowKey(taskGroupId)] : [])];
-  }
-
-  /** aloneKeys' rows by themselves, in one transaction (a legacy group); false if that fails. */
-  async removeAlone(taskGroupId: string, created: string, open: boolean): Promise<boolean> {
-    const p = await this.place(taskGroupId);
-    try {
-      await p.table.transact(
-        this.aloneLogicalKeys(taskGroupId, created, open).map((k) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey: p.key(k) })),
-      );
-      return true;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      return false;
-    }
+  aloneKeys(taskGroupId: string, created: string, open: boolean): string[] {
+    const keys = [
+      groupRowKey(taskGroupId),
+      aloneRowKey(taskGroupId),
+      taskGroupId,
+      latestRowKey(taskGroupId, created),
+      ...(open ? [openRowKey(taskGroupId)] : []),
+    ];
+    return keys.map(this.home.key);
   }
 
   /** The task is unresolved again (rerun): written before the task row says so. */
   async reopen(taskGroupId: string, taskId: string, expires: string): Promise<void> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     await p.table.upsert({ partitionKey: taskGroupId, rowKey: p.key(openRowKey(taskId)), expires });
   }
 
@@ -312,40 +206,21 @@ export class TaskGroups {
    * then the group is without unresolved tasks once this commits). The transaction fails otherwise.
    */
   closeActions(taskGroupId: string): TableAction[] {
-    const key = this.fresh.key;
+    const key = this.home.key;
     return [
       { op: 'delete', partitionKey: taskGroupId, rowKey: key(openRowKey(taskGroupId)) },
       { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)) }, mode: 'Merge', etag: '*' },
     ];
   }
 
-  /**
-   * The task resolved: written after the task row says so (repeating it is harmless). With
-   * `metaEtag` (the task created the group, `addMember`), one transaction also checks that no other
-   * task joined since: true then, as the group is now without unresolved tasks (no read needed).
-   */
-  async close(taskGroupId: string, taskId: string, metaEtag?: string): Promise<boolean> {
-    const p = await this.place(taskGroupId);
-    if (metaEtag) {
-      try {
-        // Merging the meta row changes its ETag: a repeat of this (a crash before the event) reads instead.
-        const touch = { partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)) };
-        await p.table.transact([
-          { op: 'delete', partitionKey: taskGroupId, rowKey: p.key(openRowKey(taskId)) },
-          { op: 'update', entity: touch, mode: 'Merge', etag: metaEtag },
-        ]);
-        return true;
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
-    }
-    await p.table.delete(taskGroupId, p.key(openRowKey(taskId)));
-    return false;
+  /** The task resolved: written after the task row says so (repeating it is harmless). */
+  async close(taskGroupId: string, taskId: string): Promise<void> {
+    await this.home.table.delete(taskGroupId, this.home.key(openRowKey(taskId)));
   }
 
   /** Whether any task of the group is unresolved: the first open row, if any (one short range read). */
   async hasOpen(taskGroupId: string): Promise<boolean> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     const range = { ge: p.key(OPEN_PREFIX), lt: p.key(OPEN_PREFIX + '~') };
     return !!(await firstRow(p.table, { partitionKey: taskGroupId, rowKey: range, select: ['RowKey'] }));
   }
@@ -355,20 +230,15 @@ export class TaskGroups {
     for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
       const meta = await this.meta(taskGroupId);
       if (!meta || meta.sealed) return meta;
-      const p = await this.place(taskGroupId);
-      try {
-        await p.table.merge({ partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)), sealed: now.toJSON() }, meta.etag);
-        return { ...meta, sealed: now.toJSON() };
-      } catch (err) {
-        if (!(err instanceof StorageConflict)) throw err;
-      }
+      const sealed = { partitionKey: taskGroupId, rowKey: this.home.key(groupRowKey(taskGroupId)), sealed: now.toJSON() };
+      if ((await mergeIfMatch(this.home.table, sealed, meta.etag)).ok) return { ...meta, sealed: now.toJSON() };
     }
     throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
   }
 
   /** One page of the group's members that have not expired by `now`. */
   async memberPage(taskGroupId: string, limit: number, now: Date, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     const where = [{ prop: 'expires', op: 'ge', value: now.toJSON() } as const];
     const rowKey = { ge: p.key(''), lt: p.key(MEMBERS_END) };
     const page = await readPage(p.table, { partitionKey: taskGroupId, rowKey, where, select: ['RowKey'] }, limit, continuation);
@@ -377,7 +247,7 @@ export class TaskGroups {
 
   /** One page of the group's latest rows (listTaskGroupLatest), newest created first: their keys without the place's prefix. */
   async latestPage(taskGroupId: string, limit: number, continuation?: string): Promise<{ keys: string[]; continuation?: string }> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     const rowKey = { ge: p.key(LATEST_PREFIX), lt: p.key(LATEST_PREFIX + '~') };
     const page = await readPage(p.table, { partitionKey: taskGroupId, rowKey, select: ['RowKey'] }, limit, continuation);
     return { keys: page.items.map((r) => r.rowKey.slice(p.key('').length)), continuation: page.continuation };
@@ -390,26 +260,19 @@ export class TaskGroups {
    * row still only if unchanged.
    */
   async removeRows(taskGroupId: string, keys: string[], metaEtag?: string): Promise<void> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     const stored = keys.map(p.key);
     if (!metaEtag) return deleteRows(p.table, taskGroupId, stored);
     const metaKey = p.key(groupRowKey(taskGroupId));
     const last = stored.splice(Math.max(0, stored.length - (MAX_BATCH - 1))); // with the meta row, one transaction's worth
     await deleteRows(p.table, taskGroupId, stored);
-    try {
-      await p.table.transact([
-        ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
-        { op: 'delete', partitionKey: taskGroupId, rowKey: metaKey, etag: metaEtag },
-      ]);
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-      await deleteRows(p.table, taskGroupId, last);
-      try {
-        await p.table.delete(taskGroupId, metaKey, metaEtag);
-      } catch (e) {
-        if (!(e instanceof StorageConflict)) throw e;
-      }
-    }
+    const together = await transactIf(p.table, [
+      ...last.map((rowKey) => ({ op: 'delete' as const, partitionKey: taskGroupId, rowKey })),
+      { op: 'delete', partitionKey: taskGroupId, rowKey: metaKey, etag: metaEtag },
+    ]);
+    if (together.ok) return;
+    await deleteRows(p.table, taskGroupId, last);
+    await deleteIfMatch(p.table, taskGroupId, metaKey, metaEtag);
   }
 
   /**
@@ -420,12 +283,11 @@ export class TaskGroups {
    * partition may hold a task's rows too.
    */
   async expire(taskGroupId: string, now: Date): Promise<void> {
-    const p = await this.place(taskGroupId);
+    const p = this.home;
     const metaKey = p.key(groupRowKey(taskGroupId));
-    const rowKey = p.legacy ? undefined : { ge: GROUP_PREFIX, lt: GROUP_END };
     const keys: string[] = [];
     let meta: { expires: string; etag: string } | undefined;
-    for await (const r of rows(p.table, { partitionKey: taskGroupId, ...(rowKey ? { rowKey } : {}) })) {
+    for await (const r of rows(p.table, { partitionKey: taskGroupId, rowKey: { ge: GROUP_PREFIX, lt: GROUP_END } })) {
       if (r.rowKey === metaKey) meta = { expires: r.expires as string, etag: r.etag };
       else keys.push(r.rowKey.slice(p.key('').length));
     }

@@ -19,7 +19,7 @@
  *   gone, and their acquire finds the holder dead.
  * Tasks without a key never touch this table.
  */
-import { StorageConflict, allRows, readPage } from '../storage/storage';
+import { allRows, deleteIfMatch, readPage, replaceIfUnchanged } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 import type { TaskDeps } from './deps';
 import { TaskRecord, priorityOf, taskState } from './model';
@@ -139,15 +139,9 @@ export async function acquireKey(d: TaskDeps, t: TaskRecord, runId: number, now:
     const mine = h && h.taskId === t.taskId && h.runId === runId && h.hintId === hintId;
     const free = !h || (!mine && !(await holderAlive(d, h, now, rehint)));
     if (mine || (free && !ahead)) {
-      try {
-        if (!mine) {
-          const row = { partitionKey: pk(key), rowKey: HOLDER_RK, taskId: t.taskId, runId, hintId, since: now.toJSON() };
-          if (h) await table(d).update(row, h.etag);
-          else await table(d).insert(row);
-        }
-      } catch (err) {
-        if (err instanceof StorageConflict) continue; // another acquirer won this round
-        throw err;
+      if (!mine) {
+        const row = { partitionKey: pk(key), rowKey: HOLDER_RK, taskId: t.taskId, runId, hintId, since: now.toJSON() };
+        if (!(await replaceIfUnchanged(table(d), row, h?.etag)).ok) continue; // another acquirer won this round
       }
       if (first?.waiter.taskId === t.taskId) await table(d).delete(pk(key), first.waiter.rowKey);
       return 'held';
@@ -168,13 +162,8 @@ export async function acquireKey(d: TaskDeps, t: TaskRecord, runId: number, now:
 export async function releaseKey(d: TaskDeps, key: string, taskId: string, runId: number, rehint: Rehint, task?: TaskRecord): Promise<void> {
   const h = await holderOf(d, key);
   if (h && (h.taskId !== taskId || h.runId !== runId)) return; // another run's key now: not ours to release
-  try {
-    // Already gone: an earlier attempt released it but may not have woken the next waiter.
-    if (h) await table(d).delete(pk(key), HOLDER_RK, h.etag);
-  } catch (err) {
-    if (err instanceof StorageConflict) return; // taken over meanwhile
-    throw err;
-  }
+  // Already gone: an earlier attempt released it but may not have woken the next waiter.
+  if (h && !(await deleteIfMatch(table(d), pk(key), HOLDER_RK, h.etag)).ok) return; // taken over meanwhile
   const now = d.now();
   const retry = waitingRun(task, now);
   if (task && retry) await addWaiter(d, key, task, retry.runId);

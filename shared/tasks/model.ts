@@ -85,8 +85,6 @@ export interface TaskRecord {
   historySeq?: number;
   /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
   deadlineTrigger?: TriggerRef;
-  /** The task created its group: the group meta row's ETag then (shared/tasks/groups.ts `close`). */
-  groupEtag?: string;
   /** The task created its group in its own row's transaction: its resolution closes the group in its write (shared/tasks/groups.ts `closeActions`). */
   groupAlone?: true;
   /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
@@ -198,7 +196,6 @@ export function encodeTask(t: TaskRecord): Entity {
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
-    ...(t.groupEtag ? { groupEtag: t.groupEtag } : {}),
     ...(t.groupAlone ? { groupAlone: true } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
     ...(t.continuation ? { continuation: t.continuation } : {}),
@@ -229,7 +226,6 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
-    ...(e.groupEtag ? { groupEtag: e.groupEtag as string } : {}),
     ...(e.groupAlone ? { groupAlone: true as const } : {}),
     ...(e.priority ? { priority: e.priority as Priority } : {}),
     ...(e.continuation ? { continuation: e.continuation as string } : {}),

@@ -138,7 +138,7 @@ function owedPropagation(t: TaskRecord): Effect[] {
 /** A finally resolved task owes its group's bookkeeping (repeated after a crash cut it short; harmless otherwise). */
 function owedGroupClose(t: TaskRecord): Effect[] {
   const d = t.definition;
-  return isResolved(taskState(t)) ? [effect.closeGroup(d.taskGroupId, d.schedulerId, t.taskId, t.runs.length - 1, t.groupEtag, t.groupAlone)] : [];
+  return isResolved(taskState(t)) ? [effect.closeGroup(d.taskGroupId, d.schedulerId, t.taskId, t.runs.length - 1, t.groupAlone)] : [];
 }
 
 /** A repeat of a keyed run's resolution still owes its release (lost if the first attempt crashed after the write). */

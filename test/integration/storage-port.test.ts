@@ -100,7 +100,7 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
     });
 
     test('an entity-group transaction applies all its actions or none', async () => {
-      const t = storage.table('TaskGroups');
+      const t = storage.table('TaskDeps');
       const etags = await t.transact([
         { op: 'create', entity: row('g', 'meta', { v: 1 }) },
         { op: 'upsert', entity: row('g', 'm1', { x: 1 }) },

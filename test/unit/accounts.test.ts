@@ -9,7 +9,6 @@ import { decodeMessage } from '../../shared/storage/port';
 
 const roots: AccountRoots = {
   task: (taskId) => ({ table: 'Tasks', pk: taskId, rk: `task~${taskId}` }),
-  group: (id) => ({ table: 'TaskGroups', pk: id, rk: `~group~${id}` }),
 };
 const keys = Array.from({ length: 20_000 }, (_, i) => `key-${i}`);
 /** A key whose placement with `n` accounts is `account`. */

@@ -69,9 +69,8 @@ function fakes(
     },
     groups: {
       close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`),
-      addMember: async (g: string, taskId: string) => (calls.push(`group.add ${g}/${taskId}`), 'g-etag'),
-      // The group of one's rows in its task's transactions are the store's (test/integration/crash-groups.test.ts).
-      foldable: async () => false,
+      addMember: async (g: string, taskId: string) => void calls.push(`group.add ${g}/${taskId}`),
+      createActions: (g: string) => [{ op: 'create', entity: { partitionKey: g, rowKey: `g~~group~${g}` } }],
       closeActions: (g: string) => [{ op: 'delete', partitionKey: g, rowKey: `g~~open~${g}` }],
     },
     expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
@@ -252,10 +251,8 @@ test('events of a create: its deadline trigger carries their sweep and is re-arm
     'deadline.rearm d1',
     'amend',
   ]);
-  // The re-armed trigger's new receipt goes into the row this instance writes next; the group's
-  // ETag (the task created its group) is kept for the resolution's close.
+  // The re-armed trigger's new receipt goes into the row this instance writes next.
   expect(f.stored().deadlineTrigger).toEqual({ messageId: 'd1', popReceipt: 'p2' });
-  expect(f.stored().groupEtag).toBe('g-etag');
   // Not delivered: not re-armed, so the trigger shows after the sweep delay and the reaper delivers them.
   const failing = fakes(t, { events: { deadline: true, deliverFails: true } });
   await executeCreate(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);

@@ -11,6 +11,7 @@ import {
   mergeIfMatch,
   readPage,
   replaceIfMatch,
+  rowBatches,
   rows,
   transactIf,
   type Table,
@@ -42,6 +43,13 @@ test('rows stops at max rows, with the page size it is given', async () => {
 test('rows of a query nothing matches is empty', async () => {
   const table = emptyPagesTable(await seeded(5));
   expect(await allRows(table, { partitionKey: 'none' })).toEqual([]);
+});
+
+test('rowBatches gathers short pages into batches of its size', async () => {
+  const table = emptyPagesTable(await seeded(10), { pageSize: 3 });
+  const sizes: number[] = [];
+  for await (const batch of rowBatches(table, {}, 4)) sizes.push(batch.length);
+  expect(sizes).toEqual([4, 4, 2]);
 });
 
 test('firstRow reads through an empty first page', async () => {
