@@ -65,7 +65,7 @@ function seedOf(path: string): number {
  * on it. The rest (e2e, the dashboard, the other integration tests) keep Azurite, which also
  * serves as the smoke test of the Azure adapter.
  */
-const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/(crash-groups|crash-index)\.test\.ts$/];
+const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
 
 /**
  * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
