@@ -111,7 +111,8 @@ test('a subscription delivery: the subscriber gets the event (repeats dropped by
     const [c] = await claim(svc, tq, W1, 1);
     const r = await ambiguous(() => svc.queue(c.credentials).reportCompleted(taskId, 0));
     expect(r.error).toBeUndefined();
-    const got = await drainSubscription(sub);
+    // A put whose answer was lost is two messages, as on Azure: a consumer drops repeats by id.
+    const got = (await drainSubscription(sub)).filter((e, i, all) => all.findIndex((x) => x.id === e.id) === i);
     expect(got.map((e) => `${e.payload.status.taskId}/${e.exchange.split('/').pop()}`)).toEqual([`${taskId}/task-completed`]);
   });
   expect(ops).toEqual(expect.arrayContaining([expect.stringMatching(/^subscription\.put$|\.put$/)]));
