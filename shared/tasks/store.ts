@@ -101,9 +101,10 @@ export class TaskStore {
    * `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
   async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox, actions: TableAction[] = []): Promise<boolean> {
+    // History rows first: they number the row's history (encodeTask must see it).
+    const extra = [...this.historyRows(undefined, t, outbox), ...rows];
     const row = withWriteId(encodeTask(t));
     try {
-      const extra = [...this.historyRows(undefined, t, outbox), ...rows];
       t.etag = await this.write(t.taskId, row, extra, undefined, actions);
       this.keep(t, row);
     } catch (err) {
@@ -130,9 +131,10 @@ export class TaskStore {
     outbox?: Outbox,
     actions: TableAction[] = [],
   ): Promise<'written' | 'etag' | 'missing'> {
+    // History rows first: they number the row's history (encodeTask must see it).
+    const extra = [...this.historyRows(current, next, outbox), ...rows];
     const row = withWriteId(encodeTask(next));
     try {
-      const extra = [...this.historyRows(current, next, outbox), ...rows];
       next.etag = await this.write(current.taskId, row, extra, current.etag!, actions);
       this.keep(next, row);
     } catch (err) {
