@@ -2,7 +2,9 @@
 'use strict';
 /**
  * Part of `npm run build`: copies the static files the compiled code reads at run time (tsc only
- * emits .js) from the source tree to the same place under dist/. bin/package.js zips them too.
+ * emits .js) from the source tree to the same place under dist/, and the browser libraries the
+ * dashboard serves from node_modules into its `vendor/` folder, then writes dist/.build-stamp,
+ * whose time bin/run-built.js compares with the sources'. bin/package.js zips the assets too.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -10,6 +12,13 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 /** Folders of static files, relative to the repository root and to dist/. */
 const ASSET_DIRS = ['shared/ops/dashboard'];
+/** Browser files from packages, copied to dist/<folder>/vendor/<name> (shared/ops/dashboard.ts serves them). */
+const VENDOR_FILES = [
+  { into: 'shared/ops/dashboard', name: 'uPlot.iife.min.js', from: 'uplot/dist/uPlot.iife.min.js' },
+  { into: 'shared/ops/dashboard', name: 'uPlot.min.css', from: 'uplot/dist/uPlot.min.css' },
+];
+/** Written last by a build: dist/ is current when no source is newer than this file. */
+const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
 
 function copyAssets() {
   for (const dir of ASSET_DIRS) {
@@ -17,8 +26,20 @@ function copyAssets() {
     fs.rmSync(to, { recursive: true, force: true });
     fs.cpSync(path.join(ROOT, dir), to, { recursive: true });
   }
+  for (const f of VENDOR_FILES) {
+    const to = path.join(ROOT, 'dist', f.into, 'vendor', f.name);
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.copyFileSync(require.resolve(f.from, { paths: [ROOT] }), to);
+  }
 }
 
-module.exports = { ASSET_DIRS };
+function writeStamp() {
+  fs.writeFileSync(BUILD_STAMP, new Date().toISOString() + '\n');
+}
 
-if (require.main === module) copyAssets();
+module.exports = { ASSET_DIRS, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp };
+
+if (require.main === module) {
+  copyAssets();
+  writeStamp();
+}

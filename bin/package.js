@@ -2,19 +2,23 @@
 'use strict';
 /**
  * Builds the deployment package for the function app: .package/app.zip, containing
- *   dist/**.js          the compiled app (run `npm run build` first; maps, typings and the
- *                       local-only parts — local host, bench, reference worker, demo — are left out)
- *                       and the static files it serves (bin/copy-assets.js: the dashboard)
+ *   dist/functions/app.js   the app's two entry points (functions/http.ts, functions/timers.ts, as
+ *                           compiled by `npm run build`) and every production dependency, bundled
+ *                           by esbuild into one CommonJS file; `@azure/functions-core` stays out,
+ *                           the Functions Node worker provides it
+ *   dist/functions/dashboard/  the dashboard's static files (bin/copy-assets.js), beside the bundle
+ *                           because shared/ops/dashboard.ts reads them from its own __dirname
+ *   dist/THIRD-PARTY-NOTICES.txt  name, version and licence text of every bundled package
  *   host.json
- *   package.json        its "main" glob tells the Functions host which files to load
- *   node_modules/       production dependencies only, installed fresh with
- *                       `npm ci --omit=dev --ignore-scripts` from package-lock.json
+ *   package.json            name, version and the "main" glob that tells the host what to load
+ * One file instead of ~12,700 under node_modules/: Flex Consumption copies and loads the package at
+ * every cold start (unpacked 107 MB on disk before, see infra/README.md "Package").
  * The archive has the app at its root (no parent folder), as Azure Functions requires.
  * Publish it with `az functionapp deployment source config-zip` (see infra/README.md).
  *
  * Zips with the `zip` CLI when it is on PATH, otherwise with the small writer below (store/deflate,
  * no ZIP64). PACKAGE_ZIP_IMPL=node|cli forces one of them; PACKAGE_KEEP_STAGING=1 keeps the
- * staging directory .package/app. Plain CommonJS, no dependencies.
+ * staging directory .package/app.
  */
 
 const fs = require('node:fs');
@@ -27,8 +31,12 @@ const ROOT = path.resolve(__dirname, '..');
 const OUT_DIR = path.join(ROOT, '.package');
 const STAGING = path.join(OUT_DIR, 'app');
 const ZIP_PATH = path.join(OUT_DIR, 'app.zip');
-/** Compiled code that only runs on a developer machine (it needs devDependencies such as azurite). */
-const LOCAL_ONLY = ['shared/local/', 'bench/', 'bin/', 'worker/'];
+/** The compiled entry points the bundle starts from (the local host, bench and worker are not reached from them). */
+const ENTRY_POINTS = ['functions/http.js', 'functions/timers.js'];
+/** Provided by the Functions Node worker at run time; never installed or bundled. */
+const HOST_PROVIDED = ['@azure/functions-core'];
+/** The Node.js the bundle may use: the oldest major `engines` allows (template default: 22). */
+const BUNDLE_TARGET = 'node20';
 
 /** Classic ZIP limits; beyond them ZIP64 would be needed, which the fallback writer does not do. */
 const ZIP_MAX_ENTRIES = 0xffff;
@@ -65,44 +73,73 @@ function copyFile(from, to) {
   fs.copyFileSync(from, to);
 }
 
-/** npm, preferring the one running this script (`npm run package`) over whatever is on PATH. */
-function npmCommand() {
-  const execPath = process.env.npm_execpath;
-  if (execPath && /\.c?js$/.test(execPath) && fs.existsSync(execPath)) return [process.execPath, [execPath]];
-  return [process.platform === 'win32' ? 'npm.cmd' : 'npm', []];
+/** The package root (holding package.json) of a bundled file under node_modules/, or undefined. */
+function packageRoot(file) {
+  const parts = path.resolve(ROOT, file).split(path.sep);
+  const i = parts.lastIndexOf('node_modules');
+  if (i < 0) return undefined;
+  const depth = parts[i + 1].startsWith('@') ? 3 : 2;
+  return parts.slice(0, i + depth).join(path.sep);
+}
+
+/** Name, version, licence and licence text of every package the bundle holds, for the notices file. */
+function thirdPartyNotices(inputs) {
+  const roots = [...new Set(inputs.map(packageRoot).filter(Boolean))].sort();
+  const sections = roots.map((root) => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+    const licenseFile = fs.readdirSync(root).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
+    const text = licenseFile ? fs.readFileSync(path.join(root, licenseFile), 'utf8').trim() : `(no licence file; package.json says ${pkg.license})`;
+    return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${text}\n`;
+  });
+  return `Packages bundled into dist/functions/app.js:\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
+}
+
+/** Bundles the entry points into STAGING/dist/functions/app.js; returns the bundled input files. */
+function bundle(dist) {
+  let esbuild;
+  try {
+    esbuild = require('esbuild');
+  } catch (err) {
+    fail(`esbuild is missing (a devDependency; run npm ci): ${err.message}`);
+  }
+  const result = esbuild.buildSync({
+    stdin: { contents: ENTRY_POINTS.map((e) => `require('./${e}');`).join('\n'), resolveDir: dist, sourcefile: 'app-entry.js', loader: 'js' },
+    outfile: path.join(STAGING, 'dist', 'functions', 'app.js'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: BUNDLE_TARGET,
+    external: HOST_PROVIDED,
+    // Readable stack traces in the logs: names kept, nothing minified (no source map shipped).
+    keepNames: true,
+    legalComments: 'none', // the notices file carries the licences whole
+    metafile: true,
+    logLevel: 'warning',
+  });
+  return Object.keys(result.metafile.inputs);
 }
 
 function stage() {
   const dist = path.join(ROOT, 'dist');
-  if (!fs.existsSync(dist)) fail('dist/ does not exist; run `npm run build` first');
-  for (const file of ['host.json', 'package.json', 'package-lock.json']) {
-    if (!fs.existsSync(path.join(ROOT, file))) fail(`${file} is missing`);
+  for (const entry of ENTRY_POINTS) {
+    if (!fs.existsSync(path.join(dist, entry))) fail(`dist/${entry} does not exist; run \`npm run build\` first`);
   }
+  if (!fs.existsSync(path.join(ROOT, 'host.json'))) fail('host.json is missing');
 
   fs.rmSync(OUT_DIR, { recursive: true, force: true });
   fs.mkdirSync(STAGING, { recursive: true });
 
-  const isAsset = (rel) => ASSET_DIRS.some((dir) => rel.startsWith(`${dir}/`));
-  const js = walk(dist, (rel) => (rel.endsWith('.js') || isAsset(rel)) && !LOCAL_ONLY.some((p) => rel.startsWith(p)));
-  if (js.length === 0) fail('dist/ holds no .js files; run `npm run build` first');
-  for (const rel of js) copyFile(path.join(dist, rel), path.join(STAGING, 'dist', rel));
-  if (!js.some((rel) => /^functions\/[^/]+\.js$/.test(rel))) {
-    console.warn('package: warning: no dist/functions/*.js; the Functions host will register no functions');
+  console.log(`package: bundling ${ENTRY_POINTS.map((e) => `dist/${e}`).join(', ')} with esbuild`);
+  const inputs = bundle(dist);
+  fs.writeFileSync(path.join(STAGING, 'dist', 'THIRD-PARTY-NOTICES.txt'), thirdPartyNotices(inputs));
+  // The dashboard module (now inside app.js) reads its files from <its __dirname>/dashboard.
+  for (const dir of ASSET_DIRS) {
+    for (const rel of walk(path.join(dist, dir))) copyFile(path.join(dist, dir, rel), path.join(STAGING, 'dist', 'functions', path.basename(dir), rel));
   }
-  for (const file of ['host.json', 'package.json', 'package-lock.json']) {
-    copyFile(path.join(ROOT, file), path.join(STAGING, file));
-  }
-
-  const [cmd, pre] = npmCommand();
-  const args = [...pre, 'ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'];
-  console.log(`package: npm ${args.slice(pre.length).join(' ')} (in ${path.relative(ROOT, STAGING)})`);
-  const res = spawnSync(cmd, args, { cwd: STAGING, stdio: 'inherit', shell: process.platform === 'win32' && pre.length === 0 });
-  if (res.error) fail(`could not run npm: ${res.error.message}`);
-  if (res.status !== 0) fail(`npm ci failed with exit code ${res.status}`);
-
-  // The lock file only served the install; binaries' symlinks are useless in the app.
-  fs.rmSync(path.join(STAGING, 'package-lock.json'), { force: true });
-  fs.rmSync(path.join(STAGING, 'node_modules', '.bin'), { recursive: true, force: true });
+  copyFile(path.join(ROOT, 'host.json'), path.join(STAGING, 'host.json'));
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const appPkg = { name: pkg.name, version: pkg.version, private: true, license: pkg.license, main: pkg.main, engines: pkg.engines };
+  fs.writeFileSync(path.join(STAGING, 'package.json'), `${JSON.stringify(appPkg, null, 2)}\n`);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -249,10 +286,13 @@ function archive() {
 
 function main() {
   stage();
+  const files = walk(STAGING);
+  const unpacked = files.reduce((sum, f) => sum + fs.statSync(path.join(STAGING, f)).size, 0);
   const how = archive();
   if (!process.env.PACKAGE_KEEP_STAGING) fs.rmSync(STAGING, { recursive: true, force: true });
   const size = fs.statSync(ZIP_PATH).size;
-  console.log(`package: wrote ${path.relative(ROOT, ZIP_PATH)} (${(size / 1048576).toFixed(1)} MiB, ${how})`);
+  const mb = (n) => (n / 1e6).toFixed(1);
+  console.log(`package: wrote ${path.relative(ROOT, ZIP_PATH)} (${mb(size)} MB; unpacked ${mb(unpacked)} MB in ${files.length} files; ${how})`);
 }
 
 module.exports = { writeZip, crc32, walk };

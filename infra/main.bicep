@@ -15,7 +15,7 @@
 //   Microsoft.Insights/components                             2020-02-02
 //   Microsoft.Authorization/roleAssignments                   2022-04-01
 //   Microsoft.EventGrid/topics (optional)                      2025-02-15
-// Not compiled here (no Bicep compiler is available offline); not deployed from CI.
+// Compiled and linted in CI by the pinned Bicep compiler (npm run infra:build); not deployed from CI.
 
 targetScope = 'resourceGroup'
 
@@ -42,7 +42,7 @@ param functionAppName string = ''
 // Function app runtime and scale
 // ---------------------------------------------------------------------------------------------
 
-@description('Node.js major version of the Functions runtime.')
+@description('Node.js major version of the Functions runtime. CI runs the unit tier and the conformance suite on 22 (npm run test:node22) and on 20.')
 @allowed([
   '20'
   '22'
@@ -157,7 +157,7 @@ param claimWorkPollSeconds int = 20
 param deadlineDelaySeconds int = 60
 
 @description('QUEUE_REAPER_SCHEDULE: NCRONTAB (6 fields, UTC) of the reaper timer.')
-param reaperSchedule string = '*/15 * * * * *'
+param reaperSchedule string = '*/10 * * * * *'
 
 @description('QUEUE_REAPER_STALE_S: the health endpoint (/api/queue/v1/__heartbeat__) answers 500 once the reaper has not finished a pass for this many seconds.')
 @minValue(1)

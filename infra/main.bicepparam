@@ -38,6 +38,6 @@ param issuerClientId = 'static/taskcluster/queue'
 param claimTimeoutSeconds = 1200
 param claimWorkPollSeconds = 20
 param deadlineDelaySeconds = 60
-param reaperSchedule = '*/15 * * * * *'
+param reaperSchedule = '*/10 * * * * *'
 param reaperStaleSeconds = 300
 param maxTaskDeadlineDays = 5

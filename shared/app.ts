@@ -35,6 +35,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
     built ??= buildServices(typeof config === 'function' ? config() : config, { ...options, checkTask: (task) => validate('create-task-request', task) })
       .then((svc) => {
         startPollers(svc);
+        svc.rollups.start();
         return svc;
       })
       .catch((err) => {
@@ -48,6 +49,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
     if (svc) stopPollers(svc);
     await Promise.allSettled([...(svc?.background ?? [])]);
     await svc?.indexes.settled(); // index writes are queued, not awaited by their requests
+    await svc?.rollups.close(); // this instance's chart tallies, the running minute's too
   };
   return { routes: routeTable, timers: timerFunctions(services), services, close };
 }

@@ -18,6 +18,7 @@ import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
 import { IndexWrites, opsObserver } from './ops/observer';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
+import { ROLLUP_FLUSH_MS, Rollups } from './ops/rollups';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
@@ -58,6 +59,8 @@ export interface Tuning {
   syncDependencies: number;
   /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
   indexLingerMs: number;
+  /** How often the chart rollups' finished minutes are written (shared/ops/rollups.ts); 0 = only at close and when a chart is read (a fixed call order for crash sweeps). */
+  rollupFlushMs: number;
 }
 
 /**
@@ -77,6 +80,7 @@ export const DEFAULT_TUNING: Tuning = {
   eventSweepDelayS: 60,
   syncDependencies: SYNC_DEPENDENCIES,
   indexLingerMs: INDEX_LINGER_MS,
+  rollupFlushMs: ROLLUP_FLUSH_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -89,6 +93,8 @@ export interface Services extends TaskDeps {
   workers: WorkerRegistry;
   /** Queued operator index writes: index queries and close() wait for them (shared/ops/indexes.ts). */
   indexes: IndexWrites;
+  /** Per-minute tallies for the dashboard's charts, flushed once a minute (shared/ops/rollups.ts). */
+  rollups: Rollups;
   /** Hooks other modules attach to (e.g. the claimWork pollers). */
   wakeListeners: Set<(taskQueueId: string, hinted?: WakeHint) => void>;
   /** Event recording and delivery (shared/events). */
@@ -152,7 +158,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
-  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs));
+  const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields), tuning.rollupFlushMs);
+  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
   return {
     config,
     tuning,
@@ -161,6 +168,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     authenticator: new Authenticator(clients, now),
     tasks: new TaskStore(storage, observer),
     indexes: observer,
+    rollups,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,

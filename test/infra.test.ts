@@ -1,13 +1,15 @@
 /**
- * Static checks of the deployment templates in infra/ (Bicep) against the code.
+ * Checks of the deployment templates in infra/ (Bicep) against the code.
  *
- * No Bicep compiler runs here (none installs offline), so these are text-level checks: they catch
- * drift between the settings the code reads and the settings the template sets, and regressions of
- * the security baseline. They do not prove the template compiles or deploys.
+ * The template is compiled to ARM JSON by the pinned Bicep compiler (bin/infra-build.js, which CI
+ * also runs with the linter): the settings, Node version and deploy-guide checks read that JSON, as
+ * Azure would. The rest are text-level checks of the Bicep sources: the security baseline and the
+ * layout. Nothing here deploys.
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { SETTING_NAMES } from '../shared/config';
+import { loadConfig, SETTING_NAMES } from '../shared/config';
 
 const ROOT = path.resolve(__dirname, '..');
 const INFRA = path.join(ROOT, 'infra');
@@ -290,13 +292,15 @@ describe('infra: app settings', () => {
     expect(found).toEqual([]);
   });
 
-  test('local.settings.example.json lists every setting the code reads', () => {
+  test('local.settings.example.json lists every setting the code reads, and no other QUEUE_* name', () => {
     // Deliberately not skipped when the file is absent: the example file is part of the contract.
     expect(fs.existsSync(LOCAL_SETTINGS_EXAMPLE)).toBe(true);
     const example = JSON.parse(fs.readFileSync(LOCAL_SETTINGS_EXAMPLE, 'utf8'));
     const values = example.Values ?? {};
     const missing = SETTING_NAMES.filter((n) => !Object.prototype.hasOwnProperty.call(values, n));
     expect(missing).toEqual([]);
+    const unknown = Object.keys(values).filter((n) => n.startsWith('QUEUE_') && !(SETTING_NAMES as readonly string[]).includes(n));
+    expect(unknown).toEqual([]);
   });
 });
 
@@ -445,8 +449,6 @@ describe('infra: security baseline', () => {
 
 describe('infra: several data accounts', () => {
   const main = code.get(MAIN)!;
-  const kv = code.get(path.join(INFRA, 'modules', 'keyvault.bicep'))!;
-  const app = code.get(path.join(INFRA, 'modules', 'functionapp.bicep'))!;
 
   test('dataAccountCount (at least 1, default 1) deploys that many data accounts, the first under its original name', () => {
     expect(main).toMatch(/@minValue\(1\)\s*@maxValue\(\d+\)\s*param dataAccountCount int = 1/);
@@ -458,13 +460,381 @@ describe('infra: several data accounts', () => {
   });
 
   test('the further accounts reach the app as one Key Vault secret, in account order, readable by the app identity only', () => {
-    expect(kv).toMatch(
-      /for \(n, i\) in moreDataStorageAccountNames: 'DefaultEndpointsProtocol=https;AccountName=\$\{n\};AccountKey=\$\{moreDataStorage\[i\]\.listKeys\(\)/,
-    );
-    expect(kv).toMatch(/value: join\(moreConnections, ' '\)/);
-    expect(kv).toMatch(/scope: moreStorageConnectionsSecret/);
-    expect(app).toMatch(
-      /QUEUE_STORAGE_MORE_CONNECTIONS: empty\(moreStorageConnectionsSecretUri\) \? '' : '@Microsoft\.KeyVault\(SecretUri=\$\{moreStorageConnectionsSecretUri\}\)'/,
-    );
+    const kv = moduleTemplate(compiled(), 'keyvault');
+    const joined = resourceList(kv).find((r) => r.type === 'Microsoft.Resources/deployments' && r.name === 'queue-storage-more-connections');
+    expect(joined?.condition).toBe("[not(empty(parameters('moreDataStorageAccountNames')))]");
+    // One connection string per further account, in the order of moreDataStorageAccountNames, with its key.
+    const loop = joined.properties.parameters.parts.value.copy[0];
+    expect(loop).toMatchObject({ name: 'items', count: "[length(parameters('moreDataStorageAccountNames'))]" });
+    expect(loop.input).toMatch(/AccountName=\{0\};AccountKey=\{1\};.*parameters\('moreDataStorageAccountNames'\)\[copyIndex\('items'\)\], listKeys\(/);
+    // The keys travel in a secure parameter (not recorded in the deployment history) and are joined by spaces.
+    const inner = joined.properties.template;
+    expect(inner.parameters.parts.type).toBe('secureObject');
+    const [secret] = resourceList(inner).filter((r) => r.type === 'Microsoft.KeyVault/vaults/secrets');
+    expect(secret.properties.value).toBe("[join(parameters('parts').items, ' ')]");
+    const reads = resourceList(inner).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+    expect(reads.map((r) => [r.properties.principalId, r.properties.principalType])).toEqual([["[parameters('readerPrincipalId')]", 'ServicePrincipal']]);
+    expect(joined.properties.parameters.readerPrincipalId.value).toBe("[parameters('appPrincipalId')]");
+    expect(appSettings().QUEUE_STORAGE_MORE_CONNECTIONS).toEqual({ kind: 'keyvault' });
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// The compiled template (ARM JSON), as Azure reads it.
+// ------------------------------------------------------------------------------------------------
+
+const BUILD = path.join(INFRA, '.build');
+const README = path.join(ROOT, 'README.md');
+const NODE_TEST_SCRIPT = path.join(ROOT, 'bin', 'test-node22.sh');
+
+let template: any;
+/** infra/main.bicep compiled by the pinned compiler now (a stale infra/.build/ must not pass). */
+function compiled(): any {
+  if (!template) {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'infra-build.js'), '--no-lint'], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`bin/infra-build.js failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    template = JSON.parse(fs.readFileSync(path.join(BUILD, 'main.json'), 'utf8'));
+  }
+  return template;
+}
+
+/** Resources of a template: an array, or (languageVersion 2.0) an object keyed by symbolic name. */
+function resourceList(t: any): any[] {
+  return Array.isArray(t.resources) ? t.resources : Object.values(t.resources ?? {});
+}
+
+function moduleDeployment(t: any, name: string): any {
+  const d = resourceList(t).find((r) => r.type === 'Microsoft.Resources/deployments' && r.name === name);
+  if (!d) throw new Error(`no module deployment '${name}' in the compiled template`);
+  return d;
+}
+
+function moduleTemplate(t: any, name: string): any {
+  return moduleDeployment(t, name).properties.template;
+}
+
+/** What an app setting holds once deployed with the template's defaults. */
+type Setting = { kind: 'literal'; value: string } | { kind: 'keyvault' } | { kind: 'derived'; expr: string };
+
+/**
+ * Resolves an ARM value through the module's parameters and then main.json's parameter defaults.
+ * Only `parameters('x')` and `string(parameters('x'))` are followed; anything else that is not a
+ * Key Vault reference depends on the deployment (resource names, references) and is `derived`.
+ */
+function resolveArm(value: unknown, scopes: Array<(name: string) => unknown>): Setting {
+  if (typeof value !== 'string') return { kind: 'literal', value: String(value) };
+  if (!value.startsWith('[')) return { kind: 'literal', value };
+  if (value.includes('@Microsoft.KeyVault(SecretUri=')) return { kind: 'keyvault' };
+  const m = value.match(/^\[(string\()?parameters\('(\w+)'\)\)?\]$/);
+  if (m && scopes.length > 0 && Boolean(m[1]) === value.endsWith('))]')) return resolveArm(scopes[0](m[2]), scopes.slice(1));
+  return { kind: 'derived', expr: value };
+}
+
+/** The function app's app settings, resolved with the template's parameter defaults. */
+function appSettings(): Record<string, Setting> {
+  const t = compiled();
+  const app = moduleDeployment(t, 'functionapp');
+  const configs = resourceList(app.properties.template).filter((r) => r.type === 'Microsoft.Web/sites/config' && /'appsettings'\)\]$/.test(r.name));
+  expect(configs).toHaveLength(1);
+  // A module parameter is { value } or, when chosen by a condition, one expression for the whole entry.
+  const moduleParam = (n: string) => {
+    const p = app.properties.parameters[n];
+    return typeof p === 'string' ? p : p?.value;
+  };
+  const scopes = [moduleParam, (n: string) => t.parameters[n]?.defaultValue];
+  return Object.fromEntries(Object.entries(configs[0].properties).map(([k, v]) => [k, resolveArm(v, scopes)]));
+}
+
+/** Settings of the Functions host and its telemetry, set beside the app's own QUEUE_* settings. */
+const HOST_SETTINGS = [
+  'AzureWebJobsStorage__accountName',
+  'AzureWebJobsStorage__credential',
+  'AzureWebJobsStorage__clientId',
+  'APPLICATIONINSIGHTS_CONNECTION_STRING',
+  'APPLICATIONINSIGHTS_AUTHENTICATION_STRING',
+];
+
+/** App settings whose value depends on the deployment (host names, endpoints, identities), with what each comes from. */
+const DERIVED_SETTINGS: Record<string, RegExp> = {
+  QUEUE_PUBLIC_URL: /defaultHostName/,
+  QUEUE_PUBLIC_QUEUE_ENDPOINT: /outputs\.queueEndpoint/,
+  QUEUE_EVENTGRID_ENDPOINT: /^\[if\(parameters\('deployEventGridTopic'\), .*outputs\.endpoint\.value/,
+  QUEUE_EVENTGRID_CLIENT_ID: /'identity'\).*outputs\.clientId\.value/,
+};
+
+/**
+ * Settings whose deployed value differs from the code's built-in default on purpose, and why.
+ * QUEUE_SAS_PROTOCOL: unset, the code picks the queue endpoint's scheme; Azure's is https, and saying so keeps http out.
+ */
+const NOT_THE_CODE_DEFAULT = ['QUEUE_SAS_PROTOCOL'];
+
+/** Settings that make a valid configuration with nothing else set (values of the right shape, never deployed). */
+const MINIMAL_ENV: Record<string, string> = {
+  QUEUE_STORAGE_CONNECTION: 'memory:',
+  QUEUE_ROOT_ACCESS_TOKEN: 'a'.repeat(22),
+  QUEUE_TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+  QUEUE_PUBLIC_URL: 'https://queue.example.com',
+};
+
+/** Rows of README.md's settings table for `npm start` only (read in shared/local/, never by the deployed app). */
+const LOCAL_ONLY_ROW = /^(`npm start` only|local host only)\b/;
+
+/** The settings table of README.md: name to its "default" and "meaning" cells. */
+function readmeRows(): Array<{ name: string; dflt: string; meaning: string }> {
+  const rows = [...fs.readFileSync(README, 'utf8').matchAll(/^\|\s*`(QUEUE_[A-Z0-9_]+)`\s*\|([^|]*)\|([^\n]*)\|\s*$/gm)];
+  return rows.map((m) => ({ name: m[1], dflt: m[2].trim(), meaning: m[3].trim() }));
+}
+
+/** README's default cell of every setting the deployed app reads. */
+function readmeDefaults(): Map<string, string> {
+  return new Map(
+    readmeRows()
+      .filter((r) => !LOCAL_ONLY_ROW.test(r.meaning))
+      .map((r) => [r.name, r.dflt]),
+  );
+}
+
+/** The value a README default cell names: its first `code` span, '' for "unset"/"empty", else none (e.g. "generated locally"). */
+function readmeValue(cell: string): string | undefined {
+  const code = cell.match(/^`([^`]*)`/);
+  if (code) return code[1];
+  if (/^(unset|empty)\b/.test(cell)) return '';
+  return undefined;
+}
+
+/** The settings loadConfig refuses to start without, found by leaving each out of a valid set. */
+function requiredSettings(): string[] {
+  return SETTING_NAMES.filter((name) => {
+    const env: Record<string, string> = { ...MINIMAL_ENV };
+    delete env[name];
+    try {
+      loadConfig(env);
+      return false;
+    } catch (err) {
+      return (err as Error).message.includes(`setting ${name} is required`);
+    }
+  });
+}
+
+const sameAsDefault = (name: string, value: string) => {
+  expect({ name, config: loadConfig({ ...MINIMAL_ENV, [name]: value }) }).toEqual({ name, config: loadConfig(MINIMAL_ENV) });
+};
+
+beforeAll(() => compiled(), 5 * 60_000);
+
+describe('infra: compiled template and the settings the code reads', () => {
+  test('the function app gets exactly the QUEUE_* settings shared/config.ts reads, besides the host settings', () => {
+    const names = Object.keys(appSettings());
+    expect(names.filter((n) => n.startsWith('QUEUE_')).sort()).toEqual([...SETTING_NAMES].sort());
+    expect(names.filter((n) => !n.startsWith('QUEUE_')).sort()).toEqual([...HOST_SETTINGS].sort());
+  });
+
+  test('every setting name shared/config.ts mentions is in SETTING_NAMES, and README.md documents exactly those (besides `npm start` ones)', () => {
+    const mentioned = new Set(fs.readFileSync(path.join(ROOT, 'shared', 'config.ts'), 'utf8').match(/\bQUEUE_[A-Z0-9_]+\b/g));
+    expect([...mentioned].filter((n) => !(SETTING_NAMES as readonly string[]).includes(n))).toEqual([]);
+    expect([...readmeDefaults().keys()].sort()).toEqual([...SETTING_NAMES].sort());
+    // The rows for `npm start` only name settings the local host reads, and none the app reads.
+    const local = readmeRows().filter((r) => LOCAL_ONLY_ROW.test(r.meaning));
+    const localSources = fs
+      .readdirSync(path.join(ROOT, 'shared', 'local'))
+      .map((f) => fs.readFileSync(path.join(ROOT, 'shared', 'local', f), 'utf8'))
+      .join('\n');
+    for (const { name } of local) {
+      expect({ name, readByTheLocalHost: wordRe(name).test(localSources), readByTheApp: (SETTING_NAMES as readonly string[]).includes(name) }).toEqual({
+        name,
+        readByTheLocalHost: true,
+        readByTheApp: false,
+      });
+    }
+  });
+
+  test('the required settings get a Key Vault reference or a value the deployment derives', () => {
+    const required = requiredSettings();
+    expect(required.sort()).toEqual(['QUEUE_PUBLIC_URL', 'QUEUE_ROOT_ACCESS_TOKEN', 'QUEUE_STORAGE_CONNECTION', 'QUEUE_TOKEN_ENCRYPTION_KEY']);
+    const settings = appSettings();
+    for (const name of required) {
+      const s = settings[name];
+      const ok = s.kind === 'keyvault' || (s.kind === 'literal' && s.value !== '') || (s.kind === 'derived' && name in DERIVED_SETTINGS);
+      expect({ name, setting: s, ok }).toEqual({ name, setting: s, ok: true });
+    }
+    for (const name of SECRET_SETTINGS) expect({ name, setting: settings[name] }).toEqual({ name, setting: { kind: 'keyvault' } });
+  });
+
+  test('settings that depend on the deployment come from where they should', () => {
+    const settings = appSettings();
+    const derived = Object.entries(settings).filter(([n, s]) => n.startsWith('QUEUE_') && s.kind === 'derived');
+    expect(derived.map(([n]) => n).sort()).toEqual(Object.keys(DERIVED_SETTINGS).sort());
+    for (const [name, s] of derived)
+      expect({ name, expr: (s as { expr: string }).expr }).toEqual({ name, expr: expect.stringMatching(DERIVED_SETTINGS[name]) });
+  });
+
+  test("the template's values are the code's defaults and the README's (reaper schedule included)", () => {
+    const readme = readmeDefaults();
+    const settings = appSettings();
+    for (const [name, s] of Object.entries(settings)) {
+      if (!name.startsWith('QUEUE_') || s.kind !== 'literal') continue;
+      expect({ name, readme: readmeValue(readme.get(name) ?? '') }).toEqual({ name, readme: s.value });
+      if (!NOT_THE_CODE_DEFAULT.includes(name)) sameAsDefault(name, s.value);
+    }
+    expect(settings.QUEUE_REAPER_SCHEDULE).toEqual({ kind: 'literal', value: '*/10 * * * * *' });
+  });
+
+  test("the README's defaults are the code's defaults", () => {
+    const required = requiredSettings();
+    for (const [name, cell] of readmeDefaults()) {
+      const value = readmeValue(cell);
+      if (value === undefined || required.includes(name) || NOT_THE_CODE_DEFAULT.includes(name)) continue;
+      sameAsDefault(name, value);
+    }
+  });
+
+  test('main.bicepparam restates the template defaults it sets (secrets aside)', () => {
+    const given = JSON.parse(fs.readFileSync(path.join(BUILD, 'main.parameters.check.json'), 'utf8')).parameters;
+    const declaredParams = compiled().parameters;
+    const differing = Object.entries(given)
+      .filter(([name]) => !['rootAccessToken', 'tokenEncryptionKey'].includes(name))
+      .filter(([name, v]) => JSON.stringify((v as { value: unknown }).value) !== JSON.stringify(declaredParams[name]?.defaultValue))
+      .map(([name, v]) => `${name}: ${JSON.stringify((v as { value: unknown }).value)} vs ${JSON.stringify(declaredParams[name]?.defaultValue)}`);
+    expect(differing).toEqual([]);
+  });
+});
+
+describe('infra: the Node.js version', () => {
+  const majors = (range: string) => [...range.matchAll(/\^(\d+)/g)].map((m) => m[1]).sort();
+
+  test('the template deploys the Node major CI tests, and allows only majors `engines` names', () => {
+    const param = compiled().parameters.nodeRuntimeVersion;
+    const pinned = fs.readFileSync(NODE_TEST_SCRIPT, 'utf8').match(/^NODE22_VERSION=(\d+)\.\d+\.\d+$/m);
+    expect(pinned).not.toBeNull();
+    expect(param.defaultValue).toBe(pinned![1]);
+    const engines = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).engines.node as string;
+    expect(engines).toMatch(/^\^\d+\.\d+\.\d+( \|\| \^\d+\.\d+\.\d+)*$/);
+    expect(majors(engines)).toEqual(expect.arrayContaining(param.allowedValues));
+    expect(param.allowedValues).toContain(pinned![1]);
+    const app = moduleTemplate(compiled(), 'functionapp');
+    const site = resourceList(app).find((r) => r.type === 'Microsoft.Web/sites');
+    expect(site.properties.functionAppConfig.runtime).toEqual({ name: 'node', version: "[parameters('nodeRuntimeVersion')]" });
+    expect(moduleDeployment(compiled(), 'functionapp').properties.parameters.nodeRuntimeVersion.value).toBe("[parameters('nodeRuntimeVersion')]");
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// The deploy guide, infra/README.md, against the compiled template.
+// ------------------------------------------------------------------------------------------------
+
+/** The guide's shell commands (```bash blocks): comments dropped, continuations joined, heredoc bodies left out. */
+function guideCommands(): string[] {
+  const guide = fs.readFileSync(path.join(INFRA, 'README.md'), 'utf8');
+  const out: string[] = [];
+  for (const block of guide.matchAll(/^```bash\n([\s\S]*?)^```$/gm)) {
+    let current = '';
+    let heredoc: string | undefined;
+    for (const raw of block[1].split('\n')) {
+      if (heredoc !== undefined) {
+        if (raw.trim() === heredoc) heredoc = undefined;
+        continue;
+      }
+      const line = raw.replace(/(^|\s)#.*$/, '').trimEnd();
+      heredoc = line.match(/<<-?'?(\w+)'?/)?.[1];
+      if (line.endsWith('\\')) {
+        current += `${line.slice(0, -1).trim()} `;
+        continue;
+      }
+      current += line.trim();
+      if (current !== '') out.push(current);
+      current = '';
+    }
+  }
+  return out;
+}
+
+/** Shell words, quotes removed (enough for the guide's commands). */
+function shellWords(s: string): string[] {
+  return [...s.matchAll(/"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"']+)/g)].map((m) => m[1] ?? m[2] ?? m[3]);
+}
+
+/** The `name=value` parameters the guide gives: `PARAMS=(…)`, `PARAMS+=(…)` and `--parameters name=value`. */
+function guideParameters(commands: string[]): { first: string[]; all: Array<[string, string]> } {
+  const all: Array<[string, string]> = [];
+  let first: string[] = [];
+  for (const c of commands) {
+    const list = c.match(/^PARAMS(\+)?=\((.*)\)$/);
+    if (list) {
+      const words = shellWords(list[2]).map((w) => w.split('=', 2) as [string, string]);
+      all.push(...words);
+      if (!list[1] && first.length === 0) first = words.map(([k]) => k);
+    }
+    const words = shellWords(c);
+    words.forEach((w, i) => {
+      if (words[i - 1] === '--parameters' && /^\w+=/.test(w)) all.push(w.split('=', 2) as [string, string]);
+    });
+  }
+  return { first, all };
+}
+
+describe('infra: the deploy guide (infra/README.md) against the compiled template', () => {
+  const commands = guideCommands();
+  const deployments = () => commands.filter((c) => /^az deployment group (create|what-if)\b/.test(c));
+
+  test('it deploys the compiled template, where npm run infra:build writes it, under one deployment name', () => {
+    expect(deployments().length).toBeGreaterThanOrEqual(4);
+    for (const c of deployments()) {
+      const words = shellWords(c);
+      const file = words[words.indexOf('--template-file') + 1];
+      expect({ c, file }).toEqual({ c, file: path.relative(ROOT, path.join(BUILD, 'main.json')) });
+      expect({ c, parameters: words[words.indexOf('--parameters') + 1] }).toEqual({ c, parameters: '${PARAMS[@]}' });
+    }
+    const names = commands
+      .filter((c) => /^(\w+=\$\()?az deployment group (create|show)\b/.test(c) || /out\(\)/.test(c))
+      .map((c) => shellWords(c)[shellWords(c).indexOf('--name') + 1]);
+    expect(new Set(names)).toEqual(new Set(['tcq']));
+    expect(fs.existsSync(path.join(BUILD, 'main.json'))).toBe(true);
+  });
+
+  test("every parameter it gives is one of the template's, of the right type and range, and the first deployment gives every required one", () => {
+    const declaredParams = compiled().parameters;
+    const { first, all } = guideParameters(commands);
+    expect(all.length).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const [name, value] of all) {
+      const p = declaredParams[name];
+      if (!p) {
+        problems.push(`${name}: no such parameter`);
+        continue;
+      }
+      if (value.includes('$')) continue; // a shell variable: its value is the reader's
+      if (p.type === 'int' && !(/^\d+$/.test(value) && Number(value) >= (p.minValue ?? -Infinity) && Number(value) <= (p.maxValue ?? Infinity))) {
+        problems.push(`${name}=${value}: not an int within the template's range`);
+      }
+      if (p.allowedValues && !p.allowedValues.map(String).includes(value)) problems.push(`${name}=${value}: not one of ${p.allowedValues}`);
+      if (/string/i.test(p.type) && (value.length < (p.minLength ?? 0) || value.length > (p.maxLength ?? Infinity)))
+        problems.push(`${name}=${value}: bad length`);
+    }
+    expect(problems).toEqual([]);
+    const required = Object.entries(declaredParams)
+      .filter(([, p]) => (p as { defaultValue?: unknown }).defaultValue === undefined)
+      .map(([n]) => n);
+    expect(required.sort()).toEqual(['rootAccessToken', 'tokenEncryptionKey']);
+    expect(required.filter((n) => !first.includes(n))).toEqual([]);
+  });
+
+  test('every output it reads is one the template has, and its outputs table lists them all', () => {
+    const outputs = Object.keys(compiled().outputs);
+    const text = commands.join('\n');
+    const read = [...text.matchAll(/properties\.outputs\.(\w+)/g), ...text.matchAll(/\$\(out (\w+)\)/g)].map((m) => m[1]);
+    expect(read.length).toBeGreaterThan(5);
+    expect(read.filter((o) => !outputs.includes(o))).toEqual([]);
+    const guide = fs.readFileSync(path.join(INFRA, 'README.md'), 'utf8');
+    const table = guide.slice(guide.indexOf('| Output | Meaning |'));
+    const rows = table.slice(0, table.indexOf('\n\n')).split('\n').slice(2);
+    const listed = rows.flatMap((r) => [...r.split('|')[1].matchAll(/`(\w+)`/g)].map((m) => m[1]));
+    expect(listed.sort()).toEqual([...outputs].sort());
+  });
+
+  test('every npm script it runs exists', () => {
+    const scripts = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts;
+    const used = commands.flatMap((c) => [...c.matchAll(/\bnpm run ([\w:-]+)/g)].map((m) => m[1]));
+    expect(used).toEqual(expect.arrayContaining(['infra:build', 'package', 'worker']));
+    expect(used.filter((s) => !(s in scripts))).toEqual([]);
   });
 });

@@ -8,12 +8,15 @@ import type { ObjectUpload } from './artifacts';
 import type { ClaimWorkQueue } from './protocols/claim-work';
 import type { LegacyQueue } from './protocols/poll-task-urls';
 
+/** This queue's calls that taskcluster-client v87 does not know. */
+const EXTENSIONS = ['suspendRun', 'createLiveLog'];
+
 /** Where this queue serves its own API reference (with its extension calls). */
 const referenceUrl = (rootUrl: string) => `${rootUrl.replace(/\/$/, '')}/api/references/queue/v1/api.json`;
 
 export async function modernQueues(rootUrl: string): Promise<(credentials: Credentials) => RunQueue & ClaimWorkQueue> {
   const tc = (await import('taskcluster-client')).default;
-  // suspendRun is an extension v87 does not know: a client for it is built with createClient from
+  // Extensions v87 does not know (EXTENSIONS): a client for them is built with createClient from
   // the served reference, fetched on first use (a failed fetch is tried again next time).
   let ext: Promise<any> | undefined;
   const extClient = () =>
@@ -21,8 +24,8 @@ export async function modernQueues(rootUrl: string): Promise<(credentials: Crede
       const res = await fetch(referenceUrl(rootUrl));
       if (!res.ok) throw Object.assign(new Error(`fetching the queue reference: ${res.status}`), { statusCode: res.status >= 500 ? res.status : undefined });
       const ref = (await res.json()) as { entries: { name: string }[] };
-      const entries = ref.entries.filter((e) => e.name === 'suspendRun');
-      if (!entries.length) throw Object.assign(new Error('this queue does not serve suspendRun'), { statusCode: 404 });
+      const entries = ref.entries.filter((e) => EXTENSIONS.includes(e.name));
+      if (!entries.length) throw Object.assign(new Error(`this queue does not serve ${EXTENSIONS.join(' or ')}`), { statusCode: 404 });
       return tc.createClient({ ...ref, entries }, 'queue');
     })().catch((err) => {
       ext = undefined;
@@ -32,6 +35,7 @@ export async function modernQueues(rootUrl: string): Promise<(credentials: Crede
     Object.assign(new tc.Queue({ rootUrl, credentials }), {
       suspendRun: async (taskId: string, runId: number, payload: { continuation: unknown; resumeAt: string }) =>
         new (await extClient())({ rootUrl, credentials }).suspendRun(taskId, runId, payload),
+      createLiveLog: async (taskId: string, runId: number) => new (await extClient())({ rootUrl, credentials }).createLiveLog(taskId, runId),
     });
 }
 

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Credentials } from './types';
+import { DEFAULT_MAX_RUN_TIME_S } from './payload';
 
 export type Protocol = 'claimWork' | 'pollTaskUrls';
 
@@ -26,6 +27,8 @@ export interface WorkerConfig {
   maxTasks?: number;
   /** Upload artifacts as `object` artifacts through the Object API instead of `s3`. */
   objectArtifacts: boolean;
+  /** After SIGTERM/SIGINT, how long running tasks may go on before they are stopped (0: at once). */
+  shutdownGraceS: number;
 }
 
 /** Taskcluster identifiers (workerGroup, workerId, provisionerId, workerType): 1–38 of [a-zA-Z0-9-_]. */
@@ -38,6 +41,8 @@ const MAX_CONCURRENCY = 32;
 const DEFAULT_RECLAIM_MARGIN_S = 180;
 /** Run credentials expire at takenUntil: a smaller margin leaves no time for the reclaim call and its retries. */
 const MIN_RECLAIM_MARGIN_S = 30;
+/** A longer grace than the claim (20 min by default) would need reclaims the stopping worker no longer owes. */
+const MAX_SHUTDOWN_GRACE_S = 1_200;
 
 export class UsageError extends Error {}
 
@@ -45,8 +50,9 @@ export const USAGE = `Usage: npm run worker -- [options]
    or: node dist/worker/main.js [options]
 
 Runs tasks from a Taskcluster queue. Payload:
-  {command: [program, ...args], env: {NAME: value}, maxRunTime: seconds,
-   artifacts: [{type: 'file', path, name, expires?, required?}],
+  {command: [program, ...args], env?: {NAME: value},
+   maxRunTime?: seconds (default ${DEFAULT_MAX_RUN_TIME_S}: the command is stopped and the run failed after it),
+   artifacts?: [{type: 'file', path, name, expires?, required?}],
    suspend?: {resumeAfter?: seconds}}
 With payload.suspend, a command that writes {continuation, resumeAt?|resumeAfter?} to
 $TASK_SUSPEND_FILE and exits 0 suspends the run; the resumed run's command reads the
@@ -72,6 +78,8 @@ Options:
   --object-artifacts       upload artifacts (and the log) as object artifacts through the
                            Object API (/api/object/v1), as today's Taskcluster workers do;
                            default: s3 artifacts (a plain PUT to a signed URL)
+  --shutdown-grace S        after SIGTERM/SIGINT, let running tasks go on up to S seconds
+                           (0..${MAX_SHUTDOWN_GRACE_S}, default 0: stop them at once)
   -h, --help
 
 Scopes the credentials need:
@@ -80,7 +88,12 @@ Scopes the credentials need:
                  queue:claim-task:<provisionerId>/<workerType>,
                  queue:worker-id:<workerGroup>/<workerId>
 
-SIGTERM or SIGINT: stop claiming, report running tasks exception/worker-shutdown, exit.`;
+SIGTERM or SIGINT: stop claiming at once (the long poll in flight is aborted); running tasks
+are stopped and reported exception/worker-shutdown (the queue retries them), at once or after
+--shutdown-grace; then exit. Another signal stops them without waiting for the grace; once they
+are stopping, another exits at once without reporting (a signal repeated within a second, as
+\`npm run\` forwards Ctrl-C, counts once).
+A 401 (wrong or expired credentials) stops the worker with a message naming the client id.`;
 
 function int(name: string, raw: string | undefined, dflt: number, min: number, max: number): number {
   if (raw === undefined) return dflt;
@@ -116,6 +129,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         'reclaim-margin': { type: 'string' },
         'max-tasks': { type: 'string' },
         'object-artifacts': { type: 'boolean' },
+        'shutdown-grace': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -176,5 +190,6 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     reclaimMarginS: int('reclaim-margin', s('reclaim-margin'), DEFAULT_RECLAIM_MARGIN_S, MIN_RECLAIM_MARGIN_S, 24 * 3600),
     maxTasks: s('max-tasks') === undefined ? undefined : int('max-tasks', s('max-tasks'), 1, 1, Number.MAX_SAFE_INTEGER),
     objectArtifacts: values['object-artifacts'] === true,
+    shutdownGraceS: int('shutdown-grace', s('shutdown-grace'), 0, 0, MAX_SHUTDOWN_GRACE_S),
   };
 }

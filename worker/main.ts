@@ -5,12 +5,14 @@ import fs from 'node:fs';
 import { parseConfig, UsageError, USAGE, WorkerConfig } from './config';
 import { lineLogger } from './logger';
 import { modernQueues, legacyQueue, objectUploader } from './clients';
+import { abortableClaimWork } from './claim-request';
 import { ClaimWorkSource } from './protocols/claim-work';
 import { PollTaskUrlsSource } from './protocols/poll-task-urls';
 import type { WorkSource } from './protocols/source';
 import { runTask } from './task-run';
 import { startTaskProxy } from './proxy';
 import { Worker } from './worker';
+import { signalHandler } from './signals';
 import type { WorkerLog } from './types';
 
 /** Variables a command inherits from the worker's environment; nothing else (no credentials). */
@@ -22,7 +24,7 @@ export async function startWorker(config: WorkerConfig, log: WorkerLog, env: Nod
   const ids = { workerGroup: config.workerGroup, workerId: config.workerId, log };
   const source: WorkSource =
     config.protocol === 'claimWork'
-      ? new ClaimWorkSource({ queue: queueFor(config.credentials), taskQueueId: config.taskQueueId, ...ids })
+      ? new ClaimWorkSource({ queue: abortableClaimWork(config.rootUrl, config.credentials), taskQueueId: config.taskQueueId, ...ids })
       : new PollTaskUrlsSource({
           queue: legacyQueue(config.rootUrl, config.credentials),
           provisionerId: config.provisionerId,
@@ -37,6 +39,7 @@ export async function startWorker(config: WorkerConfig, log: WorkerLog, env: Nod
     concurrency: config.concurrency,
     log,
     maxTasks: config.maxTasks,
+    shutdownGraceMs: config.shutdownGraceS * 1000,
     runTask: (claim, shutdown) =>
       runTask(claim, shutdown, {
         queueFor,
@@ -68,15 +71,7 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   }
   const log = lineLogger();
   const worker = await startWorker(config, log, env);
-  let signals = 0;
-  const onSignal = (sig: NodeJS.Signals) => {
-    signals++;
-    if (signals > 1) {
-      log.warn('worker-killed', { signal: sig });
-      process.exit(1);
-    }
-    worker.shutdown(sig);
-  };
+  const onSignal = signalHandler(worker, log, (code) => process.exit(code));
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   log.info('worker-started', {
@@ -92,6 +87,14 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   });
   await worker.run();
   log.info('worker-stopped', { tasks: worker.outcomes.length });
+  if (worker.fatal) {
+    process.stderr.write(
+      `error: the queue at ${config.rootUrl} rejected client '${config.credentials.clientId}' (401: ${worker.fatal.detail}).\n` +
+        '  Check TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN (or --client-id and --access-token): the access token must be\n' +
+        "  this client's current one, and temporary credentials (TASKCLUSTER_CERTIFICATE) must not have expired.\n",
+    );
+    return 1;
+  }
   return 0;
 }
 

@@ -7,6 +7,8 @@ import path from 'node:path';
 
 /** Longest command run the worker accepts (a day, like generic-worker's limit). */
 export const MAX_RUN_TIME_S = 86_400;
+/** When the payload names none: an hour, so a first task runs as written and a hung one still ends. */
+export const DEFAULT_MAX_RUN_TIME_S = 3_600;
 /** Artifact names are path-like; the queue stores them in table keys, so keep them bounded. */
 const MAX_ARTIFACT_NAME = 1024;
 /** The log artifact the worker itself uploads. */
@@ -38,8 +40,10 @@ export interface Payload {
 export type Validation = { ok: true; payload: Payload } | { ok: false; problems: string[] };
 
 export const PAYLOAD_SHAPE =
-  "{command: [program, ...args], env?: {NAME: 'value'}, maxRunTime: seconds (1.." +
+  "{command: [program, ...args], env?: {NAME: 'value'}, maxRunTime?: seconds (1.." +
   MAX_RUN_TIME_S +
+  ', default ' +
+  DEFAULT_MAX_RUN_TIME_S +
   "), artifacts?: [{type: 'file', path: 'relative/path', name: 'public/...', expires?: date, required?: boolean, contentType?: string}], suspend?: {resumeAfter?: seconds (0.." +
   MAX_RESUME_AFTER_S +
   ')}}';
@@ -95,8 +99,7 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
     }
   }
 
-  if (maxRunTime === undefined) problems.push(`payload.maxRunTime is required: the number of seconds (1..${MAX_RUN_TIME_S}) the command may run`);
-  else if (typeof maxRunTime !== 'number' || !Number.isInteger(maxRunTime) || maxRunTime < 1 || maxRunTime > MAX_RUN_TIME_S) {
+  if (maxRunTime !== undefined && (typeof maxRunTime !== 'number' || !Number.isInteger(maxRunTime) || maxRunTime < 1 || maxRunTime > MAX_RUN_TIME_S)) {
     problems.push(`payload.maxRunTime must be an integer number of seconds between 1 and ${MAX_RUN_TIME_S}, got ${show(maxRunTime)}`);
   }
 
@@ -168,7 +171,7 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
     payload: {
       command: command as string[],
       env: (env as Record<string, string>) ?? {},
-      maxRunTime: maxRunTime as number,
+      maxRunTime: (maxRunTime as number | undefined) ?? DEFAULT_MAX_RUN_TIME_S,
       artifacts: specs,
       ...(suspend !== undefined ? { suspend: { resumeAfter } } : {}),
     },

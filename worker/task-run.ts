@@ -20,6 +20,7 @@ import type { Claim, Credentials, ExceptionReason, QueueFor, WorkerLog } from '.
 import { messageOf, statusOf } from './types';
 import { validatePayload, Payload, ArtifactSpec, LIVE_LOG_NAME, PAYLOAD_SHAPE } from './payload';
 import { TaskLog } from './task-log';
+import { LiveLogStream } from './log-stream';
 import { runCommand as defaultRunCommand, RunResult } from './runner';
 import { Reclaimer, LostReason } from './reclaimer';
 import { ArtifactUploader, ObjectUpload, UploadError, contentTypeFor } from './artifacts';
@@ -102,6 +103,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   const stop = AbortSignal.any([lost.signal, shutdown]);
   const taskExpires = claim.task.expires;
   let taskLog: TaskLog | undefined;
+  let liveLog: LiveLogStream | undefined;
   let proxy: TaskProxy | undefined;
 
   const forget = (reason: LostReason): Outcome => {
@@ -129,6 +131,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   const uploadLog = async (): Promise<void> => {
     if (!taskLog) return;
     await taskLog.close();
+    await liveLog?.stop();
     if (taskLog.error) throw taskLog.error; // e.g. ENOSPC: resource-unavailable
     await uploader.uploadFile(LIVE_LOG_NAME, taskLog.file, { contentType: 'text/plain', expires: taskExpires });
   };
@@ -159,6 +162,10 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
   try {
     await fs.promises.mkdir(taskDir, { recursive: true });
     taskLog = await TaskLog.open(path.join(runDir, 'live.log'));
+    if (queue().createLiveLog) {
+      liveLog = new LiveLogStream({ file: taskLog.file, createUrl: () => queue().createLiveLog!(taskId, runId), log, ids });
+      liveLog.start();
+    }
     taskLog.note(`task ${taskId} run ${runId} on worker ${deps.workerGroup}/${deps.workerId}`);
 
     const v = validatePayload(claim.task.payload, { taskExpires });
@@ -225,6 +232,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
     reclaimer.stop();
     await proxy?.close().catch(() => undefined);
     await taskLog?.close().catch(() => undefined);
+    await liveLog?.stop();
     await fs.promises.rm(runDir, { recursive: true, force: true }).catch((err) => log.warn('cleanup-failed', { ...ids, message: messageOf(err) }));
   }
 

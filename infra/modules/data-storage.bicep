@@ -86,4 +86,4 @@ var queueEndpoint = dataStorage.properties.primaryEndpoints.queue
 
 output name string = dataStorage.name
 @description('Queue endpoint without the trailing slash, e.g. https://<account>.queue.core.windows.net')
-output queueEndpoint string = endsWith(queueEndpoint, '/') ? substring(queueEndpoint, 0, length(queueEndpoint) - 1) : queueEndpoint
+output queueEndpoint string = endsWith(queueEndpoint, '/') ? take(queueEndpoint, length(queueEndpoint) - 1) : queueEndpoint

@@ -109,17 +109,22 @@ resource moreDataStorage 'Microsoft.Storage/storageAccounts@2023-05-01' existing
   }
 ]
 
-var moreConnections = [
-  for (n, i) in moreDataStorageAccountNames: 'DefaultEndpointsProtocol=https;AccountName=${n};AccountKey=${moreDataStorage[i].listKeys().keys[0].value};EndpointSuffix=${environment().suffixes.storage}'
-]
-
 // Connection strings hold no whitespace, so one space separates them (shared/config.ts splits on it).
-resource moreStorageConnectionsSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!empty(moreDataStorageAccountNames)) {
-  parent: vault
+// A module joins them: listKeys() runs during the deployment, and only a resource or module property
+// may loop over such values (a variable's loop may not: BCP182; a function argument may not: BCP138).
+// They travel in a secure object, which the deployment history does not record.
+module moreStorageConnections 'joined-secret.bicep' = if (!empty(moreDataStorageAccountNames)) {
   name: 'queue-storage-more-connections'
-  properties: {
+  params: {
+    vaultName: vault.name
+    secretName: 'queue-storage-more-connections'
     contentType: 'Azure Storage connection strings (account key), space-separated'
-    value: join(moreConnections, ' ')
+    parts: {
+      items: [
+        for (n, i) in moreDataStorageAccountNames: 'DefaultEndpointsProtocol=https;AccountName=${n};AccountKey=${moreDataStorage[i].listKeys().keys[0].value};EndpointSuffix=${environment().suffixes.storage}'
+      ]
+    }
+    readerPrincipalId: appPrincipalId
   }
 }
 
@@ -144,16 +149,6 @@ resource tokenEncryptionKeySecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01'
 resource readStorageConnection 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   name: guid(storageConnectionSecret.id, appPrincipalId, builtInRoleIds.keyVaultSecretsUser)
   scope: storageConnectionSecret
-  properties: {
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', builtInRoleIds.keyVaultSecretsUser)
-    principalId: appPrincipalId
-    principalType: 'ServicePrincipal'
-  }
-}
-
-resource readMoreStorageConnections 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(moreDataStorageAccountNames)) {
-  name: guid(vault.id, 'queue-storage-more-connections', appPrincipalId, builtInRoleIds.keyVaultSecretsUser)
-  scope: moreStorageConnectionsSecret
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', builtInRoleIds.keyVaultSecretsUser)
     principalId: appPrincipalId
@@ -193,7 +188,7 @@ resource adminSecretsOfficer 'Microsoft.Authorization/roleAssignments@2022-04-01
 
 output name string = vault.name
 output storageConnectionSecretUri string = storageConnectionSecret.properties.secretUri
-output moreStorageConnectionsSecretUri string = empty(moreDataStorageAccountNames) ? '' : moreStorageConnectionsSecret!.properties.secretUri
+output moreStorageConnectionsSecretUri string = empty(moreDataStorageAccountNames) ? '' : moreStorageConnections!.outputs.secretUri
 output rootAccessTokenSecretUri string = rootAccessTokenSecret.properties.secretUri
 output tokenEncryptionKeySecretUri string = tokenEncryptionKeySecret.properties.secretUri
 output rootAccessTokenSecretName string = rootAccessTokenSecret.name

@@ -434,6 +434,38 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'latest-tasks-response': pageOf('tasks', obj({ taskId: slugid, name: str, taskQueueId, taskGroupId: slugid, created: dateTime, status: taskStatus })),
   'task-queue-state-counts-response': obj({ taskQueueId, since: dateTime, counts }),
   'worker-state-counts-response': obj({ taskQueueId, workerGroup: str, workerId: str, since: dateTime, counts }),
+  'live-log-url-response': obj({ url: str, expires: dateTime }),
+  'live-log-response': obj({
+    taskId: slugid,
+    runId,
+    state: str,
+    offset: int,
+    next: int,
+    size: int,
+    text: str,
+    source: { type: 'string', enum: ['live', 'artifact', 'none'] },
+  }),
+  'chart-minutes-response': obj(
+    {
+      taskQueueId,
+      since: dateTime,
+      minutes: {
+        type: 'array',
+        items: obj({
+          minute: dateTime,
+          pending: int,
+          running: int,
+          completed: int,
+          failed: int,
+          exception: int,
+          started: int,
+          waitP50Ms: { type: ['integer', 'null'] },
+          waitP95Ms: { type: ['integer', 'null'] },
+        }),
+      },
+    },
+    ['since', 'minutes'],
+  ),
 
   // ---- index ----
   'indexed-task-response': indexedTask,

@@ -41,6 +41,14 @@ export function blobNameFor(taskId: string, runId: number, name: string): string
   return `${taskId}/${runId}.h/${crypto.createHash('sha256').update(name, 'utf8').digest('hex')}`;
 }
 
+/** The artifact a run's log ends up as (shared/ops/live-log.ts streams it before). */
+export const LIVE_LOG_NAME = 'public/logs/live.log';
+
+/** The blob a run's log is streamed to while it runs, beside its artifacts (no artifact name lands in `<runId>.live/`). */
+export function liveLogBlob(taskId: string, runId: number): string {
+  return `${taskId}/${runId}.live/log`;
+}
+
 export class ArtifactBlobs {
   constructor(private readonly storage: Storage) {}
 

@@ -15,7 +15,7 @@ import type { Storage } from '../storage/storage';
 import { allRows, deleteIfMatch } from '../storage/storage';
 import type { Logger } from '../log';
 import { ArtifactStore } from './store';
-import { ArtifactBlobs, blobNameFor } from './blobs';
+import { ArtifactBlobs, LIVE_LOG_NAME, blobNameFor, liveLogBlob } from './blobs';
 import { ArtifactRecord, artifactRowKey, runKey } from './model';
 import { expireObject } from '../objects/expire';
 import { INDEX_PREFIX } from '../objects/expiry-index';
@@ -61,7 +61,11 @@ async function expireRun(store: ArtifactStore, blobs: ArtifactBlobs, run: string
     await inBatches(
       due.filter((a) => a.storageType === 's3'),
       DELETE_CONCURRENCY,
-      (a) => blobs.delete(blobNameFor(a.taskId, a.runId, a.name)),
+      async (a) => {
+        await blobs.delete(blobNameFor(a.taskId, a.runId, a.name));
+        // The blob the run's log was streamed to goes with the uploaded log.
+        if (a.name === LIVE_LOG_NAME) await blobs.delete(liveLogBlob(a.taskId, a.runId));
+      },
     );
     deleted += await deleteRows(store, due);
   }

@@ -1,7 +1,18 @@
 /**
  * Artifact rows: point reads, ETag-guarded writes and per-run pages.
  */
-import { Condition, CountedTable, MAX_TABLE_PAGE, Storage, insertIfAbsent, mergeIfMatch, readPage, replaceIfMatch, rowBatches } from '../storage/storage';
+import {
+  Condition,
+  CountedTable,
+  MAX_TABLE_PAGE,
+  Storage,
+  insertIfAbsent,
+  keptEtag,
+  mergeIfMatch,
+  readPage,
+  replaceIfMatch,
+  rowBatches,
+} from '../storage/storage';
 import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
 
 export interface ArtifactPage {
@@ -25,16 +36,12 @@ export class ArtifactStore {
 
   /** Inserts; returns false if the artifact already exists. */
   async insert(a: ArtifactRecord): Promise<boolean> {
-    const r = await insertIfAbsent(this.table, encodeArtifact(a));
-    if (r.ok) a.etag = r.etag;
-    return r.ok;
+    return keptEtag(await insertIfAbsent(this.table, encodeArtifact(a)), a);
   }
 
   /** Replaces the row if unchanged since it was read; returns false if it changed or vanished. */
   async replace(a: ArtifactRecord): Promise<boolean> {
-    const r = await replaceIfMatch(this.table, encodeArtifact(a), a.etag!);
-    if (r.ok) a.etag = r.etag;
-    return r.ok;
+    return keptEtag(await replaceIfMatch(this.table, encodeArtifact(a), a.etag!), a);
   }
 
   /** Marks an s3 artifact committed, unless the row changed meanwhile (a re-create re-opens it). */

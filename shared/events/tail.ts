@@ -1,5 +1,5 @@
 /**
- * The pieces of `npm run events` (bin/events.ts) that need no network: bindings from command-line
+ * The pieces of `tcq events tail` (bin/tcq/tail.ts) that need no network: bindings from command-line
  * options, one line per event, and an API reference of the subscription endpoints that
  * taskcluster-client's createClient turns into a Hawk-signing client.
  */

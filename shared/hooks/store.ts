@@ -5,7 +5,18 @@
  *   HookFires: PartitionKey = <hookGroupId>~<hookId>, RowKey = <inverted fire time>~<taskId>,
  *              newest first; removed a year later through the expiry index.
  */
-import { allRows, insertIfAbsent, readPage, replaceIfMatch, rows, type Query, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import {
+  allRows,
+  insertIfAbsent,
+  keptEtag,
+  readPage,
+  replaceIfMatch,
+  rows,
+  type Query,
+  type Storage,
+  type CountedTable,
+  type StoredEntity,
+} from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface HookDefinition {
@@ -108,16 +119,12 @@ export class HookStore {
 
   /** False when the hook exists already. */
   async insert(h: HookRecord): Promise<boolean> {
-    const r = await insertIfAbsent(this.hooks, entityOf(h));
-    if (r.ok) h.etag = r.etag;
-    return r.ok;
+    return keptEtag(await insertIfAbsent(this.hooks, entityOf(h)), h);
   }
 
   /** ETag-guarded replace; false when the hook changed or went away. */
   async replace(h: HookRecord): Promise<boolean> {
-    const r = await replaceIfMatch(this.hooks, entityOf(h), h.etag!);
-    if (r.ok) h.etag = r.etag;
-    return r.ok;
+    return keptEtag(await replaceIfMatch(this.hooks, entityOf(h), h.etag!), h);
   }
 
   async remove(hookGroupId: string, hookId: string): Promise<boolean> {

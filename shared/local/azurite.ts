@@ -89,17 +89,24 @@ export async function startAzurite(opts: { quiet?: boolean; location?: string } 
     { stdio: opts.quiet === false ? 'inherit' : 'ignore', detached: false },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  await Promise.all([waitForPort(ports.blob, deadline), waitForPort(ports.queue, deadline), waitForPort(ports.table, deadline)]);
-  return {
-    connectionString: connectionStringFor(ports),
-    ports,
-    pid: child.pid!,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-    },
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
   };
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  try {
+    await Promise.race([
+      Promise.all([waitForPort(ports.blob, deadline), waitForPort(ports.queue, deadline), waitForPort(ports.table, deadline)]),
+      exited.then(() => {
+        throw new Error(`Azurite exited with code ${child.exitCode} before opening its ports${opts.location ? ` (data folder ${opts.location})` : ''}`);
+      }),
+    ]);
+  } catch (err) {
+    // Never leave a half-started Azurite behind.
+    await stop();
+    throw err;
+  }
+  return { connectionString: connectionStringFor(ports), ports, pid: child.pid!, stop };
 }
 
 /**

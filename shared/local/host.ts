@@ -11,6 +11,10 @@ import { errorResponse, makeHandler } from '../api/http';
 import type { App } from '../app';
 import { ApiError } from '../errors';
 import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
+import { setClientGone } from '../api/client-gone';
+
+/** Where `/` sends a browser. */
+export const DASHBOARD_PATH = '/api/dashboard';
 
 export interface TimerDef {
   name: string;
@@ -143,6 +147,11 @@ export async function startHost(opts: {
         res.writeHead(202).end();
         return;
       }
+      // The root is the operator dashboard (a Functions host serves only under /api).
+      if (path === '/' && (method === 'GET' || method === 'HEAD')) {
+        res.writeHead(302, { location: DASHBOARD_PATH }).end();
+        return;
+      }
       const hit = findRoute(compiled, method, path);
       if (!hit) {
         await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), { method: 'unknown', params: {}, payload: {} }));
@@ -163,7 +172,14 @@ export async function startHost(opts: {
         return;
       }
       const request = new HttpRequest({ method, url, headers, body: body.length && method !== 'GET' && method !== 'HEAD' ? { bytes: body } : undefined });
-      const result = await hit.handler(request, context(`${hit.c.def.service}_${hit.c.def.name}`, quiet));
+      const ctx = context(`${hit.c.def.service}_${hit.c.def.name}`, quiet);
+      // The caller hung up before the answer: a long poll stops waiting (see shared/api/client-gone.ts).
+      const gone = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) gone.abort();
+      });
+      setClientGone(ctx, gone.signal);
+      const result = await hit.handler(request, ctx);
       await send(res, result);
     } catch (err) {
       console.error('local host error:', err);
@@ -176,7 +192,14 @@ export async function startHost(opts: {
     }
   });
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve));
+  // A listen error (EADDRINUSE) rejects instead of crashing the process as an unhandled 'error'.
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const port = (server.address() as { port: number }).port;
 
   const jobs = scheduled.map(([name, schedule]) => runOnSchedule(schedule, () => void runTimer(name)));

@@ -3,7 +3,7 @@
  * which fits any name in a key; the stored name settles the theoretical collision).
  */
 import crypto from 'node:crypto';
-import { Storage, deleteIfMatch, insertIfAbsent, replaceIfMatch } from '../storage/storage';
+import { Storage, deleteIfMatch, insertIfAbsent, keptEtag, replaceIfMatch } from '../storage/storage';
 
 export interface ObjectRecord {
   name: string;
@@ -61,16 +61,12 @@ export class ObjectStore {
 
   /** Inserts; false if the object already exists. */
   async insert(o: ObjectRecord): Promise<boolean> {
-    const r = await insertIfAbsent(this.table, this.entity(o));
-    if (r.ok) o.etag = r.etag;
-    return r.ok;
+    return keptEtag(await insertIfAbsent(this.table, this.entity(o)), o);
   }
 
   /** Replaces the row if unchanged since it was read; false if it changed or vanished. */
   async replace(o: ObjectRecord): Promise<boolean> {
-    const r = await replaceIfMatch(this.table, this.entity(o), o.etag!);
-    if (r.ok) o.etag = r.etag;
-    return r.ok;
+    return keptEtag(await replaceIfMatch(this.table, this.entity(o), o.etag!), o);
   }
 
   /** Deletes the row if unchanged since it was read (a missing or changed row is left as it is). */

@@ -1,8 +1,10 @@
 /**
  * The operator dashboard: static files in ./dashboard/ (HTML, CSS, browser JavaScript), served as
- * they are, and a tiny config document with the queue's public root URL, which the page's Hawk
- * signatures must name (QUEUE_PUBLIC_URL may differ from the address the browser used). The build
- * copies ./dashboard/ next to the compiled module (bin/copy-assets.js).
+ * they are, uPlot (the charts' library, from its npm package), and a tiny config document with the
+ * queue's public root URL, which the page's Hawk signatures must name (QUEUE_PUBLIC_URL may differ
+ * from the address the browser used). The build copies ./dashboard/ next to the compiled module
+ * and the library into ./dashboard/vendor/ (bin/copy-assets.js); from the source tree (tests) the
+ * library is read from node_modules.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +17,24 @@ const CONTENT_TYPES: Record<string, string> = {
   'dashboard.css': 'text/css; charset=utf-8',
   'dashboard.js': 'text/javascript; charset=utf-8',
   'index-hooks.js': 'text/javascript; charset=utf-8',
+  'charts.js': 'text/javascript; charset=utf-8',
+  'group.js': 'text/javascript; charset=utf-8',
+  'log.js': 'text/javascript; charset=utf-8',
+  'uPlot.iife.min.js': 'text/javascript; charset=utf-8',
+  'uPlot.min.css': 'text/css; charset=utf-8',
 };
+
+/** Library files: in vendor/ once built, else in their package (the same list as bin/copy-assets.js). */
+const VENDOR: Record<string, string> = {
+  'uPlot.iife.min.js': 'uplot/dist/uPlot.iife.min.js',
+  'uPlot.min.css': 'uplot/dist/uPlot.min.css',
+};
+
+function filePath(name: string): string {
+  if (!Object.hasOwn(VENDOR, name)) return path.join(DIR, name);
+  const built = path.join(DIR, 'vendor', name);
+  return fs.existsSync(built) ? built : require.resolve(VENDOR[name]);
+}
 
 /** The page's own origin only: no inline script or style, API calls to the same host. */
 export const DASHBOARD_CSP = "default-src 'self'; connect-src 'self'";
@@ -33,7 +52,7 @@ export function dashboardFile(name: string): StaticFile | undefined {
   if (!contentType) return undefined;
   let file = cache.get(name);
   if (!file) {
-    file = { contentType, body: fs.readFileSync(path.join(DIR, name)) };
+    file = { contentType, body: fs.readFileSync(filePath(name)) };
     cache.set(name, file);
   }
   return file;

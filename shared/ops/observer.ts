@@ -11,6 +11,7 @@ import type { Logger } from '../log';
 import { currentActor } from './actor';
 import { HistoryEntry, historyKeys, historyRowKey, historyRows } from './history';
 import { IndexBatcher, QueueRegistry, indexOps, repairOps } from './indexes';
+import type { Rollups } from './rollups';
 
 /** The observer, and the way to wait for its queued index writes. */
 export type OpsObserver = TaskObserver & IndexWrites;
@@ -21,7 +22,7 @@ export interface IndexWrites {
   settled(): Promise<void>;
 }
 
-export function opsObserver(storage: Storage, log: Logger, now: () => Date, batcher = new IndexBatcher(storage)): OpsObserver {
+export function opsObserver(storage: Storage, log: Logger, now: () => Date, batcher = new IndexBatcher(storage), rollups?: Rollups): OpsObserver {
   // Entries computed for a write, logged once the write has taken effect.
   const pending = new WeakMap<TaskRecord, HistoryEntry[]>();
   const queues = new QueueRegistry(storage);
@@ -41,6 +42,7 @@ export function opsObserver(storage: Storage, log: Logger, now: () => Date, batc
       const ctx = currentActor();
       if (ctx) ctx.transitions += entries.filter((e) => e.runId !== undefined).length;
       const task = (after ?? before)!;
+      rollups?.observe(before, after);
       for (const { event, ...e } of entries) {
         log.info('task-transition', { taskId: task.taskId, taskQueueId: task.definition.taskQueueId, transition: event, ...e });
       }

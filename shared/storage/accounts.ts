@@ -470,4 +470,10 @@ class RoutedArtifacts implements ArtifactContainer {
   putUrl(blobName: string, expiresOn: Date): string {
     return this.now(blobName).putUrl(blobName, expiresOn);
   }
+  appendUrl(blobName: string, expiresOn: Date): string {
+    return this.now(blobName).appendUrl(blobName, expiresOn);
+  }
+  async readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {
+    return (await this.on(blobName)).readRange(blobName, offset, count);
+  }
 }

@@ -525,6 +525,31 @@ class AzureArtifacts implements ArtifactContainer {
   putUrl(blobName: string, expiresOn: Date): string {
     return `${this.blob(blobName).url}?${this.sas(blobName, 'cw', expiresOn)}`;
   }
+
+  appendUrl(blobName: string, expiresOn: Date): string {
+    // Create (the empty append blob) and add (Append Block): no read, no overwrite of blocks.
+    return `${this.blob(blobName).url}?${this.sas(blobName, 'ac', expiresOn)}`;
+  }
+
+  async readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {
+    return this.call('readRange', async (abortSignal) => {
+      try {
+        const r = await this.blob(blobName).download(offset, count, { abortSignal });
+        const body = await readAll(r.readableStreamBody);
+        const size = Number(/\/(\d+)$/.exec(r.contentRange ?? '')?.[1] ?? offset + body.length);
+        return { body, size };
+      } catch (err) {
+        const status = statusOf(err);
+        if (status === 404) return undefined;
+        // At or past the end (416): no bytes; the size is the offset's lower bound, so ask for it.
+        if (status === 416) {
+          const p = await this.blob(blobName).getProperties({ abortSignal });
+          return { body: Buffer.alloc(0), size: p.contentLength ?? 0 };
+        }
+        throw err;
+      }
+    });
+  }
 }
 
 // ---- the adapter ----

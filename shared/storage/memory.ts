@@ -457,6 +457,8 @@ interface Blob {
   contentType?: string;
   contentEncoding?: string;
   blocks: Map<string, Buffer>;
+  /** An append blob: only appends change it. */
+  append?: boolean;
 }
 
 class MemoryArtifacts implements ArtifactContainer {
@@ -581,6 +583,38 @@ class MemoryArtifacts implements ArtifactContainer {
     return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'cw', { expiresOn })}`;
   }
 
+  appendUrl(blobName: string, expiresOn: Date): string {
+    return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'ac', { expiresOn })}`;
+  }
+
+  /** Creates an empty append blob (replacing any blob of that name, as Put Blob does). */
+  createAppendNow(blobName: string, contentType?: string): void {
+    this.mustExist();
+    this.committed.set(blobName, { body: Buffer.alloc(0), contentType, blocks: new Map(), append: true });
+    this.uncommitted.delete(blobName);
+  }
+
+  /**
+   * Appends to an append blob: 'missing' if there is none (Azure: 404 or 409 InvalidBlobType),
+   * 'position' if `position` is given and is not the blob's length (Azure: 412).
+   */
+  appendNow(blobName: string, body: Buffer, position?: number): 'ok' | 'missing' | 'position' {
+    this.mustExist();
+    const b = this.committed.get(blobName);
+    if (!b?.append) return 'missing';
+    if (position !== undefined && position !== b.body.length) return 'position';
+    b.body = Buffer.concat([b.body, body]);
+    return 'ok';
+  }
+
+  readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {
+    return this.call('readRange', () => {
+      this.mustExist();
+      const b = this.committed.get(blobName);
+      return b && { body: Buffer.from(b.body.subarray(offset, offset + count)), size: b.body.length };
+    });
+  }
+
   private url(blobName: string): string {
     return `${MEMORY_BLOB_ENDPOINT}/${this.containerName}/${blobName.split('/').map(encodeURIComponent).join('/')}`;
   }
@@ -696,7 +730,7 @@ export class MemoryStorage implements Storage {
    * artifact block, a GET of an artifact, a poll (GET messages) and a delete of a polled message.
    * Anything the SAS does not allow is 403, as in Azure.
    */
-  fetch(method: string, url: string, body: Buffer = Buffer.alloc(0)): MemoryResponse {
+  fetch(method: string, url: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): MemoryResponse {
     const u = new URL(url);
     const q = u.searchParams;
     const path = u.pathname
@@ -715,6 +749,18 @@ export class MemoryStorage implements Storage {
         if (!sp.includes('w')) return forbidden;
         this.artifacts.putBlockNow(blobName, q.get('blockid')!, body);
         return { status: 201, body: '', headers: {} };
+      }
+      if (method === 'PUT' && !q.get('comp') && headers['x-ms-blob-type'] === 'AppendBlob') {
+        if (!sp.includes('c') && !sp.includes('w')) return forbidden;
+        this.artifacts.createAppendNow(blobName, headers['content-type']);
+        return { status: 201, body: '', headers: {} };
+      }
+      if (method === 'PUT' && q.get('comp') === 'appendblock') {
+        if (!sp.includes('a') && !sp.includes('w')) return forbidden;
+        const pos = headers['x-ms-blob-condition-appendpos'];
+        const r = this.artifacts.appendNow(blobName, body, pos === undefined ? undefined : Number(pos));
+        if (r === 'position') return { status: 412, body: 'AppendPositionConditionNotMet', headers: {} };
+        return r === 'ok' ? { status: 201, body: '', headers: {} } : notFound('BlobNotFound');
       }
       if (method === 'PUT' && !q.get('comp')) {
         if (!sp.includes('w')) return forbidden;

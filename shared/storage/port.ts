@@ -291,6 +291,13 @@ export interface ArtifactContainer {
   upload(blobName: string, body: Buffer, contentType: string): Promise<void>;
   /** A create/write URL for one PUT of the whole blob (`x-ms-blob-type: BlockBlob`; no storage call). */
   putUrl(blobName: string, expiresOn: Date): string;
+  /**
+   * A URL to create an append blob (a PUT with `x-ms-blob-type: AppendBlob`) and append to it
+   * (PUT `?comp=appendblock`), and nothing else (no storage call).
+   */
+  appendUrl(blobName: string, expiresOn: Date): string;
+  /** `artifacts.readRange`: up to `count` bytes from `offset` and the blob's size; undefined if missing, no bytes at or past its end. */
+  readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined>;
 }
 
 /**
@@ -325,6 +332,8 @@ export const TABLES = [
   'IndexNamespaces',
   'Hooks',
   'HookFires',
+  // Per-minute tallies for the dashboard's charts (shared/ops/rollups.ts).
+  'Rollups',
   // Which data accounts a deployment has had, in order (shared/storage/accounts.ts).
   'Accounts',
 ] as const;
@@ -440,6 +449,16 @@ export async function readPage<T extends Entity = Entity>(
   return page;
 }
 
+/** Every page of a paged reader (one that hands back a continuation, as the API lists do), to the end. */
+export async function* pagesOf<P extends { continuation?: string }>(read: (continuation?: string) => Promise<P>): AsyncGenerator<P> {
+  let continuation: string | undefined;
+  do {
+    const page = await read(continuation);
+    yield page;
+    continuation = page.continuation;
+  } while (continuation);
+}
+
 /** A write storage refused: the key was taken ('exists'), the row changed ('etag') or is gone ('missing'). */
 export interface Refused {
   ok: false;
@@ -450,6 +469,12 @@ export interface Refused {
 export type Outcome<T> = { ok: true; value: T } | Refused;
 /** The outcome of a conditional write of one row: its new ETag, or why storage refused it. */
 export type Written = { ok: true; etag: string } | Refused;
+
+/** Whether a row's write was done; its new ETag then goes to `record` (a domain object that keeps its row's ETag). */
+export function keptEtag(written: Written, record: { etag?: string }): boolean {
+  if (written.ok) record.etag = written.etag;
+  return written.ok;
+}
 
 /** Runs a conditional write; a StorageConflict becomes a refusal, any other failure still throws. */
 export async function unlessConflict<T>(write: Promise<T>): Promise<Outcome<T>> {

@@ -121,7 +121,10 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
   return claims;
 }
 
-/** Long-polls until at least one run is claimed or the poll window ends; `record` lists the claims in the worker's recentTasks. */
+/**
+ * Long-polls until at least one run is claimed or the poll window ends; `record` lists the claims
+ * in the worker's recentTasks. `gone` (the caller hung up) ends the poll without claiming.
+ */
 export async function claimWork(
   svc: Services,
   taskQueueId: string,
@@ -129,12 +132,18 @@ export async function claimWork(
   count: number,
   pollS = svc.config.claimWorkPollS,
   record?: RecordClaims,
+  gone?: AbortSignal,
 ): Promise<Claim[]> {
   const end = Date.now() + pollS * 1000;
   const poller = pollersOf(svc).get(taskQueueId);
-  while (Date.now() < end) {
-    const leased = await poller.request(count, end);
+  while (Date.now() < end && !gone?.aborted) {
+    const leased = await poller.request(count, end, gone);
     if (!leased.length) break;
+    if (gone?.aborted) {
+      // Nobody would receive these claims: leave the runs pending for another worker.
+      await Promise.all(leased.map((l) => l.queue.release(l.message.messageId, l.message.popReceipt, 0).catch(() => undefined)));
+      break;
+    }
     const claims = await claimHints(svc, leased, worker, record);
     if (claims.length) return claims;
   }

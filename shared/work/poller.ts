@@ -50,20 +50,25 @@ export class HintPoller {
     readonly taskQueueId: string,
   ) {}
 
-  /** Resolves with at least one leased hint, or [] once `untilMs` passes. */
-  request(want: number, untilMs: number): Promise<LeasedHint[]> {
+  /** Resolves with at least one leased hint, or [] once `untilMs` passes or `gone` aborts (the caller hung up). */
+  request(want: number, untilMs: number, gone?: AbortSignal): Promise<LeasedHint[]> {
     return new Promise((resolve) => {
+      if (gone?.aborted) return resolve([]);
+      const leave = () => {
+        clearTimeout(waiter.timer);
+        gone?.removeEventListener('abort', leave);
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve([]);
+      };
       const waiter: Waiter = {
         want,
-        resolve,
-        timer: setTimeout(
-          () => {
-            this.waiters = this.waiters.filter((w) => w !== waiter);
-            resolve([]);
-          },
-          Math.max(0, untilMs - Date.now()),
-        ),
+        resolve: (hints) => {
+          gone?.removeEventListener('abort', leave);
+          resolve(hints);
+        },
+        timer: setTimeout(leave, Math.max(0, untilMs - Date.now())),
       };
+      gone?.addEventListener('abort', leave, { once: true });
       this.waiters.push(waiter);
       // A new waiter joins the running loop's schedule: waking it here would make idle cost grow
       // with the rate at which workers arrive instead of staying flat.

@@ -9,6 +9,7 @@ import type { Services } from '../services';
 import { listWorkerRuns } from '../ops/indexes';
 import { workerGoneRun } from '../tasks/resolve';
 import { mapLimit } from '../limit';
+import { pagesOf } from '../storage/storage';
 
 /** Index rows read per page. */
 const PAGE = 1000;
@@ -30,12 +31,8 @@ export async function declareWorkerGone(svc: Services, taskQueueId: string, work
   await svc.indexes.settled(); // this instance's queued index writes (a claim made a moment ago) first
   const candidates = new Map<string, { taskId: string; runId: number }>();
   const add = (taskId: string, runId: number) => candidates.set(`${taskId}/${runId}`, { taskId, runId });
-  let continuation: string | undefined;
-  do {
-    const page = await listWorkerRuns(svc.storage, taskQueueId, workerGroup, workerId, { since, state: 'running' }, PAGE, continuation);
-    for (const r of page.rows) add(r.taskId, Number(r.runId));
-    continuation = page.continuation;
-  } while (continuation);
+  const running = (c?: string) => listWorkerRuns(svc.storage, taskQueueId, workerGroup, workerId, { since, state: 'running' }, PAGE, c);
+  for await (const page of pagesOf(running)) for (const r of page.rows) add(r.taskId, Number(r.runId));
   const row = await svc.workers.getRow(taskQueueId, workerGroup, workerId);
   for (const r of JSON.parse(row?.recentTasks || '[]') as { taskId: string; runId: number }[]) add(r.taskId, r.runId);
   const worker = { workerGroup, workerId };

@@ -68,9 +68,12 @@ browserTest(
       await page.waitForSelector(`text=flaky build`, { timeout: 15_000 });
       await page.screenshot({ path: path.join(OUT, 'dashboard-overview.png'), fullPage: true });
       await page.goto(`${s.rootUrl}/api/dashboard#queue=${tq}`);
-      const answers = ['2', 'testing the dashboard'];
-      page.on('dialog', (d) => void d.accept(answers.shift()));
+      // A form, not a browser prompt: how long and why.
       await page.click('button[data-worker="wg/dash-worker"]', { timeout: 15_000 });
+      const form = page.locator('form[data-quarantine="wg/dash-worker"]');
+      await form.locator('input[name=hours]').fill('2');
+      await form.locator('input[name=reason]').fill('testing the dashboard');
+      await form.locator('button[type=submit]').click();
       await page.waitForFunction(() => document.querySelector('button[data-worker="wg/dash-worker"]')?.textContent === 'Lift quarantine', undefined, {
         timeout: 15_000,
       });
@@ -130,8 +133,14 @@ browserTest(
       await row.waitFor({ timeout: 15_000 });
       expect(await row.textContent()).toContain('never fired');
       expect(await row.locator('td').nth(4).getAttribute('title')).toBe((await hooks.getHookStatus('dash', 'nightly')).nextScheduledDate);
-      page.on('dialog', (d) => void d.accept('{"reason": "dashboard"}'));
+      // A form with the payload, not a browser prompt; JSON that does not parse is refused in the page.
       await row.locator('button[data-trigger]').click();
+      const form = row.locator('form[data-trigger-form="dash/nightly"]');
+      await form.locator('textarea').fill('{"reason": ');
+      await form.locator('button[type=submit]').click();
+      await row.locator('.trigger-outcome:text("The payload is not JSON")').waitFor({ timeout: 15_000 });
+      await form.locator('textarea').fill('{"reason": "dashboard"}');
+      await form.locator('button[type=submit]').click();
       await row.locator('span a').waitFor({ timeout: 15_000 });
       const fired = await row.locator('span a').textContent();
       const fires = (await hooks.listLastFires('dash', 'nightly')).lastFires;

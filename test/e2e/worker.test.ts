@@ -10,9 +10,12 @@ import { startTestService, TestService, taskDef, slugid } from '../helpers/servi
 import { buildWorker, WorkerProcess, until, E2E_DIST } from './worker-process';
 import { PRIORITIES } from '../../shared/tasks/vocabulary';
 import { sdkQueue } from '../helpers/storage-sdk';
+import hawk from 'hawk';
 
 /** Short claims so reclaims (and a cancel noticed at reclaim) happen within seconds; reclaim at half. */
 const CLAIM_TIMEOUT_S = 10;
+/** The queue's claimWork poll time here. */
+const POLL_S = 2;
 const NODE = process.execPath;
 const LOG = 'public/logs/live.log';
 
@@ -22,7 +25,7 @@ const workers: WorkerProcess[] = [];
 
 beforeAll(async () => {
   buildWorker();
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) });
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: String(POLL_S), QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) });
   // The worker gets exactly the scopes the interaction documents list, nothing more.
   const clientId = 'e2e/worker';
   const c = await svc.auth().createClient(clientId, {
@@ -113,6 +116,15 @@ async function logOf(taskId: string, runId = 0): Promise<string> {
   return a.text;
 }
 
+/** The queue's liveLog call (an extension taskcluster-client does not know), signed with the root credentials. */
+async function liveLog(taskId: string, runId: number, offset = 0): Promise<any> {
+  const url = `${svc.rootUrl}/api/queue/v1/task/${taskId}/runs/${runId}/live-log?offset=${offset}`;
+  const { header } = hawk.client.header(url, 'GET', { credentials: { id: svc.root.clientId, key: svc.root.accessToken, algorithm: 'sha256' } });
+  const res = await fetch(url, { headers: { authorization: header } });
+  if (!res.ok) throw new Error(`liveLog answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
 describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
   let tq: string;
   let worker: WorkerProcess;
@@ -161,6 +173,35 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(await readArtifact(taskId, 0, 'public/never-written.txt')).toMatchObject({ storageType: 'error', reason: 'file-missing-on-worker' });
     // No hint is left behind in the Azure pending queues (for pollTaskUrls: the worker deleted it).
     expect(await pendingMessages(tq)).toBe(0);
+  });
+
+  test('the log can be followed while the task runs (liveLog), then reads as the uploaded artifact', async () => {
+    // The task writes its second line only once the test has seen the first (a file as the signal).
+    const go = path.join(os.tmpdir(), `e2e-go-${slugid()}`);
+    const script = [
+      "const fs = require('fs');",
+      "console.log('first line');",
+      `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); console.log('second line'); } }, 50);`,
+    ].join('\n');
+    const taskId = await createTask(tq, { command: [NODE, '-e', script], maxRunTime: 60 });
+    const whileRunning = await until(
+      async () => {
+        const l = await liveLog(taskId, 0);
+        return l.state === 'running' && /^first line$/m.test(l.text) ? l : undefined;
+      },
+      20_000,
+      `the first line of ${taskId} while it runs`,
+    );
+    expect(whileRunning).toMatchObject({ source: 'live', offset: 0 });
+    expect(whileRunning.text).not.toMatch(/^second line$/m); // the command, which the log names, contains it
+    await fs.promises.writeFile(go, '');
+    expect((await resolved(taskId)).state).toBe('completed');
+    await fs.promises.rm(go);
+    const after = await liveLog(taskId, 0);
+    expect(after).toMatchObject({ state: 'completed', source: 'artifact', text: await logOf(taskId) });
+    expect(after.text).toMatch(/^second line$/m);
+    // From an offset: the rest only.
+    expect((await liveLog(taskId, 0, whileRunning.next)).text).toBe(after.text.slice(whileRunning.text.length));
   });
 
   test('a non-zero exit is failed, with the log and artifacts still uploaded', async () => {
@@ -260,9 +301,10 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect(worker.matching('task-suspended', taskId)).toHaveLength(2);
   });
 
-  test('SIGTERM mid-task reports worker-shutdown; the retry is completed by a second worker', async () => {
+  test('SIGTERM mid-task reports worker-shutdown once and claims nothing after; the retry is completed by a second worker', async () => {
     const own = newQueue();
-    const first = startWorker(own, protocol, { workerId: 'first' });
+    // A free slot keeps a claim request (long poll) in flight while the task runs: it must not pick up the retry.
+    const first = startWorker(own, protocol, { workerId: 'first', args: ['--concurrency', '2'] });
     const taskId = await createTask(own, {
       command: [NODE, '-e', "console.log('run ' + process.env.RUN_ID); setTimeout(() => console.log('done'), 3000)"],
       maxRunTime: 60,
@@ -271,6 +313,9 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     first.signal('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(first.matching('task-resolved', taskId, 'outcome=exception', 'reason=worker-shutdown')).toHaveLength(1);
+    const stopping = first.lines.findIndex((l) => l.includes('worker-stopping'));
+    expect(stopping).toBeGreaterThan(0);
+    expect(first.lines.slice(stopping).filter((l) => l.includes('task-claimed'))).toEqual([]);
 
     const { status } = await svc.queue().status(taskId);
     expect(status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'worker-shutdown', workerId: 'first' });
@@ -279,9 +324,36 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
 
     const second = startWorker(own, protocol, { workerId: 'second' });
     const after = await resolved(taskId, 1);
+    // Run 1 went to the second worker: no claim of it by the first one expired and burned a retry.
+    expect(after.runs).toHaveLength(2);
     expect(after.runs[1]).toMatchObject({ state: 'completed', workerId: 'second' });
     expect(await logOf(taskId, 1)).toContain('run 1');
     expect(await second.stop()).toBe(0);
+  });
+
+  test('idle, SIGINT aborts the long poll and the worker exits before the poll would have ended', async () => {
+    const tq = newQueue();
+    const worker = startWorker(tq, protocol, { workerId: 'idle' });
+    await worker.waitForLine(30_000, 'worker-started');
+    // claimWork records the worker when its poll arrives: from then on, the poll is waiting.
+    if (protocol === 'claimWork') await until(() => svc.queue().getWorker(...(tq.split('/') as [string, string]), 'e2e', 'idle'), 30_000, 'the poll to arrive');
+    const t0 = Date.now();
+    worker.signal('SIGINT');
+    expect(await worker.exited).toBe(0);
+    const elapsed = Date.now() - t0;
+    expect(worker.matching('worker-stopping', 'reason=SIGINT')).toHaveLength(1);
+    expect(worker.matching('worker-stopped')).toHaveLength(1);
+    // The queue's poll here lasts 2 s; an un-aborted poll would hold the worker that long.
+    expect(elapsed).toBeLessThan(POLL_S * 1000);
+  });
+
+  test('a wrong access token stops the worker with a message naming the client id', async () => {
+    const worker = startWorker(newQueue(), protocol, {
+      env: { TASKCLUSTER_CLIENT_ID: creds.clientId, TASKCLUSTER_ACCESS_TOKEN: 'wrong-token-wrong-token-wrong-token-x' },
+    });
+    expect(await worker.exited).toBe(1);
+    expect(worker.matching(`rejected client '${creds.clientId}' (401`)).toHaveLength(1);
+    expect(worker.matching('TASKCLUSTER_ACCESS_TOKEN')).not.toHaveLength(0);
   });
 });
 

@@ -28,20 +28,29 @@ export const browserTest = browserMissing ? test.skip : test;
 export const OUT = path.resolve(__dirname, '..', '..', 'test-output');
 
 /**
- * Opens the dashboard, signs in with the service's root credentials, runs
+ * Opens the dashboard at the service's root, signs in (with the service's root credentials unless
+ * `credentials` says otherwise; null: not at all), runs
  * `fn`, and fails the test if the page threw anywhere meanwhile.
  */
-export async function withDashboard(svc: TestService, fn: (page: Page) => Promise<void>): Promise<void> {
+export async function withDashboard(
+  svc: TestService,
+  fn: (page: Page) => Promise<void>,
+  opts: { credentials?: { clientId: string; accessToken: string } | null; width?: number } = {},
+): Promise<void> {
   fs.mkdirSync(OUT, { recursive: true });
   const browser = await playwright!.chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const page = await browser.newPage({ viewport: { width: opts.width ?? 1400, height: 1000 } });
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(String(e)));
-    await page.goto(`${svc.rootUrl}/api/dashboard`);
-    await page.fill('#clientId', svc.root.clientId);
-    await page.fill('#accessToken', svc.root.accessToken);
-    await page.click('#login button[type=submit]');
+    // The service's root answers with the dashboard.
+    await page.goto(`${svc.rootUrl}/`);
+    const credentials = opts.credentials === undefined ? svc.root : opts.credentials;
+    if (credentials) {
+      await page.fill('#clientId', credentials.clientId);
+      await page.fill('#accessToken', credentials.accessToken);
+      await page.click('#login button[type=submit]');
+    }
     await fn(page);
     expect(pageErrors).toEqual([]);
   } finally {

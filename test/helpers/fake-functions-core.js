@@ -1,18 +1,26 @@
 /**
  * Preloaded with `node --require` to stand in for the Functions host's `@azure/functions-core`
- * module: it records every function the app registers and prints them as JSON on exit.
+ * module: it records every function the app registers (metadata and handler) and prints the
+ * metadata as JSON on exit. `registered()` and `handlers` serve ./package-host.js and ./load-time.js.
  */
 'use strict';
 const Module = require('node:module');
 const registered = [];
+const handlers = new Map();
+const hooks = [];
 const core = {
-  registerFunction(metadata) {
+  registered: () => registered,
+  handlers,
+  hooks,
+  registerFunction(metadata, handler) {
     registered.push(metadata);
+    handlers.set(metadata.name, handler);
     return { dispose() {} };
   },
   setProgrammingModel() {},
   getProgrammingModel() {},
-  registerHook() {
+  registerHook(name, callback) {
+    hooks.push({ name, callback });
     return { dispose() {} };
   },
   log() {},

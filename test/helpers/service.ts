@@ -154,9 +154,10 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     ...env,
   });
   const log = memoryLogger();
-  // Queued index writes go out at once unless a test asks for the production linger: crash sweeps
-  // rely on a fixed order of calls, which a timer would shuffle (see Tuning.indexLingerMs).
-  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, ...opts.tuning } });
+  // Queued index writes go out at once unless a test asks for the production linger, and chart
+  // rollups are written only when read or at close: crash sweeps rely on a fixed order of calls,
+  // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
+  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning } });
   const services = app.svc;
   const store = services.storage instanceof FaultyStorage ? services.storage.inner : services.storage;
   if (isMemoryStorage(store)) memoryStores.add(store);

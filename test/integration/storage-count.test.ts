@@ -63,9 +63,10 @@ function criticalPath(from: number, to: number): number {
 }
 
 type Counts = Record<string, number>;
-function diff(after: Counts, before: Counts): Counts {
+/** Changes between two snapshots, without the chart rollups' once-a-minute flush (pinned by its own test below). */
+function diff(after: Counts, before: Counts, rollups = false): Counts {
   const out: Counts = {};
-  for (const [k, v] of Object.entries(after)) if (v !== (before[k] ?? 0)) out[k] = v - (before[k] ?? 0);
+  for (const [k, v] of Object.entries(after)) if (v !== (before[k] ?? 0) && rollups === k.startsWith('Rollups.')) out[k] = v - (before[k] ?? 0);
   return out;
 }
 const sum = (c: Counts) => Object.values(c).reduce((a, b) => a + b, 0);
@@ -291,3 +292,36 @@ async function probeGone(s: TestService, taskId: string): Promise<boolean> {
   const task = await s.services.storage.table('Tasks').page({ partitionKey: taskId }, 10);
   return task.items.length === 0;
 }
+
+test('chart rollups: 20 lifecycles in a minute add one upsert for their task queue and one for all (0.1 per lifecycle)', async () => {
+  const rollups = svc.services.rollups;
+  const tq = uniqueQueue();
+  const meter = svc.services.storage.meter;
+  const minute = Date.parse('2026-01-01T10:00:00.000Z');
+  const realNow = rollups.now;
+  // A fixed minute for the tallies, so the lifecycles cannot straddle two minutes.
+  rollups.now = () => new Date(minute + 1000);
+  const once = async () => {
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const c = await claimOne(svc, tq, taskId);
+    await svc.queue(c.credentials).reportCompleted(taskId, 0);
+  };
+  try {
+    // Warm: each partition's first flush of the hour also looks for rows to prune.
+    await once();
+    await rollups.flush(true);
+    const before = meter.snapshot().byOp;
+    const n = 20;
+    for (let i = 0; i < n; i++) await once();
+    await svc.services.indexes.settled();
+    expect(diff(meter.snapshot().byOp, before, true)).toEqual({});
+    rollups.now = () => new Date(minute + 61_000);
+    await rollups.flush();
+    const used = diff(meter.snapshot().byOp, before, true);
+    expect(used).toEqual({ 'Rollups.upsert': 2 });
+    expect(used['Rollups.upsert'] / n).toBeLessThanOrEqual(0.1);
+  } finally {
+    rollups.now = realNow;
+  }
+});

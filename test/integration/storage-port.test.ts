@@ -12,13 +12,23 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const prefix = () => 'p' + crypto.randomBytes(5).toString('hex');
 
 /** What a client holding a SAS URL gets: a real HTTP request on Azure, the adapter's own answer in memory. */
-async function sasFetch(storage: Storage, method: string, url: string, body?: Buffer): Promise<{ status: number; text: string }> {
+async function sasFetch(
+  storage: Storage,
+  method: string,
+  url: string,
+  body?: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
   if (storage instanceof FaultyStorage) storage = storage.inner;
   if (isMemoryStorage(storage)) {
-    const r = storage.fetch(method, url, body);
+    const r = storage.fetch(method, url, body, headers);
     return { status: r.status, text: r.body.toString() };
   }
-  const res = await fetch(url, { method, body: body ? new Uint8Array(body) : undefined, headers: body ? { 'content-length': String(body.length) } : {} });
+  const res = await fetch(url, {
+    method,
+    body: body ? new Uint8Array(body) : method === 'PUT' ? new Uint8Array(0) : undefined,
+    headers: { ...(body ? { 'content-length': String(body.length) } : {}), ...headers },
+  });
   return { status: res.status, text: await res.text() };
 }
 
@@ -382,6 +392,22 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       expect((await sasFetch(storage, 'GET', get.replace('x%20y.txt', 'other.txt'))).status).toBe(403);
       const past = new Date(Date.now() - 60_000);
       expect((await sasFetch(storage, 'GET', a.readUrl('t/1/x y.txt', past))).status).toBe(403);
+    });
+
+    test('append SAS creates an append blob and appends to it, cannot read; readRange reads from an offset', async () => {
+      const a = storage.artifacts;
+      const soon = new Date(Date.now() + 600_000);
+      const url = a.appendUrl('t/2.live/log', soon);
+      expect((await sasFetch(storage, 'PUT', url, undefined, { 'x-ms-blob-type': 'AppendBlob', 'content-type': 'text/plain' })).status).toBe(201);
+      expect(await a.readRange('t/2.live/log', 0, 100)).toEqual({ body: Buffer.alloc(0), size: 0 });
+      const append = url.replace('?', '?comp=appendblock&');
+      expect((await sasFetch(storage, 'PUT', append, Buffer.from('line one\n'))).status).toBe(201);
+      expect((await sasFetch(storage, 'PUT', append, Buffer.from('line two\n'))).status).toBe(201);
+      expect((await sasFetch(storage, 'GET', url)).status).toBe(403);
+      expect(await a.readRange('t/2.live/log', 0, 100)).toEqual({ body: Buffer.from('line one\nline two\n'), size: 18 });
+      expect(await a.readRange('t/2.live/log', 9, 4)).toEqual({ body: Buffer.from('line'), size: 18 });
+      expect(await a.readRange('t/2.live/log', 18, 100)).toEqual({ body: Buffer.alloc(0), size: 18 });
+      expect(await a.readRange('t/2.live/missing', 0, 100)).toBeUndefined();
     });
   });
 });

@@ -15,3 +15,12 @@ test('the page, its scripts and its stylesheet are served with their content typ
 test.each(['../dashboard.ts', '../../config.ts', 'missing.js', '__proto__', 'constructor', 'toString', ''])('%j is not a dashboard file', (name) => {
   expect(dashboardFile(name)).toBeUndefined();
 });
+
+test('the chart library is served from its package, and the build copies the same files', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { VENDOR_FILES } = require('../../bin/copy-assets.js') as { VENDOR_FILES: { name: string }[] };
+  for (const f of VENDOR_FILES) expect(dashboardFile(f.name)?.body.length).toBeGreaterThan(1000);
+  expect(dashboardFile('uPlot.iife.min.js')?.body.toString()).toContain('uPlot');
+  for (const name of ['charts.js', 'group.js', 'log.js', 'uPlot.iife.min.js', 'uPlot.min.css'])
+    expect(dashboardFile('index.html')?.body.toString()).toContain(`/api/dashboard/${name}`);
+});

@@ -1,5 +1,5 @@
 /**
- * The README's state machine table ("How it works") says what each transition does in each state;
+ * The README's state machine table ("Concepts") says what each transition does in each state;
  * this runs every cell against shared/tasks/transitions.ts so the two cannot drift apart.
  */
 import { readFileSync } from 'node:fs';

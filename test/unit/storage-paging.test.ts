@@ -9,6 +9,7 @@ import {
   firstRow,
   insertIfAbsent,
   mergeIfMatch,
+  pagesOf,
   readPage,
   replaceIfMatch,
   rowBatches,
@@ -72,6 +73,13 @@ test('readPage answers rows when rows remain, and a continuation while they do',
   } while (continuation);
   expect(keys).toEqual(['r000', 'r003', 'r006', 'r009']);
   expect(pages).toBe(2);
+});
+
+test('pagesOf follows a paged reader to its end, through empty pages', async () => {
+  const table = emptyPagesTable(await seeded(7), { pageSize: 2 });
+  const keys: string[] = [];
+  for await (const page of pagesOf((c) => table.page({}, 2, c))) keys.push(...page.items.map((r) => r.rowKey));
+  expect(keys).toHaveLength(7);
 });
 
 test('the conditional writes answer a refusal instead of throwing', async () => {

@@ -1,4 +1,4 @@
-import { validatePayload, safeRelativePath, MAX_RUN_TIME_S } from '../../worker/payload';
+import { validatePayload, safeRelativePath, MAX_RUN_TIME_S, DEFAULT_MAX_RUN_TIME_S } from '../../worker/payload';
 
 const now = new Date('2030-01-01T00:00:00Z');
 const taskExpires = '2030-02-01T00:00:00.000Z';
@@ -35,11 +35,10 @@ test('every problem is reported at once, each saying what is expected', () => {
   ]);
 });
 
-test('missing command and maxRunTime, and non-string arguments', () => {
-  expect(problems({})).toEqual([
-    'payload.command is required: an array [program, ...args], e.g. ["sh", "-c", "make test"]',
-    `payload.maxRunTime is required: the number of seconds (1..${MAX_RUN_TIME_S}) the command may run`,
-  ]);
+test('missing command, and non-string arguments; maxRunTime defaults to an hour', () => {
+  expect(problems({})).toEqual(['payload.command is required: an array [program, ...args], e.g. ["sh", "-c", "make test"]']);
+  expect(check({ command: ['echo', 'hello'] })).toMatchObject({ ok: true, payload: { maxRunTime: DEFAULT_MAX_RUN_TIME_S } });
+  expect(DEFAULT_MAX_RUN_TIME_S).toBe(3600);
   expect(problems({ command: ['echo', 3], maxRunTime: 1.5 })).toEqual([
     'payload.command[1] must be a string, got 3',
     `payload.maxRunTime must be an integer number of seconds between 1 and ${MAX_RUN_TIME_S}, got 1.5`,

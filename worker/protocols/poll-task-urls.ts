@@ -10,7 +10,7 @@
 import type { Claim, WorkerLog } from '../types';
 import { messageOf, statusOf } from '../types';
 import { sleep as defaultSleep } from '../sleep';
-import { WorkSource, MAX_BATCH, ERROR_BACKOFF_MS } from './source';
+import { WorkSource, MAX_BATCH, ERROR_BACKOFF_MS, CredentialsRejected } from './source';
 import { parseQueueMessages, decodeTaskMessage, deleteUrlFor, pollUrlFor, QueueMessage } from './azure-queue';
 
 /** Refresh the signed URLs this long before they expire. */
@@ -87,6 +87,7 @@ export class PollTaskUrlsSource implements WorkSource {
     try {
       queues = await this.signedQueues();
     } catch (err) {
+      if (statusOf(err) === 401) throw new CredentialsRejected(messageOf(err).split('\n')[0]);
       log.error('poll-task-urls-failed', { provisionerId, workerType, status: statusOf(err), message: messageOf(err).split('\n')[0] });
       await this.sleep(ERROR_BACKOFF_MS, signal);
       return [];
@@ -111,17 +112,19 @@ export class PollTaskUrlsSource implements WorkSource {
       }
       const messages = parseQueueMessages(res.text);
       if (!messages.length) continue;
-      const claims = await this.claimMessages(q, messages);
+      const claims = await this.claimMessages(q, messages, signal);
       if (claims.length) return claims;
     }
     await this.sleep(failed ? ERROR_BACKOFF_MS : IDLE_PASS_MS, signal);
     return [];
   }
 
-  private async claimMessages(q: SignedQueue, messages: QueueMessage[]): Promise<Claim[]> {
+  private async claimMessages(q: SignedQueue, messages: QueueMessage[], signal: AbortSignal): Promise<Claim[]> {
     const { log, queue, workerGroup, workerId } = this.deps;
     const claims: Claim[] = [];
     for (const m of messages) {
+      // After shutdown, nothing more is claimed: the messages left reappear for other workers.
+      if (signal.aborted) break;
       if (m.dequeueCount > DEQUEUE_WARN_COUNT) {
         log.warn('message-dequeued-often', {
           queue: bare(q.signedPollUrl),

@@ -11,6 +11,7 @@ import { cancelTaskOnce } from '../../tasks/resolve';
 import { dependentPage } from '../../tasks/dependencies';
 import { TaskGroupMeta } from '../../tasks/groups';
 import { mapLimit } from '../../limit';
+import { pagesOf } from '../../storage/storage';
 import type { Services } from '../../services';
 
 /** Task rows loaded at once for one listing page. */
@@ -107,9 +108,8 @@ export const groupRoutes: RouteDef[] = [
       if (!meta.sealed) throw conflict(`task group ${meta.taskGroupId} must be sealed (sealTaskGroup) before it can be cancelled`);
       let taskGroupSize = 0;
       const taskIds: string[] = [];
-      let continuation: string | undefined;
-      do {
-        const page = await svc.groups.memberPage(meta.taskGroupId, CANCEL_PAGE, svc.now(), continuation);
+      const members = (c?: string) => svc.groups.memberPage(meta.taskGroupId, CANCEL_PAGE, svc.now(), c);
+      for await (const page of pagesOf(members)) {
         const tasks = await loadAll(svc, page.taskIds, (t) => t.definition.taskGroupId === meta.taskGroupId);
         taskGroupSize += tasks.length;
         const unresolved = tasks.filter((t) => !isResolved(taskState(t)) && new Date(t.definition.deadline) > svc.now());
@@ -121,8 +121,7 @@ export const groupRoutes: RouteDef[] = [
             if ((err as { status?: number }).status !== 409 && (err as { status?: number }).status !== 404) throw err;
           }
         });
-        continuation = page.continuation;
-      } while (continuation);
+      }
       return ok({ taskGroupId: meta.taskGroupId, taskGroupSize, cancelledCount: taskIds.length, taskIds });
     },
   },

@@ -14,6 +14,7 @@ import {
   ActiveState,
   ResolvedState,
   countActive,
+  indexedQueues,
   listActive,
   listLatest,
   listResolved,
@@ -22,6 +23,8 @@ import {
   IndexRow,
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
+import { readChart } from '../../ops/rollups';
+import { LIVE_LOG_NAME, liveLogUrl, readLog } from '../../artifacts/live-log';
 import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
@@ -55,6 +58,26 @@ registerSchema('update-workertype-request', {
 
 /** Operator queries that load a task per item page by this much at most. */
 const MAX_LOADED_PAGE = 100;
+/** The windows the charts offer, in hours (per-minute rollups are kept 25 h). */
+const CHART_HOURS = ['1', '24'];
+
+/** A chart's minutes over the last `hours` (1 by default), for one task queue or all of them. */
+async function chart(req: ApiRequest, taskQueueId: string | undefined) {
+  const hours = req.query.hours ?? '1';
+  if (!CHART_HOURS.includes(hours)) throw badArgs(`hours must be one of ${CHART_HOURS.join(', ')}, got '${hours}'`);
+  const svc = req.services;
+  // This instance's tallies of the running minute, so a caller sees its own work at once.
+  await svc.rollups.flush(true);
+  const storage = await indexed(req);
+  const now = svc.now();
+  const since = new Date(now.getTime() - Number(hours) * 3600_000);
+  const queues = taskQueueId === undefined ? (await indexedQueues(storage)).map((q) => q.taskQueueId) : [taskQueueId];
+  const counts = await Promise.all(queues.map((q) => Promise.all([countActive(storage, q, 'pending', now), countActive(storage, q, 'running', now)])));
+  const current = counts.reduce((a, [p, r]) => ({ pending: a.pending + p, running: a.running + r }), { pending: 0, running: 0 });
+  const minutes = await readChart(storage, taskQueueId, since, now, current);
+  return ok({ ...(taskQueueId === undefined ? {} : { taskQueueId }), since: since.toJSON(), minutes });
+}
+
 /** Default window of resolved counts: the last day. */
 const DEFAULT_COUNT_WINDOW_MS = 24 * 3600 * 1000;
 
@@ -269,6 +292,72 @@ export const opsQueryRoutes: RouteDef[] = [
       ]);
       return ok({ taskQueueId: tq, since, counts: { unscheduled: c.unscheduled, pending: c.pending, delayed, suspended, ...c } });
     },
+  },
+  {
+    name: 'createLiveLog',
+    title: 'Stream a Run Log',
+    stability: 'experimental',
+    output: 'live-log-url-response',
+    service: 'queue',
+    method: 'POST',
+    route: '/task/<taskId>/runs/<runId>/live-log',
+    scopes: 'queue:create-artifact:<taskId>/<runId>',
+    description:
+      'For the worker of a running run: a URL to stream the run log to as it is written: create an append blob there (`PUT` with ' +
+      '`x-ms-blob-type: AppendBlob`), then append (`PUT ?comp=appendblock`, at most 4 MiB each). Readers follow it with `liveLog`; ' +
+      `the complete log is still uploaded as the artifact \`${LIVE_LOG_NAME}\`.`,
+    handler: async (req) =>
+      ok(liveLogUrl(req.services.storage, await req.services.tasks.load(req.params.taskId), Number(req.params.runId), req.services.now())),
+  },
+  {
+    name: 'liveLog',
+    title: 'Read a Run Log',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'live-log-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/task/<taskId>/runs/<runId>/live-log',
+    query: ['offset'],
+    scopes: `queue:get-artifact:${LIVE_LOG_NAME}`,
+    description:
+      `A run's log from byte \`offset\` (default 0): up to 256 KiB as text, ending at a line end unless it reaches the end, and the offset to ask for next. ` +
+      `While the run is running, what its worker streamed so far; once resolved, the uploaded \`${LIVE_LOG_NAME}\` artifact.`,
+    handler: async (req) => {
+      const raw = req.query.offset ?? '0';
+      if (!/^\d{1,15}$/.test(raw)) throw badArgs(`offset must be a non-negative integer, got '${raw}'`);
+      return ok(await readLog(req.services.storage, await req.services.tasks.load(req.params.taskId), Number(req.params.runId), Number(raw)));
+    },
+  },
+  {
+    name: 'taskQueueChart',
+    title: 'Task Queue Chart Data',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'chart-minutes-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/task-queues/<taskQueueId*>/minutes',
+    query: ['hours'],
+    scopes: 'queue:list-tasks:<taskQueueId>',
+    description:
+      "A task queue's last hour (`hours=1`, the default) or day (`hours=24`) by minute: pending and running runs at each minute's end, " +
+      'runs completed, failed and exception, runs started and their wait (scheduled to started) p50 and p95 in ms (a histogram bucket bound). From per-minute rollups: one partition read.',
+    handler: async (req) => chart(req, checkedQueue(req.params.taskQueueId)),
+  },
+  {
+    name: 'allQueuesChart',
+    title: 'Chart Data of All Task Queues',
+    stability: 'experimental',
+    category: OPS_QUERIES,
+    output: 'chart-minutes-response',
+    service: 'queue',
+    method: 'GET',
+    route: '/minutes',
+    query: ['hours'],
+    scopes: 'queue:list-tasks:*',
+    description: 'As `taskQueueChart`, for all task queues together.',
+    handler: async (req) => chart(req, undefined),
   },
   {
     name: 'listResolvedTasks',

@@ -7,6 +7,7 @@ import { notFound } from '../../errors';
 import { TaskRecord, isResolved, taskState } from '../../tasks/model';
 import { changeTaskPriority, suspendRun } from '../../tasks/resolve';
 import { mapLimit } from '../../limit';
+import { pagesOf } from '../../storage/storage';
 import type { Priority } from '../../tasks/vocabulary';
 import { declareWorkerGone } from '../../work/worker-gone';
 import { describeKey, heldKeys } from '../../tasks/keys';
@@ -78,9 +79,8 @@ export const schedulingRoutes: RouteDef[] = [
       await req.authorize({ schedulerId: meta.schedulerId, taskGroupId: meta.taskGroupId });
       const newPriority = req.body.newPriority as Priority;
       const taskIds: string[] = [];
-      let continuation: string | undefined;
-      do {
-        const page = await svc.groups.memberPage(meta.taskGroupId, GROUP_PAGE, svc.now(), continuation);
+      const members = (c?: string) => svc.groups.memberPage(meta.taskGroupId, GROUP_PAGE, svc.now(), c);
+      for await (const page of pagesOf(members)) {
         await mapLimit(page.taskIds, GROUP_CONCURRENCY, async (id) => {
           const t = await svc.tasks.load(id);
           if (!t || t.definition.taskGroupId !== meta.taskGroupId || isResolved(taskState(t))) return;
@@ -91,8 +91,7 @@ export const schedulingRoutes: RouteDef[] = [
             if (statusOf(err) !== 409 && statusOf(err) !== 404) throw err;
           }
         });
-        continuation = page.continuation;
-      } while (continuation);
+      }
       // Taskcluster's summary of the call; each task's own change is its task-priority-changed.
       await svc.events.publish(groupPriorityChangedEvent(meta, newPriority, taskIds.length, slugid.nice()));
       return ok({ taskGroupId: meta.taskGroupId, schedulerId: meta.schedulerId, newPriority, tasksAffected: taskIds.length, taskIds });

@@ -7,6 +7,7 @@ import { notFound, conflict } from '../../errors';
 import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../tasks/resolve';
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
+import { clientGone } from '../client-gone';
 import { runCredentials } from '../../work/credentials';
 import { claimFromXml } from '../../work/xml-claim';
 
@@ -112,7 +113,7 @@ export const workRoutes: RouteDef[] = [
       // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
       const tq = req.params.taskQueueId;
       if (xmlMessage !== undefined) return ok({ tasks: await recordClaims(req, tq, worker, await claimFromXml(req.services, tq, worker, xmlMessage)) });
-      return ok({ tasks: await claimWork(req.services, tq, worker, tasks, undefined, recorder(req, tq, worker)) });
+      return ok({ tasks: await claimWork(req.services, tq, worker, tasks, undefined, recorder(req, tq, worker), clientGone(req.context)) });
     },
   },
   {

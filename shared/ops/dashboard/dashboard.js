@@ -2,7 +2,8 @@
  * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
  * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
  */
-/* global indexView, hooksView */
+/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW */
+/* exported stateCell, signedUrl, duration */
 'use strict';
 /** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
 var ROOT_URL = null;
@@ -47,6 +48,32 @@ async function hawkHeader(method, resource, c) {
   return 'Hawk id="' + c.clientId + '", ts="' + ts + '", nonce="' + n + '"' + (ext ? ', ext="' + ext + '"' : '') + ', mac="' + mac + '"';
 }
 
+/** How long a signed artifact link works: Taskcluster's UI signs for 15 minutes too. */
+var SIGNED_URL_S = 15 * 60;
+
+/**
+ * A link to a GET of this API that carries its own signature (a Hawk bewit, as
+ * taskcluster-client's buildSignedUrl makes), so the browser can open or download it directly; the
+ * queue then redirects to the storage's own signed URL. Unsigned when nobody is signed in.
+ */
+async function signedUrl(path, base) {
+  var resource = (base || API) + path;
+  var c = creds();
+  if (!c) return resource;
+  var root = new URL(ROOT_URL);
+  var port = root.port || (root.protocol === 'https:' ? '443' : '80');
+  var exp = Math.floor(Date.now() / 1000) + SIGNED_URL_S;
+  var ext = c.certificate ? utf8b64(JSON.stringify({ certificate: JSON.parse(c.certificate) })) : '';
+  var normalized = ['hawk.1.bewit', exp, '', 'GET', resource, root.hostname.toLowerCase(), port, '', ext, ''].join('\n');
+  var key = await crypto.subtle.importKey('raw', new TextEncoder().encode(c.accessToken), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  var mac = b64(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(normalized)));
+  var bewit = utf8b64(c.clientId + '\\' + exp + '\\' + mac + '\\' + ext)
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
+  return resource + (resource.indexOf('?') === -1 ? '?' : '&') + 'bewit=' + bewit;
+}
+
 async function api(method, path, body, base) {
   var resource = (base || API) + path;
   var headers = { accept: 'application/json' };
@@ -62,6 +89,7 @@ async function api(method, path, body, base) {
   }
   if (!res.ok) {
     var err = new Error(data && data.message ? String(data.message).split('\n')[0] : 'HTTP ' + res.status);
+    if (data && data.message && String(data.message).indexOf('\n') !== -1) err.details = String(data.message);
     err.status = res.status;
     err.code = data && data.code;
     throw err;
@@ -120,20 +148,50 @@ function queueLink(q) {
 function keyLink(k) {
   return el('a', { href: '#key=' + enc(k), text: k });
 }
+/** A span of time as people say it: "850 ms", "42 s", "59 min", "3 h 20 min", "2 d 4 h". */
+function duration(ms) {
+  var a = Math.abs(ms);
+  if (a < 1000) return Math.round(a) + ' ms';
+  if (a < 10000) return Math.round(a / 100) / 10 + ' s';
+  var s = Math.round(a / 1000);
+  if (s < 60) return s + ' s';
+  var min = Math.round(a / 60000);
+  if (min < 60) return min + ' min';
+  if (min < 48 * 60) return min % 60 ? Math.floor(min / 60) + ' h ' + (min % 60) + ' min' : min / 60 + ' h';
+  var h = Math.round(a / 3600000);
+  return h % 24 ? Math.floor(h / 24) + ' d ' + (h % 24) + ' h' : h / 24 + ' d';
+}
+/** "in 59 min", "3 h ago", "just now" (the exact time is in the cell's tooltip). */
 function ago(iso) {
   if (!iso) return '';
-  var s = Math.round((Date.now() - Date.parse(iso)) / 1000);
-  if (s < 0) return 'in ' + -s + ' s';
-  if (s < 120) return s + ' s ago';
-  if (s < 7200) return Math.round(s / 60) + ' min ago';
-  if (s < 172800) return Math.round(s / 3600) + ' h ago';
-  return Math.round(s / 86400) + ' d ago';
+  var ms = Date.now() - Date.parse(iso);
+  if (Math.abs(ms) < 1500) return 'just now';
+  // Whole seconds: "9 s ago" (tenths are for measured durations, not for when).
+  var span = Math.abs(ms) < 60000 ? Math.round(Math.abs(ms) / 1000) + ' s' : duration(ms);
+  return ms < 0 ? 'in ' + span : span + ' ago';
+}
+/**
+ * Who made a change: a worker's temporary credentials (`task-client/<taskId>/<runId>/on/<group>/<id>/until/<t>`)
+ * show as the worker, anything else as the clientId.
+ */
+function actorText(actor) {
+  var m = /^task-client\/[^/]+\/\d+\/on\/([^/]+)\/([^/]+)\/until\//.exec(actor || '');
+  return m ? 'worker ' + m[1] + '/' + m[2] : actor || '';
+}
+function actorCell(actor) {
+  return el('td', { title: actor || '', text: actorText(actor) });
 }
 function timeCell(iso) {
   return el('td', { title: iso || '', text: ago(iso) });
 }
+/** An API error as the operator can act on it: sign in, fix the token, or what the queue said. */
 function errorBox(e) {
-  return el('p', { class: 'error', text: (e.code ? e.code + ': ' : '') + e.message });
+  var c = creds();
+  if (e.status === 401 && c) return el('p', { class: 'hint bad-token', text: 'Not shown: the access token for ' + c.clientId + ' was refused.' });
+  if ((e.status === 403 || e.status === 401) && !c) return el('p', { class: 'hint signin-hint', text: 'Sign in to see this.' });
+  var box = el('div', { class: 'error' }, el('p', { text: (e.code ? e.code + ': ' : '') + e.message }));
+  if (e.details) box.appendChild(el('details', null, el('summary', { text: 'details' }), el('pre', { text: e.details })));
+  return box;
 }
 function section(title) {
   var s = el('section', null, el('h2', { text: title }));
@@ -151,6 +209,7 @@ async function attempt(fn) {
 // ---- views ----
 async function overview() {
   var out = [];
+  out.push(await attempt(() => chartsSection(undefined)).then((n) => (n.tagName === 'SECTION' ? n : section('Activity', n))));
   out.push(
     section(
       'Task queues',
@@ -313,7 +372,7 @@ async function queueView(id) {
       Object.keys(c.counts).forEach(function (k) {
         p.appendChild(el('span', { class: 'state state-' + k, text: k + ': ' + c.counts[k] + '   ' }));
       });
-      p.appendChild(el('span', { class: 'muted', text: '(resolved since ' + c.since + ')' }));
+      p.appendChild(el('span', { class: 'muted', title: c.since, text: '(resolved in the last ' + duration(Date.now() - Date.parse(c.since)) + ')' }));
       return p;
     }),
   );
@@ -341,26 +400,39 @@ async function queueView(id) {
         ['worker', 'first claim', 'last active', 'latest task', 'quarantined until', ''],
         r.workers.map(function (w) {
           var path = base + '/' + enc(w.workerGroup) + '/' + enc(w.workerId);
-          var q = !!w.quarantineUntil;
+          var q = !!w.quarantineUntil && Date.parse(w.quarantineUntil) > Date.now();
+          var outcome = el('span', { class: 'error' });
+          var put = async function (until, info) {
+            try {
+              await api('PUT', path, { quarantineUntil: until.toJSON(), quarantineInfo: info });
+              render();
+            } catch (e) {
+              outcome.textContent = (e.code ? e.code + ': ' : '') + e.message;
+            }
+          };
+          var hours = el('input', { type: 'number', min: '1', value: '24', size: '4', name: 'hours', 'aria-label': 'hours' });
+          var reason = el('input', { name: 'reason', placeholder: 'reason (recorded with your clientId)', size: '28' });
+          var form = el(
+            'form',
+            { class: 'inline-form', 'data-keep': 'true', 'data-quarantine': w.workerGroup + '/' + w.workerId, hidden: 'hidden' },
+            'for ',
+            hours,
+            ' h ',
+            reason,
+            ' ',
+            el('button', { type: 'submit', text: 'Quarantine' }),
+          );
+          form.addEventListener('submit', function (ev) {
+            ev.preventDefault();
+            put(new Date(Date.now() + Number(hours.value) * 3600000), reason.value);
+          });
           var btn = el('button', {
             type: 'button',
             'data-worker': w.workerGroup + '/' + w.workerId,
             text: q ? 'Lift quarantine' : 'Quarantine…',
-            onclick: async function () {
-              var until = new Date();
-              var info = '';
-              if (!q) {
-                var hours = prompt('Quarantine ' + w.workerId + ' for how many hours?', '24');
-                if (!hours) return;
-                info = prompt('Reason (recorded with your clientId)', '') || '';
-                until = new Date(Date.now() + Number(hours) * 3600000);
-              }
-              try {
-                await api('PUT', path, { quarantineUntil: until.toJSON(), quarantineInfo: info });
-              } catch (e) {
-                alert(e.message);
-              }
-              render();
+            onclick: function () {
+              if (q) put(new Date(), '');
+              else form.hidden = !form.hidden;
             },
           });
           return el(
@@ -370,15 +442,16 @@ async function queueView(id) {
             timeCell(w.firstClaim),
             timeCell(w.lastDateActive),
             el('td', null, w.latestTask ? taskLink(w.latestTask.taskId) : ''),
-            el('td', { text: w.quarantineUntil || '' }),
-            el('td', null, btn),
+            q ? timeCell(w.quarantineUntil) : el('td', { class: 'muted', text: 'no' }),
+            el('td', null, btn, ' ', form, outcome),
           );
         }),
         'no workers have called claimWork',
       );
     }),
   );
-  return [head, lists, workers];
+  var charts = await attempt(() => chartsSection(id));
+  return [head, charts.tagName === 'SECTION' ? charts : section('Activity', charts), lists, workers];
 }
 
 async function taskView(taskId) {
@@ -389,35 +462,46 @@ async function taskView(taskId) {
   } catch (e) {
     return [section('Task ' + taskId, errorBox(e))];
   }
+  var definition = await api('GET', '/task/' + enc(taskId)).catch(function () {
+    return {};
+  });
   var summary = el(
     'p',
     null,
+    definition.metadata ? el('strong', { text: definition.metadata.name + '  ' }) : null,
     'state ',
     el('span', { id: 'task-state', class: 'state state-' + status.state, text: status.state }),
     '  queue ',
     queueLink(status.taskQueueId),
-    '  retries left ' + status.retriesLeft + '  deadline ' + status.deadline,
+    '  group ',
+    el('a', { href: '#group=' + enc(status.taskGroupId), id: 'task-group', text: status.taskGroupId }),
+    '  retries left ' + status.retriesLeft + '  deadline ',
+    el('span', { title: status.deadline, text: ago(status.deadline) }),
   );
-  var definition = await api('GET', '/task/' + enc(taskId)).catch(function () {
-    return {};
-  });
   var scheduling = schedulingSummary(status, definition);
   if (scheduling) summary.appendChild(scheduling);
   var runs = grid(
-    ['run', 'state', 'created', 'resolved as', 'worker', 'scheduled', 'started', 'resolved', 'taken until'],
+    ['run', 'state', 'created', 'resolved as', 'worker', 'scheduled', 'waited', 'ran', 'taken until', 'log'],
     status.runs.map(function (r) {
+      var waited = r.started ? duration(Date.parse(r.started) - Date.parse(r.scheduled)) : '';
+      var ran = r.started ? duration((r.resolved ? Date.parse(r.resolved) : Date.now()) - Date.parse(r.started)) : '';
       return el(
         'tr',
-        null,
+        { 'data-run': r.runId },
         el('td', { text: r.runId }),
         stateCell(r.state),
         el('td', { text: r.reasonCreated }),
         el('td', { text: r.reasonResolved || '' }),
         el('td', { text: r.workerGroup ? r.workerGroup + '/' + r.workerId : '' }),
         timeCell(r.scheduled),
-        timeCell(r.started),
-        timeCell(r.resolved),
-        el('td', { text: r.takenUntil || '' }),
+        el('td', { title: r.started || '', text: waited }),
+        el('td', { title: r.resolved || '', text: ran + (r.state === 'running' ? ' so far' : '') }),
+        r.state === 'running' ? timeCell(r.takenUntil) : el('td'),
+        el(
+          'td',
+          null,
+          r.started ? el('a', { href: '#log=' + enc(taskId) + '/' + r.runId, class: 'log-link', text: r.state === 'running' ? 'live log' : 'log' }) : '',
+        ),
       );
     }),
     'no runs (unscheduled)',
@@ -441,7 +525,7 @@ async function taskView(taskId) {
               el('td', { text: e.from || '' }),
               stateCell(e.to),
               el('td', { text: e.reason }),
-              el('td', { text: e.actor || '' }),
+              actorCell(e.actor),
               el('td', { text: e.workerGroup ? e.workerGroup + '/' + e.workerId : '' }),
             );
           }),
@@ -479,20 +563,30 @@ async function taskView(taskId) {
       await attempt(async function () {
         try {
           var a = await api('GET', '/task/' + enc(taskId) + '/artifacts' + qs({ limit: 100 }));
-          return grid(
-            ['name', 'type', 'content type', 'expires'],
-            a.artifacts.map(function (x) {
+          var runId = status.runs.length - 1;
+          var rows = await Promise.all(
+            a.artifacts.map(async function (x) {
+              var url = await signedUrl('/task/' + enc(taskId) + '/runs/' + runId + '/artifacts/' + enc(x.name));
+              var file = x.name.split('/').pop();
               return el(
                 'tr',
-                null,
+                { 'data-artifact': x.name },
                 el('td', { text: x.name }),
                 el('td', { text: x.storageType }),
                 el('td', { text: x.contentType || '' }),
-                el('td', { text: x.expires }),
+                timeCell(x.expires),
+                el(
+                  'td',
+                  null,
+                  el('a', { href: url, target: '_blank', rel: 'noopener', class: 'open', text: 'open' }),
+                  ' · ',
+                  el('a', { href: url, download: file, class: 'download', text: 'download' }),
+                  x.name === 'public/logs/live.log' ? el('span', null, ' · ', el('a', { href: '#log=' + enc(taskId) + '/' + runId, text: 'view log' })) : null,
+                ),
               );
             }),
-            'no artifacts',
           );
+          return grid(['name', 'type', 'content type', 'expires', ''], rows, 'no artifacts');
         } catch (e) {
           if (e.status === 404) return el('p', { class: 'muted', text: 'no artifacts (or this queue does not list them yet)' });
           throw e;
@@ -538,13 +632,58 @@ function schedulingSummary(status, definition) {
 }
 
 // ---- frame ----
+/** What the queue said of the stored credentials: 'ok', 'bad' (401) or unknown (not checked yet). */
+var credsChecked = { clientId: null, result: null };
+
+/** Shows who is signed in; checks new credentials once with a signed request (401 = wrong token). */
+async function showSignIn() {
+  var c = creds();
+  var who = document.getElementById('who');
+  var form = document.getElementById('login');
+  if (!c) {
+    who.className = 'signin signed-out';
+    who.textContent = 'not signed in';
+    who.title = 'Public data only. Sign in with a clientId and accessToken (npm start prints the root ones).';
+    form.hidden = false;
+    document.getElementById('logout').hidden = true;
+    return;
+  }
+  if (credsChecked.clientId !== c.clientId + c.accessToken) {
+    credsChecked = { clientId: c.clientId + c.accessToken, result: null };
+    try {
+      await api('GET', '/scopes/current', undefined, '/api/auth/v1');
+      credsChecked.result = 'ok';
+    } catch (e) {
+      credsChecked.result = e.status === 401 ? 'bad' : 'ok'; // 403: valid credentials without auth:current-scopes
+    }
+  }
+  form.hidden = credsChecked.result === 'ok';
+  document.getElementById('logout').hidden = false;
+  if (credsChecked.result === 'bad') {
+    who.className = 'signin bad-creds';
+    who.textContent = 'wrong access token for ' + c.clientId;
+    who.title = 'The queue refused the signature: check the accessToken (and certificate) and sign in again.';
+  } else {
+    who.className = 'signin signed-in';
+    who.textContent = 'signed in as ' + c.clientId;
+    who.title = '';
+  }
+}
+
+/** Whether the operator is typing in the page or the view refreshes itself: auto-refresh waits. */
+function busy() {
+  var a = document.activeElement;
+  if (a && document.getElementById('main').contains(a) && (a.tagName === 'INPUT' || a.tagName === 'TEXTAREA')) return true;
+  if (document.querySelector('main form[data-keep]:not([hidden])')) return true;
+  return location.hash.indexOf('#' + LOG_VIEW + '=') === 0;
+}
+
 var rendering = false;
 async function render() {
   if (rendering || !ROOT_URL) return;
   rendering = true;
   try {
-    var c = creds();
-    document.getElementById('who').textContent = c ? 'as ' + c.clientId : 'anonymous';
+    await showSignIn();
     api('GET', '/__heartbeat__').then(
       function () {
         var h = document.getElementById('health');
@@ -563,10 +702,34 @@ async function render() {
     if (hash.indexOf('task=') === 0) nodes = await taskView(hash.slice(5));
     else if (hash.indexOf('queue=') === 0) nodes = await queueView(hash.slice(6));
     else if (hash.indexOf('key=') === 0) nodes = await keyView(hash.slice(4));
+    else if (hash.indexOf('group=') === 0)
+      nodes = await groupView(hash.slice(6)); // group.js
+    else if (hash.indexOf('log=') === 0)
+      nodes = await logView(hash.slice(4)); // log.js
     else if (hash === 'index' || hash.indexOf('index=') === 0)
       nodes = await indexView(hash.slice(6)); // index-hooks.js
     else if (hash === 'hooks' || hash.indexOf('hooks=') === 0) nodes = await hooksView(hash.slice(6));
     else nodes = await overview();
+    if (!creds())
+      nodes.unshift(
+        el(
+          'p',
+          { class: 'banner', id: 'signin-banner' },
+          el('strong', { text: 'Not signed in. ' }),
+          'Enter a clientId and accessToken in the header to see task queues, tasks and logs (',
+          el('code', { text: 'npm start' }),
+          ' prints the root credentials). Without them, only what the anonymous role grants shows.',
+        ),
+      );
+    if (creds() && credsChecked.result === 'bad')
+      nodes.unshift(
+        el(
+          'p',
+          { class: 'banner banner-bad', id: 'signin-banner' },
+          el('strong', { text: 'Wrong access token for ' + creds().clientId + '. ' }),
+          'The queue refused its signature: check the accessToken (and the certificate, for temporary credentials) and sign in again.',
+        ),
+      );
     var main = document.getElementById('main');
     main.textContent = '';
     nodes.forEach(function (n) {
@@ -585,6 +748,7 @@ document.getElementById('login').addEventListener('submit', function (ev) {
   if (cert) c.certificate = cert;
   if (c.clientId && c.accessToken) sessionStorage.setItem(CREDS_KEY, JSON.stringify(c));
   document.getElementById('accessToken').value = '';
+  document.getElementById('certificate').value = '';
   render();
 });
 document.getElementById('logout').addEventListener('click', function () {
@@ -604,7 +768,7 @@ fetch('/api/dashboard/config.json')
   .then(function (config) {
     ROOT_URL = config.rootUrl;
     setInterval(function () {
-      if (document.getElementById('auto').checked) render();
+      if (document.getElementById('auto').checked && !busy()) render();
     }, REFRESH_MS);
     render();
   });

@@ -128,21 +128,42 @@ async function hookRow(group, h) {
       ),
     );
   });
-  var outcome = el('span', { class: 'muted' });
+  var outcome = el('span', { class: 'muted trigger-outcome' });
+  // The trigger payload, checked against the hook's triggerSchema by the service; JSON checked here first.
+  var payload = el('textarea', { name: 'payload', rows: '3', cols: '34', 'aria-label': 'trigger payload (JSON)' });
+  payload.value = '{}';
+  var form = el(
+    'form',
+    { class: 'trigger-form', 'data-keep': 'true', 'data-trigger-form': group + '/' + h.hookId, hidden: 'hidden' },
+    payload,
+    el('button', { type: 'submit', text: 'Trigger' }),
+    el('button', { type: 'button', class: 'cancel', text: 'Cancel', onclick: () => (form.hidden = true) }),
+  );
+  form.addEventListener('submit', async function (ev) {
+    ev.preventDefault();
+    var body;
+    try {
+      body = JSON.parse(payload.value);
+    } catch (e) {
+      outcome.textContent = 'The payload is not JSON: ' + e.message;
+      return;
+    }
+    try {
+      var r = await api('POST', base + '/trigger', body, HOOKS_API);
+      outcome.textContent = 'created ';
+      outcome.appendChild(r.status ? taskLink(r.status.taskId) : document.createTextNode('nothing: the template rendered no task'));
+      form.hidden = true;
+    } catch (e) {
+      outcome.textContent = (e.code ? e.code + ': ' : '') + e.message;
+    }
+  });
   var trigger = el('button', {
     type: 'button',
     'data-trigger': group + '/' + h.hookId,
     text: 'Trigger…',
-    onclick: async function () {
-      var text = prompt('Trigger ' + group + '/' + h.hookId + ' with this payload (JSON)', '{}');
-      if (text === null) return;
-      try {
-        var r = await api('POST', base + '/trigger', JSON.parse(text), HOOKS_API);
-        outcome.textContent = '';
-        outcome.appendChild(r.status ? taskLink(r.status.taskId) : document.createTextNode('the template rendered no task'));
-      } catch (e) {
-        outcome.textContent = (e.code ? e.code + ': ' : '') + e.message;
-      }
+    onclick: function () {
+      form.hidden = !form.hidden;
+      if (!form.hidden) payload.focus();
     },
   });
   return el(
@@ -161,7 +182,7 @@ async function hookRow(group, h) {
     timeCell(status.nextScheduledDate),
     el('td', { text: lastFireText(status.lastFire) }),
     el('td', null, fires),
-    el('td', null, trigger, ' ', outcome),
+    el('td', null, trigger, ' ', outcome, form),
   );
 }
 
