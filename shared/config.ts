@@ -45,6 +45,8 @@ export interface Config {
   eventGridClientId?: string;
   /** Pending storage queues per (task queue, priority): the default and per-task-queue overrides (shared/tasks/pending.ts). */
   pendingShards: PendingShards;
+  /** The faithful storage mode's faults (shared/storage/faults.ts); unset: storage as it answers. */
+  storageFaults?: FaultSettings;
 }
 
 export interface PendingShards {
@@ -73,6 +75,62 @@ function pendingShards(env: NodeJS.ProcessEnv): PendingShards {
     const eq = part.lastIndexOf('=');
     if (eq < 0) out.default = count(part);
     else out.byQueue[part.slice(0, eq)] = count(part.slice(eq + 1));
+  }
+  return out;
+}
+
+export interface FaultSettings {
+  /** Seed of every random choice (the same seed and the same calls give the same faults). */
+  seed: number;
+  /** Probability that a query answers a short or empty page (with a continuation). */
+  pages: number;
+  /** Probability that a write applies and its caller's attempt still fails (then retried). */
+  ambiguous: number;
+  /** Probability that a call is refused with 503 ServerBusy before it applies (then retried). */
+  throttle: number;
+  /** Bound of each app instance's clock offset from storage's, in ms (either way). */
+  skewMs: number;
+  /** Which instance this process is (instances of one seed get different clock offsets). */
+  instance: number;
+  /** Retries after the first attempt, as the SDKs' default retry policy (3). */
+  retries: number;
+  /** First back-off delay in ms, doubled per retry (the SDKs: 800 ms to 1 s; 0 in tests). */
+  backoffMs: number;
+}
+
+/** The SDKs' exponential retry policy retries a failed call this many times. */
+export const SDK_RETRIES = 3;
+/** The data-tables SDK's first back-off delay. */
+export const SDK_BACKOFF_MS = 800;
+
+const PROBABILITIES = { pages: 'pages', ambiguous: 'ambiguous', throttle: 'throttle' } as const;
+const COUNTS = { seed: 'seed', 'skew-ms': 'skewMs', instance: 'instance', retries: 'retries', 'backoff-ms': 'backoffMs' } as const;
+
+/**
+ * Parses `QUEUE_STORAGE_FAULTS` (the faithful storage mode, shared/storage/faults.ts): space-separated `key=value` pairs, e.g.
+ * `seed=7 pages=0.3 ambiguous=0.05 throttle=0.02 skew-ms=2000`. Probabilities are per call, from 0
+ * to 1; the other keys are whole numbers. Empty: undefined (faults off). Throws naming the setting.
+ */
+export function parseFaults(raw: string | undefined, setting = 'QUEUE_STORAGE_FAULTS'): FaultSettings | undefined {
+  const text = (raw ?? '').trim();
+  if (text === '') return undefined;
+  const out: FaultSettings = { seed: 1, pages: 0, ambiguous: 0, throttle: 0, skewMs: 0, instance: 0, retries: SDK_RETRIES, backoffMs: SDK_BACKOFF_MS };
+  for (const part of text.split(/\s+/)) {
+    const eq = part.indexOf('=');
+    const key = eq < 0 ? part : part.slice(0, eq);
+    const value = eq < 0 ? '' : part.slice(eq + 1);
+    const n = Number(value);
+    if (key in PROBABILITIES) {
+      if (value === '' || !Number.isFinite(n) || n < 0 || n > 1)
+        throw new Error(`setting ${setting}: ${key} must be a probability from 0 to 1, got '${value}'`);
+      out[PROBABILITIES[key as keyof typeof PROBABILITIES]] = n;
+    } else if (key in COUNTS) {
+      if (value === '' || !Number.isInteger(n) || n < 0) throw new Error(`setting ${setting}: ${key} must be a whole number, got '${value}'`);
+      out[COUNTS[key as keyof typeof COUNTS]] = n;
+    } else {
+      const known = [...Object.keys(PROBABILITIES), ...Object.keys(COUNTS)].join(', ');
+      throw new Error(`setting ${setting}: unknown key '${key}' (known: ${known})`);
+    }
   }
   return out;
 }
@@ -144,6 +202,9 @@ export const SETTING_NAMES = [
   'QUEUE_PENDING_SHARDS',
 ] as const;
 
+/** Settings for development and tests only, never deployed: the faithful storage mode's faults. */
+export const DEV_SETTING_NAMES = ['QUEUE_STORAGE_FAULTS'] as const;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyRaw = required(env, 'QUEUE_TOKEN_ENCRYPTION_KEY');
   const key = Buffer.from(keyRaw, 'base64');
@@ -178,5 +239,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     eventGridKey: env.QUEUE_EVENTGRID_KEY || undefined,
     eventGridClientId: env.QUEUE_EVENTGRID_CLIENT_ID || undefined,
     pendingShards: pendingShards(env),
+    storageFaults: parseFaults(env.QUEUE_STORAGE_FAULTS),
   };
 }

@@ -3,6 +3,7 @@
  */
 import { Config } from './config';
 import { createStorage } from './storage/storage';
+import { clockSkewMs, Sleep } from './storage/faults';
 import { ClientStore } from './auth/clients';
 import { Authenticator } from './auth/authenticate';
 import { TaskStore } from './tasks/store';
@@ -116,12 +117,19 @@ export interface ServiceOptions {
   tuning?: Partial<Tuning>;
   /** Extra event delivery targets (Event Grid). */
   eventSinks?: EventSink[];
+  /** How the faithful storage mode waits between retries (tests: no real time). */
+  sleep?: Sleep;
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
-  const now = opts.now ?? (() => new Date());
+  // The faithful storage mode sets this instance's clock off storage's by up to `skew-ms`.
+  const skew = config.storageFaults ? clockSkewMs(config.storageFaults) : 0;
+  const base = opts.now ?? (() => new Date());
+  const now = skew === 0 ? base : () => new Date(base().getTime() + skew);
   const log = opts.log ?? jsonLogger();
   const storage = createStorage(config.storageConnection, config.storagePrefix, {
+    faults: config.storageFaults,
+    sleep: opts.sleep,
     more: config.moreStorageConnections,
     roots: ACCOUNT_ROOTS,
     // A hint lives until its task's deadline, at most this long after it was put.

@@ -14,6 +14,7 @@ import { checkDeclaredLength, parseBody } from './body';
 import type { ApiRequest, ApiResponse, RouteDef } from './types';
 import type { Services } from '../services';
 import { InjectedFault, invocationTally } from '../storage/counter';
+import { StorageLimit } from '../storage/port';
 import { ActorContext, runAs } from '../ops/actor';
 
 const PARAM_PATTERNS: Record<string, RegExp> = {
@@ -208,6 +209,12 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
       if (err instanceof ApiError) {
         status = err.status;
         return errorResponse(err, errCtx);
+      }
+      if (err instanceof StorageLimit) {
+        // Input that would store more than Azure Storage holds: the caller's to shrink, not a fault of ours.
+        const tooLarge = new ApiError('InputTooLarge', `the request is larger than storage holds: ${err.message}`);
+        status = tooLarge.status;
+        return errorResponse(tooLarge, errCtx);
       }
       const incidentId = crypto.randomUUID();
       if (!(err instanceof InjectedFault)) context.error(`${def.name} failed, incidentId ${incidentId}:`, err);

@@ -154,7 +154,15 @@ export class ClientStore {
     if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
     const now = this.now();
     const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
-    if (!(await insertIfAbsent(this.storage.table('Clients'), this.toRow(client))).ok) {
+    const writeId = crypto.randomUUID();
+    const table = this.storage.table('Clients');
+    if (!(await insertIfAbsent(table, { ...this.toRow(client), writeId })).ok) {
+      // The insert's retry may have met the insert itself (its answer was lost): the client is ours.
+      const stored = await table.get(encodeKey(c.clientId), CLIENT_RK);
+      if (stored?.writeId === writeId) {
+        this.clientCache.delete(c.clientId);
+        return client;
+      }
       const existing = await this.client(c.clientId, true);
       if (
         existing &&
@@ -262,9 +270,14 @@ export class ClientStore {
       scopes: JSON.stringify(scopes),
       created: existing ? new Date(existing.created as string) : now,
       lastModified: now,
+      writeId: crypto.randomUUID(),
     };
-    if (existing) await table.update(row, existing.etag);
-    else await table.insert(row);
+    const written = existing ? await replaceIfMatch(table, row, existing.etag) : await insertIfAbsent(table, row);
+    if (!written.ok) {
+      // Its retry may have met the write itself (its answer was lost); else another writer came first.
+      const stored = await table.get(encodeKey(roleId), ROLE_RK);
+      if (stored?.writeId !== row.writeId) throw conflict(`role ${roleId} was changed meanwhile; retry`);
+    }
     this.rolesCache = undefined;
     return { roleId, description, scopes, created: row.created, lastModified: now, etag: '' };
   }

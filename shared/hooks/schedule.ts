@@ -60,13 +60,18 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
   const leaseUntil = new Date(now.getTime() + d.tuning.hookLeaseS * 1000).toJSON();
   if (prior && prior.scheduled === h.nextScheduledDate) {
     if (new Date(prior.leaseUntil) > now) return; // another instance is firing it
-    claim = { ...prior, leaseUntil };
+    claim = { ...prior, leaseUntil, claimId: slugid.nice() };
   } else {
     const late = now.getTime() - new Date(h.nextScheduledDate).getTime() > LATE_FIRE_MS;
-    claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil };
+    claim = { taskId: slugid.nice(), scheduled: h.nextScheduledDate, time: late ? now.toJSON() : h.nextScheduledDate, leaseUntil, claimId: slugid.nice() };
   }
-  const claimed: HookRecord = { ...h, pendingFire: claim };
-  if (!(await store.replace(claimed))) return; // someone else claimed or changed it: theirs to fire
+  let claimed: HookRecord = { ...h, pendingFire: claim };
+  if (!(await store.replace(claimed))) {
+    // The claim's retry may have met the claim itself (its answer was lost): then it is ours.
+    const stored = await store.get(hookGroupId, hookId);
+    if (!stored || stored.pendingFire?.claimId !== claim.claimId) return; // someone else claimed or changed it: theirs to fire
+    claimed = stored;
+  }
 
   const renewal = renewLease(d, store, claimed);
   try {

@@ -46,6 +46,8 @@ export interface PendingFire {
   time: string;
   /** Another instance takes the fire over (with the same taskId) only after this. */
   leaseUntil: string;
+  /** Which claim (or takeover) this is: a claim whose retry met its own success knows it by this. */
+  claimId?: string;
 }
 
 export type LastFire =

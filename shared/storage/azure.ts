@@ -25,6 +25,7 @@ import {
   Condition,
   Entity,
   KeyRange,
+  limitOf,
   MAX_DEQUEUE,
   MAX_TABLE_PAGE,
   MAX_VISIBILITY_S,
@@ -70,7 +71,7 @@ export async function withDeadline<T>(op: string, fn: (signal: AbortSignal) => P
     return await fn(signal);
   } catch (err) {
     if (deadline.aborted) throw new StorageTimeout(op, ms);
-    throw err;
+    throw limitOf(err);
   }
 }
 

@@ -16,11 +16,15 @@ import {
   ArtifactContainer,
   checkContinuation,
   checkPrefix,
+  checkEntity,
   Condition,
   Entity,
+  entityBytes,
   KeyRange,
   MAX_DEQUEUE,
+  MAX_MESSAGE_BYTES,
   MAX_TABLE_PAGE,
+  MAX_TRANSACTION_BYTES,
   MAX_TRANSACTION_ACTIONS,
   MAX_VISIBILITY_S,
   Page,
@@ -31,6 +35,7 @@ import {
   SasProtocolChoice,
   Storage,
   StorageConflict,
+  StorageLimit,
   Table,
   TableAction,
   TableName,
@@ -144,6 +149,7 @@ class MemoryTable implements Table {
   }
 
   private write(pk: string, rk: string, props: Record<string, unknown>): string {
+    checkEntity(pk, rk, props);
     const etag = this.store.nextEtag();
     this.rows.set(rowKeyOf(pk, rk), { pk, rk, props, etag, timestamp: new Date(this.store.now()).toISOString() });
     return etag;
@@ -165,6 +171,7 @@ class MemoryTable implements Table {
   insert(entity: Entity): Promise<string> {
     return this.call('insert', () => {
       this.mustExist();
+      checkEntity(entity.partitionKey, entity.rowKey, properties(entity));
       if (this.rows.has(rowKeyOf(entity.partitionKey, entity.rowKey))) throw new StorageConflict('exists', `${this.name}: entity exists`);
       return this.write(entity.partitionKey, entity.rowKey, properties(entity));
     });
@@ -221,6 +228,14 @@ class MemoryTable implements Table {
       const keys = actions.map(keyOf);
       if (new Set(keys.map((k) => k.pk)).size !== 1) throw new MemoryRestError(400, 'CommandsInBatchActOnDifferentPartitions');
       if (new Set(keys.map((k) => rowKeyOf(k.pk, k.rk))).size !== keys.length) throw new MemoryRestError(400, 'InvalidDuplicateRow');
+      let bytes = 0;
+      for (const a of actions) {
+        if (a.op === 'delete') continue;
+        const props = properties(a.entity);
+        checkEntity(a.entity.partitionKey, a.entity.rowKey, props);
+        bytes += entityBytes(a.entity.partitionKey, a.entity.rowKey, props);
+      }
+      if (bytes >= MAX_TRANSACTION_BYTES) throw new StorageLimit('RequestBodyTooLarge', `transaction of ${bytes} bytes; under ${MAX_TRANSACTION_BYTES}`);
       // Check every action against the rows as they are, then apply all: all or nothing.
       for (const a of actions) {
         const k = keyOf(a);
@@ -279,6 +294,12 @@ class MemoryTable implements Table {
     }
     return out;
   }
+}
+
+/** Azure refuses a message over 64 KiB. */
+function checkMessage(text: string): void {
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_MESSAGE_BYTES) throw new StorageLimit('MessageTooLarge', `queue message of ${bytes} bytes; at most ${MAX_MESSAGE_BYTES}`);
 }
 
 interface Message {
@@ -341,6 +362,8 @@ class MemoryQueue implements Queue {
 
   putText(text: string, opts: { visibilityS?: number; ttlS?: number }): { messageId: string; popReceipt: string } {
     this.mustExist();
+    checkMessage(text);
+    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > opts.ttlS) throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
     const now = this.now();
     const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
     const m: Message = {
@@ -405,7 +428,9 @@ class MemoryQueue implements Queue {
       this.mustExist();
       const m = this.find(messageId, popReceipt);
       if (!m) return undefined;
-      m.text = Buffer.from(JSON.stringify(body)).toString('base64');
+      const text = Buffer.from(JSON.stringify(body)).toString('base64');
+      checkMessage(text);
+      m.text = text;
       m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
       m.popReceipt = crypto.randomBytes(12).toString('base64');
       return m.popReceipt;

@@ -33,6 +33,90 @@ export class StorageTimeout extends Error {
   }
 }
 
+/**
+ * A call refused by one of Azure's limits (entity or property too large, too many properties, a
+ * key Azure does not accept, a message too large). `code` is Azure's error code. The HTTP layer
+ * answers 413 InputTooLarge: the request asked to store more than Azure Storage holds.
+ */
+export class StorageLimit extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(`${message} (${code})`);
+    this.name = 'StorageLimit';
+  }
+}
+
+/** Azure's error codes of its limits (400 or 413), as both adapters report them. */
+export const LIMIT_CODES = [
+  'EntityTooLarge',
+  'PropertyValueTooLarge',
+  'TooManyProperties',
+  'KeyValueTooLarge',
+  'OutOfRangeInput',
+  'RequestBodyTooLarge',
+  'MessageTooLarge',
+] as const;
+
+/** The StorageLimit an SDK error stands for, or the error itself. */
+export function limitOf(err: unknown): unknown {
+  const code = (err as { code?: unknown })?.code;
+  const status = (err as { statusCode?: unknown })?.statusCode;
+  if ((status === 400 || status === 413) && typeof code === 'string' && (LIMIT_CODES as readonly string[]).includes(code)) {
+    return new StorageLimit(code, (err as Error).message.split('\n')[0]);
+  }
+  return err;
+}
+
+/** An entity is at most 1 MiB (Azure's size accounting: see entityBytes). */
+export const MAX_ENTITY_BYTES = 1024 * 1024;
+/** At most 255 properties, PartitionKey, RowKey and Timestamp included: 252 of one's own. */
+export const MAX_ENTITY_PROPERTIES = 252;
+/** A string property holds at most 64 KiB (32 K UTF-16 code units); a binary one 64 KiB. */
+export const MAX_PROPERTY_BYTES = 64 * 1024;
+/** PartitionKey and RowKey are at most 1 KiB (1,024 characters). */
+export const MAX_KEY_CHARS = 1024;
+/** An entity-group transaction's payload is under 4 MiB. */
+export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
+/** A queue message is at most 64 KiB as sent (base64 text here). */
+export const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** A property's size as Azure counts it toward an entity's 1 MiB. */
+function valueBytes(v: unknown): number {
+  if (typeof v === 'string') return 4 + v.length * 2;
+  if (v instanceof Uint8Array) return 4 + v.length;
+  if (typeof v === 'boolean') return 1;
+  return 8; // numbers (Int32 4, Int64/Double 8), dates
+}
+
+/** An entity's size as Azure counts it: 4 bytes, the keys in UTF-16, 8 bytes plus name plus value per property. */
+export function entityBytes(pk: string, rk: string, props: Record<string, unknown>): number {
+  let n = 4 + pk.length * 2 + rk.length * 2;
+  for (const [k, v] of Object.entries(props)) n += 8 + k.length * 2 + valueBytes(v);
+  return n;
+}
+
+/** Refuses, as Azure does, an entity past a limit (`props`: its own properties, no keys or metadata). */
+export function checkEntity(pk: string, rk: string, props: Record<string, unknown>): void {
+  for (const [name, key] of [
+    ['PartitionKey', pk],
+    ['RowKey', rk],
+  ]) {
+    if (key.length > MAX_KEY_CHARS) throw new StorageLimit('KeyValueTooLarge', `${name} is ${key.length} characters; at most ${MAX_KEY_CHARS}`);
+    // eslint-disable-next-line no-control-regex
+    if (/[/\\#?\u0000-\u001f\u007f-\u009f]/.test(key)) throw new StorageLimit('OutOfRangeInput', `${name} holds a character Azure does not accept in keys`);
+  }
+  const names = Object.keys(props);
+  if (names.length > MAX_ENTITY_PROPERTIES) throw new StorageLimit('TooManyProperties', `${names.length} properties; at most ${MAX_ENTITY_PROPERTIES}`);
+  for (const [k, v] of Object.entries(props)) {
+    const bytes = typeof v === 'string' ? v.length * 2 : v instanceof Uint8Array ? v.length : 0;
+    if (bytes > MAX_PROPERTY_BYTES) throw new StorageLimit('PropertyValueTooLarge', `property ${k} is ${bytes} bytes; at most ${MAX_PROPERTY_BYTES}`);
+  }
+  const size = entityBytes(pk, rk, props);
+  if (size > MAX_ENTITY_BYTES) throw new StorageLimit('EntityTooLarge', `entity is ${size} bytes; at most ${MAX_ENTITY_BYTES}`);
+}
+
 /** Azure Table pages hold at most 1000 entities. */
 export const MAX_TABLE_PAGE = 1000;
 /** Entity-group transactions hold at most 100 operations, all in one partition. */

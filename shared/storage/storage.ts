@@ -8,6 +8,7 @@ import { MemoryStorage } from './memory';
 import { AccountRoots, AccountsStorage } from './accounts';
 import { StorageMeter } from './counter';
 import { MAX_TRANSACTION_ACTIONS, StorageConflict } from './port';
+import { FaultSettings, FaultyStorage, Sleep } from './faults';
 import type { Queue, Storage, Table } from './port';
 
 export * from './port';
@@ -16,12 +17,36 @@ export * from './port';
 export type CountedTable = Table;
 export type CountedQueue = Queue;
 
-/** The connection string that selects the in-memory adapter (tests and demos without Azurite). */
+/**
+ * The connection string that selects the in-memory adapter (tests and demos without Azurite).
+ * `memory:` is a new store each time; `memory:<name>` is one store per name and prefix in the
+ * process, so that several app instances in one process (tests, the chaos run) share it.
+ */
 export const MEMORY_CONNECTION = 'memory:';
 
-function single(connectionString: string, prefix: string, opts: { meter?: StorageMeter; account?: number } = {}): Storage {
-  if (connectionString.trim() === MEMORY_CONNECTION) return new MemoryStorage(prefix, opts);
-  return new AzureStorage(connectionString, prefix, opts);
+const namedMemory = new Map<string, MemoryStorage>();
+
+function single(
+  connectionString: string,
+  prefix: string,
+  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep } = {},
+): Storage {
+  const conn = connectionString.trim();
+  let inner: Storage;
+  if (conn === MEMORY_CONNECTION) inner = new MemoryStorage(prefix, opts);
+  else if (conn.startsWith(MEMORY_CONNECTION) && !conn.includes('=')) {
+    const key = `${conn}/${prefix}/${opts.account ?? 0}`;
+    let shared = namedMemory.get(key);
+    if (!shared) {
+      shared = new MemoryStorage(prefix, opts);
+      namedMemory.set(key, shared);
+    }
+    inner = shared;
+  } else inner = new AzureStorage(connectionString, prefix, opts);
+  if (!opts.faults) return inner;
+  // Each account and app instance draws its own faults, from the seed and their places.
+  const seed = opts.faults.seed + 1_000_003 * (opts.account ?? 0) + 7919 * opts.faults.instance;
+  return new FaultyStorage(inner, { ...opts.faults, seed }, { sleep: opts.sleep });
 }
 
 /**
@@ -32,13 +57,14 @@ function single(connectionString: string, prefix: string, opts: { meter?: Storag
 export function createStorage(
   connectionString: string,
   prefix: string,
-  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date } = {},
+  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date; faults?: FaultSettings; sleep?: Sleep } = {},
 ): Storage {
   const more = opts.more ?? [];
-  if (more.length === 0) return single(connectionString, prefix);
+  const faulted = { faults: opts.faults, sleep: opts.sleep };
+  if (more.length === 0) return single(connectionString, prefix, faulted);
   if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
   const meter = new StorageMeter();
-  const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account }));
+  const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account, ...faulted }));
   return new AccountsStorage(accounts, opts.roots, { hintLifetimeMs: opts.hintLifetimeMs, now: opts.now });
 }
 

@@ -2,6 +2,7 @@
  * Loading and changing task rows. Every change is a read-modify-write guarded by the row's ETag;
  * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
  */
+import crypto from 'node:crypto';
 import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, deleteRows } from '../storage/storage';
 import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 
@@ -37,6 +38,11 @@ export interface TaskObserver {
 
 /** Adds the write's events to the history rows the observer made for it (shared/tasks/executor.ts). */
 export type Outbox = (historyRows: Entity[]) => void;
+
+/** A task row with the id of the write that stores it (see TaskStore.ownWrite). */
+function withWriteId(row: Entity): Entity {
+  return { ...row, writeId: crypto.randomUUID() };
+}
 
 export class TaskStore {
   constructor(
@@ -95,14 +101,17 @@ export class TaskStore {
    * `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
   async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox, actions: TableAction[] = []): Promise<boolean> {
+    // History rows first: they number the row's history (encodeTask must see it).
+    const extra = [...this.historyRows(undefined, t, outbox), ...rows];
+    const row = withWriteId(encodeTask(t));
     try {
-      const extra = [...this.historyRows(undefined, t, outbox), ...rows];
-      const row = encodeTask(t);
       t.etag = await this.write(t.taskId, row, extra, undefined, actions);
       this.keep(t, row);
     } catch (err) {
-      if (err instanceof StorageConflict) return false;
-      throw err;
+      if (!(err instanceof StorageConflict)) throw err;
+      const own = await this.ownWrite(t.taskId, row);
+      if (!own) return false;
+      t.etag = own;
     }
     await Promise.all([this.observer?.written(undefined, t), alongside?.()]);
     return true;
@@ -122,18 +131,33 @@ export class TaskStore {
     outbox?: Outbox,
     actions: TableAction[] = [],
   ): Promise<'written' | 'etag' | 'missing'> {
+    // History rows first: they number the row's history (encodeTask must see it).
+    const extra = [...this.historyRows(current, next, outbox), ...rows];
+    const row = withWriteId(encodeTask(next));
     try {
-      const extra = [...this.historyRows(current, next, outbox), ...rows];
-      const row = encodeTask(next);
       next.etag = await this.write(current.taskId, row, extra, current.etag!, actions);
       this.keep(next, row);
     } catch (err) {
       this.recent.delete(current.taskId);
-      if (err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing')) return err.reason;
-      throw err;
+      if (!(err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing'))) throw err;
+      const own = err.reason === 'etag' ? await this.ownWrite(current.taskId, row) : undefined;
+      if (!own) return err.reason;
+      next.etag = own;
     }
     await Promise.all([this.observer?.written(current, next), alongside?.()]);
     return 'written';
+  }
+
+  /**
+   * After a conflict: the row's ETag if the stored row is this very write (its retry, as the SDK
+   * sends it after a timeout, met the write's own success as 409 or 412), else undefined (another
+   * writer came first). The write id tells the two apart; the row's content could not.
+   */
+  private async ownWrite(taskId: string, row: Entity): Promise<string | undefined> {
+    const stored = await this.table.get(taskId, taskRowKey(taskId));
+    if (!stored || stored.writeId !== row.writeId) return undefined;
+    this.keep(decodeTask(stored), stored);
+    return stored.etag;
   }
 
   private historyRows(before: TaskRecord | undefined, after: TaskRecord, outbox?: Outbox): Entity[] {

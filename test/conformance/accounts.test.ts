@@ -8,7 +8,7 @@ import { startAzurite, Azurite } from '../../shared/local/azurite';
 import { AccountsStorage, jumpHash } from '../../shared/storage/accounts';
 import { taskRowKey } from '../../shared/tasks/model';
 import { blobNameFor } from '../../shared/artifacts/blobs';
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { onAzurite, startTestService, TestService, taskDef, slugid } from '../helpers/service';
 import { claimOne, reapUntil, status, uniqueQueue, W1 } from '../helpers/work';
 import { pollInOrder, deleteMessage } from '../helpers/azure-queue';
 
@@ -19,7 +19,8 @@ let second: Azurite;
 let svc: TestService;
 beforeAll(async () => {
   second = await startAzurite();
-  svc = await startTestService({ QUEUE_STORAGE_MORE_CONNECTIONS: second.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' });
+  // Two Azurite accounts: what the router does with real account endpoints.
+  svc = await startTestService({ ...onAzurite(), QUEUE_STORAGE_MORE_CONNECTIONS: second.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' });
 });
 afterAll(async () => {
   await svc?.close();
@@ -143,7 +144,7 @@ test('the reaper resolves deadlines of tasks on both accounts', async () => {
 
 test('an account added later moves nothing: tasks stored before are found, new ones use it', async () => {
   const prefix = 'acc' + Math.random().toString(36).slice(2, 8);
-  const one = await startTestService({ QUEUE_STORAGE_PREFIX: prefix });
+  const one = await startTestService({ ...onAzurite(), QUEUE_STORAGE_PREFIX: prefix });
   const secrets = {
     QUEUE_STORAGE_PREFIX: prefix,
     QUEUE_ROOT_ACCESS_TOKEN: one.services.config.rootAccessToken,
@@ -168,7 +169,7 @@ test('an account added later moves nothing: tasks stored before are found, new o
   await one.queue().createTask(member, taskDef(tq, { taskGroupId: group }));
   await one.close();
 
-  const two = await startTestService({ ...secrets, QUEUE_STORAGE_MORE_CONNECTIONS: second.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' });
+  const two = await startTestService({ ...onAzurite(), ...secrets, QUEUE_STORAGE_MORE_CONNECTIONS: second.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' });
   try {
     expect(routed(two).generations).toEqual([1, 2]);
     expect(await rowsOf(old, two)).toEqual([0]);

@@ -9,6 +9,7 @@ import { startTestService, TestService, taskDef, slugid, sharedDeployment } from
 import { claim, sleep, uniqueQueue, W1, W2 } from '../helpers/work';
 import { queuePk } from '../../shared/ops/indexes';
 import { jumpHash } from '../../shared/storage/accounts';
+import { allRows } from '../../shared/storage/storage';
 
 const BUCKETS = 3;
 /** Shared by both services, so they serve one deployment. */
@@ -71,8 +72,8 @@ test('a task queue over three buckets: rows in three partitions, every listing a
   // Each bucket's partition holds exactly its tasks' pending rows.
   const indexes = svc.services.storage.table('Indexes');
   for (let b = 0; b < BUCKETS; b++) {
-    const rows = await indexes.page({ partitionKey: queuePk(tq, b), rowKey: { ge: 'p~', lt: 'p~~' } }, 100);
-    expect(rows.items.map((r) => r.taskId).sort()).toEqual(ids.filter((_, i) => i % BUCKETS === b).sort());
+    const rows = await allRows(indexes, { partitionKey: queuePk(tq, b), rowKey: { ge: 'p~', lt: 'p~~' } });
+    expect(rows.map((r) => r.taskId).sort()).toEqual(ids.filter((_, i) => i % BUCKETS === b).sort());
   }
 
   expect((await q.pendingTasks(tq)).pendingTasks).toBe(9);
@@ -151,8 +152,8 @@ test('a task queue over three buckets: rows in three partitions, every listing a
     const late = idIn(2);
     await single.queue().createTask(late, taskDef(tq, { metadata: { name, description: 'd', owner: 'o@example.com', source: 'https://example.com' } }));
     await settled(single, tq, 4, 3);
-    const row = await indexes.page({ partitionKey: queuePk(tq, 0), rowKey: { ge: 'p~', lt: 'p~~' }, where: [{ prop: 'taskId', op: 'eq', value: late }] }, 10);
-    expect(row.items).toHaveLength(1);
+    const row = await allRows(indexes, { partitionKey: queuePk(tq, 0), rowKey: { ge: 'p~', lt: 'p~~' }, where: [{ prop: 'taskId', op: 'eq', value: late }] });
+    expect(row).toHaveLength(1);
     const stateCounts = { ...expected.stateCounts, pending: 4 };
     expect(await view(single)).toEqual({ ...expected, pending: [...stillPending, late], counts: [4, 4, 3], stateCounts, byName: [late, ...expected.byName] });
   } finally {

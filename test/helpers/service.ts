@@ -3,7 +3,9 @@
  * to the caller, and hands out taskcluster-client instances pointed at it.
  */
 import crypto from 'node:crypto';
-import { loadConfig } from '../../shared/config';
+import { FaultSettings, loadConfig } from '../../shared/config';
+import { FaultyStorage } from '../../shared/storage/faults';
+import { MemoryStorage, isMemoryStorage } from '../../shared/storage/memory';
 import { Services, Tuning } from '../../shared/services';
 import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
@@ -39,14 +41,110 @@ export function sharedDeployment(): Record<string, string> {
   };
 }
 
+/**
+ * The seeds of the faithful storage mode the suites run on: each test file draws one of them from
+ * its path, so a failure repeats with the same faults.
+ */
+export const FAULT_SEEDS = [1, 2, 3];
+/** Faults of the suites: what Azure does at a rate that a test file meets many times. */
+export const TEST_FAULTS = 'pages=0.3 ambiguous=0.05 throttle=0.02 backoff-ms=0';
+
+/** The QUEUE_STORAGE_FAULTS value of parsed settings. */
+export function faultsOf(f: FaultSettings): string {
+  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
+}
+
+function seedOf(path: string): number {
+  let h = 0;
+  for (const c of path) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return FAULT_SEEDS[h % FAULT_SEEDS.length];
+}
+
+/**
+ * Test files that run on the faithful mode: the conformance suite and the crash sweeps that pass
+ * on it. The rest (e2e, the dashboard, the other integration tests) keep Azurite, which also
+ * serves as the smoke test of the Azure adapter.
+ */
+const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
+
+/**
+ * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
+ * what the faithful mode showed; docs/storage-faults.md lists them).
+ */
+const NOT_YET_FAITHFUL: Record<string, string> = {
+  'accounts.test.ts': 'two Azurite accounts by design',
+  'object-artifacts.test.ts': "taskcluster-client's downloadArtifact fetches through got, which cannot reach memory:// URLs",
+  'poll-task-urls.test.ts': "what an Azure SAS refuses (protocol, permissions) is the Azure adapter's",
+  // Not yet passing on the faithful mode (to fix, then remove from this list):
+  'events.test.ts': 'expects exactly one message per event; an ambiguous queue put leaves two (consumers drop repeats by id)',
+  'pending-shards.test.ts': 'counts hint messages per shard exactly; an ambiguous put leaves a second, harmless hint',
+  'worker-metadata.test.ts': 'a claimWork answer listed one task twice under faults: not yet explained',
+  'workers.test.ts': "getWorker's recent claims out of order under faults: not yet explained",
+  'artifacts.test.ts': "the test's in-memory fetch does not decode a gzip Content-Encoding as fetch does",
+  'history.test.ts': 'history of a rerun differs (runId, reason) under faults: not yet explained',
+  'scheduling.test.ts': 'reads one page of an API list that may end short with a continuation; a claim order after priority changes',
+};
+
+/**
+ * Where test services store. The faithful in-memory mode (shared/storage/faults.ts) for the files
+ * above, one store per process shared by the instances of one deployment, on one of FAULT_SEEDS
+ * per file; the test Azurite otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that
+ * names QUEUE_STORAGE_CONNECTION keeps it.
+ */
+function testStorage(env: Record<string, string>): Record<string, string> {
+  if (env.QUEUE_STORAGE_CONNECTION) return {};
+  const path = expect.getState().testPath ?? '';
+  // TEST_FAITHFUL_ALL=1 runs the listed files on the faithful mode too (to work on them).
+  const listed = process.env.TEST_FAITHFUL_ALL !== '1' && Object.keys(NOT_YET_FAITHFUL).some((f) => path.endsWith(`/${f}`));
+  const faithful = FAITHFUL.some((re) => re.test(path)) && !listed;
+  if (process.env.TEST_ON_AZURITE === '1' || !faithful) {
+    const conn = process.env.TEST_STORAGE_CONNECTION;
+    if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
+    return { QUEUE_STORAGE_CONNECTION: conn };
+  }
+  const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(path));
+  return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
+}
+
+/** The in-memory stores of the services this process started, for SAS URLs (`memory://…`). */
+const memoryStores = new Set<MemoryStorage>();
+const realFetch = globalThis.fetch;
+
+/** What Azure would answer to a SAS URL of one of this process's in-memory stores. */
+function memoryFetch(url: string, init: RequestInit = {}): Response {
+  const body = init.body === undefined || init.body === null ? undefined : Buffer.from(init.body as string | Uint8Array);
+  let last = { status: 403, body: 'AuthorizationFailure' as string | Buffer, headers: {} as Record<string, string> };
+  for (const store of memoryStores) {
+    // Each store signs with its own key: only the store that minted the URL accepts it.
+    last = store.fetch(init.method ?? 'GET', url, body);
+    if (last.status !== 403) break;
+  }
+  const payload = [204, 304].includes(last.status) ? null : new Uint8Array(Buffer.from(last.body));
+  return new Response(payload, { status: last.status, headers: last.headers });
+}
+
+/**
+ * fetch, with SAS URLs of in-memory stores answered by their store (also when a redirect of the
+ * service leads there), so the suites that hand URLs to plain HTTP clients run on the in-memory mode.
+ */
+async function testFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const url = input instanceof Request ? input.url : String(input);
+  if (url.startsWith('memory://')) return memoryFetch(url, init);
+  if ((init?.redirect ?? 'follow') !== 'follow' || memoryStores.size === 0) return realFetch(input, init);
+  const res = await realFetch(input, { ...init, redirect: 'manual' });
+  const location = res.headers.get('location');
+  if (res.status < 300 || res.status >= 400 || !location) return res;
+  if (location.startsWith('memory://')) return memoryFetch(location);
+  return testFetch(new URL(location, url).toString(), { ...init, method: 'GET', body: undefined });
+}
+globalThis.fetch = testFetch as typeof fetch;
+
 export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
-  const conn = process.env.TEST_STORAGE_CONNECTION;
-  if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const root = { clientId: 'static/root', accessToken: env.QUEUE_ROOT_ACCESS_TOKEN ?? generateAccessToken() };
   const config = loadConfig({
-    QUEUE_STORAGE_CONNECTION: conn,
+    ...testStorage(env),
     QUEUE_STORAGE_PREFIX: 't' + crypto.randomBytes(5).toString('hex'),
     QUEUE_PUBLIC_URL: rootUrl,
     QUEUE_ROOT_ACCESS_TOKEN: root.accessToken,
@@ -62,6 +160,8 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
   const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning } });
   const services = app.svc;
+  const store = services.storage instanceof FaultyStorage ? services.storage.inner : services.storage;
+  if (isMemoryStorage(store)) memoryStores.add(store);
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
@@ -77,6 +177,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
     close: async () => {
+      if (isMemoryStorage(store)) memoryStores.delete(store);
       await app.close();
       await host.close();
     },
@@ -120,6 +221,9 @@ export function startSecondInstance(svc: TestService, env: Record<string, string
       QUEUE_TOKEN_ENCRYPTION_KEY: c.tokenEncryptionKey.toString('base64'),
       QUEUE_CLAIM_TIMEOUT_S: String(c.claimTimeoutS),
       QUEUE_CLAIM_WORK_POLL_S: String(c.claimWorkPollS),
+      // The same store, with this instance's own faults.
+      QUEUE_STORAGE_CONNECTION: c.storageConnection,
+      ...(c.storageFaults ? { QUEUE_STORAGE_FAULTS: faultsOf({ ...c.storageFaults, instance: c.storageFaults.instance + 1 }) } : {}),
       ...env,
     },
     { tuning: svc.services.tuning, ...opts },
@@ -155,4 +259,11 @@ export async function expectError(p: Promise<unknown>, statusCode: number, code?
     return err;
   }
   throw new Error(`expected ${statusCode}${code ? ' ' + code : ''}, but the call succeeded`);
+}
+
+/** Settings that keep a test service on the test Azurite (a test of what Azurite or the Azure SDKs do). */
+export function onAzurite(): Record<string, string> {
+  const conn = process.env.TEST_STORAGE_CONNECTION;
+  if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
+  return { QUEUE_STORAGE_CONNECTION: conn };
 }

@@ -1,0 +1,359 @@
+/**
+ * The faithful storage mode: a wrapper around any adapter of the port that does, deterministically
+ * from a seed, what real Azure Storage does and Azurite never does (DESIGN.md §9):
+ * - pages: a query answers a short page, an empty page with a continuation, and a continuation at
+ *   every partition boundary of a cross-partition query (never more than the adapter's 1,000 rows);
+ * - ambiguous writes: the write applies, then the caller's attempt fails (timeout, 500, 503) and the
+ *   retry, as the SDK's retry policy sends it, meets its own success as 409/412/404; a repeated
+ *   entity-group transaction the same, a repeated queue put duplicates the message;
+ * - throttling: 503 ServerBusy before the call applies, retried with exponential back-off, surfaced
+ *   only when the retries run out.
+ * Azure's size and key limits are the in-memory adapter's own (memory.ts); clock skew is applied
+ * to each app instance's clock (shared/services.ts).
+ *
+ * `QUEUE_STORAGE_FAULTS` turns it on (see parseFaults); docs/storage-faults.md says how to run it.
+ */
+import type { StorageMeter } from './counter';
+import type { FaultSettings } from '../config';
+
+export type { FaultSettings } from '../config';
+import type {
+  ArtifactContainer,
+  Entity,
+  Page,
+  Query,
+  Queue,
+  QueueMessage,
+  SasProtocolChoice,
+  Storage,
+  Table,
+  TableAction,
+  TableName,
+  TriggerQueue,
+} from './port';
+
+/** A small seeded generator (mulberry32): the same seed gives the same sequence. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** This instance's clock offset from storage's: within ±skewMs, different per instance of a seed. */
+export function clockSkewMs(f: FaultSettings): number {
+  if (f.skewMs === 0) return 0;
+  const rand = seeded(f.seed * 7919 + f.instance + 1);
+  const u = rand() * 2 - 1;
+  // Instance 0 and 1 run ahead and behind, so two-instance runs always see opposite offsets.
+  const sign = f.instance % 2 === 0 ? 1 : -1;
+  return Math.round(sign * Math.max(0.25, Math.abs(u)) * f.skewMs);
+}
+
+/** What Azure answers when it is throttling or timed out, shaped like the SDKs' RestError. */
+export class TransientStorageError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    op: string,
+  ) {
+    super(`${op}: ${code} (${statusCode}) after the retries ran out`);
+    this.name = 'RestError';
+  }
+}
+
+/** The transient answers an ambiguous write gets: a client timeout, 500 OperationTimedOut, 503 ServerBusy. */
+const AMBIGUOUS_ANSWERS = [
+  [408, 'ClientTimeout'],
+  [500, 'OperationTimedOut'],
+  [503, 'ServerBusy'],
+] as const;
+
+export type Sleep = (ms: number) => Promise<void>;
+const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The faults shared by one store's tables and queues: the seeded dice, the retry loop and, for the
+ * ambiguity sweep (test/helpers/ambiguity.ts), an armed write that is answered ambiguously.
+ */
+export class FaultPlan {
+  private readonly rand: () => number;
+  /** Each fault taken, by kind (tests and the chaos run report them). */
+  readonly taken = { pages: 0, ambiguous: 0, throttled: 0, surfaced: 0 };
+  private armAt: number | undefined;
+  private writes = 0;
+  /** The writes seen while armed (`Tasks.transaction`, …), for sweep diagnostics. */
+  readonly armedOps: string[] = [];
+
+  constructor(
+    readonly settings: FaultSettings,
+    private readonly sleep: Sleep = realSleep,
+  ) {
+    this.rand = seeded(settings.seed);
+  }
+
+  roll(p: number): boolean {
+    return p > 0 && this.rand() < p;
+  }
+
+  /** A whole number from 0 to n - 1. */
+  pick(n: number): number {
+    return Math.floor(this.rand() * n);
+  }
+
+  /** Make the n-th write from now (1-based) apply and then answer ambiguously once. */
+  ambiguousAt(n: number): void {
+    this.armAt = n;
+    this.writes = 0;
+    this.armedOps.length = 0;
+  }
+
+  /** Stop the sweep; how many writes ran while armed. */
+  disarm(): number {
+    this.armAt = undefined;
+    return this.writes;
+  }
+
+  private armedHit(op: string): boolean {
+    if (this.armAt === undefined) return false;
+    this.writes++;
+    this.armedOps.push(op);
+    if (this.writes !== this.armAt) return false;
+    return true;
+  }
+
+  /**
+   * One call as the SDK's retry policy runs it: a throttled attempt does not apply; an ambiguous
+   * write applies and then fails; either is retried after a back-off until the retries run out.
+   * Any other error (409, 412, 404, 400, an injected crash) ends the call at once, as in the SDKs.
+   */
+  async call<T>(op: string, write: boolean, fn: () => Promise<T>): Promise<T> {
+    const { retries, backoffMs } = this.settings;
+    for (let attempt = 0; ; attempt++) {
+      const last = attempt >= retries;
+      if (this.roll(this.settings.throttle)) {
+        this.taken.throttled++;
+        if (last) {
+          this.taken.surfaced++;
+          throw new TransientStorageError(503, 'ServerBusy', op);
+        }
+      } else {
+        const result = await fn();
+        const ambiguous = write && (this.armedHit(op) || this.roll(this.settings.ambiguous));
+        if (!ambiguous) return result;
+        this.taken.ambiguous++;
+        if (last) {
+          this.taken.surfaced++;
+          const [status, code] = AMBIGUOUS_ANSWERS[this.pick(AMBIGUOUS_ANSWERS.length)];
+          throw new TransientStorageError(status, code, op);
+        }
+      }
+      if (backoffMs > 0) await this.sleep(backoffMs * 2 ** attempt);
+    }
+  }
+}
+
+type Keyed = Entity & { etag: string };
+
+function token(pk: string, rk: string): string {
+  return Buffer.from(JSON.stringify({ nextPartitionKey: pk, nextRowKey: rk })).toString('base64');
+}
+
+class FaultyTable implements Table {
+  constructor(
+    private readonly inner: Table,
+    private readonly plan: FaultPlan,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  private op(name: string): string {
+    return `${this.inner.name}.${name}`;
+  }
+
+  create(): Promise<void> {
+    return this.plan.call(this.op('create'), false, () => this.inner.create());
+  }
+  get<T extends Entity = Entity>(pk: string, rk: string, opts?: { abortSignal?: AbortSignal }): Promise<(T & { etag: string }) | undefined> {
+    return this.plan.call(this.op('get'), false, () => this.inner.get<T>(pk, rk, opts));
+  }
+  insert(entity: Entity): Promise<string> {
+    return this.plan.call(this.op('insert'), true, () => this.inner.insert(entity));
+  }
+  update(entity: Entity, etag: string): Promise<string> {
+    return this.plan.call(this.op('update'), true, () => this.inner.update(entity, etag));
+  }
+  merge(entity: Entity, etag: string): Promise<string> {
+    return this.plan.call(this.op('merge'), true, () => this.inner.merge(entity, etag));
+  }
+  upsert(entity: Entity): Promise<string> {
+    return this.plan.call(this.op('upsert'), true, () => this.inner.upsert(entity));
+  }
+  delete(pk: string, rk: string, etag?: string): Promise<boolean> {
+    // A retried delete that meets its own success gets 404, which the port reports as `false`.
+    return this.plan.call(this.op('delete'), true, () => this.inner.delete(pk, rk, etag));
+  }
+  transact(actions: TableAction[]): Promise<(string | undefined)[]> {
+    return this.plan.call(this.op('transaction'), true, () => this.inner.transact(actions));
+  }
+
+  /**
+   * One page, cut as Azure may cut it: at the first partition boundary of a cross-partition query,
+   * and (with probability `pages`) anywhere before its end, down to no rows at all. The
+   * continuation then names the first row not returned, as Azure's does.
+   */
+  async page<T extends Entity = Entity>(query: Query, limit: number, continuation?: string): Promise<Page<T & { etag: string }>> {
+    const select = query.select;
+    const keyed = select ? { ...query, select: [...new Set([...select, 'PartitionKey', 'RowKey'])] } : query;
+    const got = await this.plan.call(this.op('query'), false, () => this.inner.page<T>(keyed, limit, continuation));
+    const items = got.items as unknown as Keyed[];
+    let cut = items.length;
+    if (typeof query.partitionKey !== 'string' && this.plan.settings.pages > 0) {
+      const boundary = items.findIndex((e) => e.partitionKey !== items[0].partitionKey);
+      if (boundary > 0) cut = boundary;
+    }
+    if (cut > 0 && this.plan.roll(this.plan.settings.pages)) {
+      this.plan.taken.pages++;
+      // Half of the cut pages are empty, the rarest and most telling case.
+      cut = this.plan.roll(0.5) ? 0 : this.plan.pick(cut);
+    }
+    const kept = items.slice(0, cut).map((e) => strip(e, select));
+    const next = cut < items.length ? token(items[cut].partitionKey, items[cut].rowKey) : got.continuation;
+    return { items: kept as unknown as (T & { etag: string })[], continuation: next };
+  }
+}
+
+/** Drops the keys a projection added only to place the continuation. */
+function strip(e: Keyed, select: string[] | undefined): Record<string, unknown> {
+  if (!select) return e;
+  const out: Record<string, unknown> = { ...e };
+  if (!select.includes('PartitionKey')) delete out.partitionKey;
+  if (!select.includes('RowKey')) delete out.rowKey;
+  return out;
+}
+
+class FaultyQueue implements Queue {
+  constructor(
+    private readonly inner: Queue,
+    private readonly plan: FaultPlan,
+    private readonly label: string,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  private op(name: string): string {
+    return `${this.label}.${name}`;
+  }
+
+  create(): Promise<void> {
+    return this.plan.call(this.op('create'), false, () => this.inner.create());
+  }
+  deleteQueue(): Promise<void> {
+    return this.plan.call(this.op('deleteQueue'), false, () => this.inner.deleteQueue());
+  }
+  /** A retried put that had applied leaves two copies of the message, as on Azure. */
+  put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }> {
+    return this.plan.call(this.op('put'), true, () => this.inner.put(body, opts));
+  }
+  receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
+    // Not a write the retry can repeat harmlessly, but Azure may lease messages and lose the answer:
+    // they reappear after their visibility timeout, as an ambiguous receive would leave them.
+    return this.plan.call(this.op('get'), false, () => this.inner.receive(count, visibilityS));
+  }
+  delete(messageId: string, popReceipt: string): Promise<void> {
+    return this.plan.call(this.op('delete'), true, () => this.inner.delete(messageId, popReceipt));
+  }
+  release(messageId: string, popReceipt: string, visibilityS?: number): Promise<void> {
+    return this.plan.call(this.op('update'), true, () => this.inner.release(messageId, popReceipt, visibilityS));
+  }
+  /** A retried update that had applied holds a stale receipt: Azure answers 404, the port undefined. */
+  rearm(messageId: string, popReceipt: string, body: unknown, visibilityS: number): Promise<string | undefined> {
+    return this.plan.call(this.op('update'), true, () => this.inner.rearm(messageId, popReceipt, body, visibilityS));
+  }
+  approximateCount(): Promise<number> {
+    return this.plan.call(this.op('properties'), false, () => this.inner.approximateCount());
+  }
+  peek(count: number): Promise<{ messageText: string }[]> {
+    return this.plan.call(this.op('peek'), false, () => this.inner.peek(count));
+  }
+}
+
+/** An adapter of the port with Azure's faults in front of `inner`. */
+export class FaultyStorage implements Storage {
+  readonly plan: FaultPlan;
+  private readonly tables = new Map<string, Table>();
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    readonly inner: Storage,
+    settings: FaultSettings,
+    opts: { sleep?: Sleep } = {},
+  ) {
+    this.plan = new FaultPlan(settings, opts.sleep);
+  }
+
+  get kind(): Storage['kind'] {
+    return this.inner.kind;
+  }
+  get meter(): StorageMeter {
+    return this.inner.meter;
+  }
+  get prefix(): string {
+    return this.inner.prefix;
+  }
+  get queueEndpoint(): string {
+    return this.inner.queueEndpoint;
+  }
+  get artifacts(): ArtifactContainer {
+    return this.inner.artifacts;
+  }
+
+  table(name: TableName): Table {
+    let t = this.tables.get(name);
+    if (!t) {
+      t = new FaultyTable(this.inner.table(name), this.plan);
+      this.tables.set(name, t);
+    }
+    return t;
+  }
+
+  queueNamed(fullName: string, label: string): Queue {
+    let q = this.queues.get(fullName);
+    if (!q) {
+      q = new FaultyQueue(this.inner.queueNamed(fullName, label), this.plan, label);
+      this.queues.set(fullName, q);
+    }
+    return q;
+  }
+
+  trigger(name: TriggerQueue): Queue {
+    const inner = this.inner.trigger(name);
+    let q = this.queues.get(inner.name);
+    if (!q) {
+      q = new FaultyQueue(inner, this.plan, name);
+      this.queues.set(inner.name, q);
+    }
+    return q;
+  }
+
+  queueEndpointOf(queueName: string): string {
+    return this.inner.queueEndpointOf(queueName);
+  }
+
+  pollSas(queueName: string, opts: { startsOn: Date; expiresOn: Date; protocol: SasProtocolChoice }): string {
+    return this.inner.pollSas(queueName, opts);
+  }
+
+  ensureAll(): Promise<void> {
+    // Start-up creates tables and queues through the inner adapter: what is faulted is the traffic.
+    return this.inner.ensureAll();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The twin of the crash sweep (crash.ts): each storage write of an operation in turn applies and
+ * then answers as a timeout, 500 or 503 would; the store retries it as the SDK's retry policy does,
+ * and the retry meets its own success (409, 412, 404; a queue put leaves a second message). The
+ * operation must come out as it does without the fault: the scenario checks that after each n.
+ */
+import { FaultyStorage } from '../../shared/storage/faults';
+import type { Storage } from '../../shared/storage/port';
+
+export interface AmbiguousResult<T> {
+  value?: T & any;
+  error?: any;
+  /** Whether the operation reached its n-th write. */
+  hit: boolean;
+  /** The write answered ambiguously, e.g. `Tasks.transaction`. */
+  op?: string;
+}
+
+export type Ambiguous = <T>(op: () => Promise<T>) => Promise<AmbiguousResult<T>>;
+
+function faultyOf(storage: Storage): FaultyStorage {
+  if (!(storage instanceof FaultyStorage)) throw new Error('the ambiguity sweep needs the faithful storage mode (QUEUE_STORAGE_FAULTS)');
+  return storage;
+}
+
+/** Sweeps the writes of `scenario`'s operation on `storage`; returns the write made ambiguous at each n. */
+export async function eachWrite(
+  storage: Storage,
+  scenario: (ambiguous: Ambiguous, n: number) => Promise<void>,
+  opts: { warm?: () => Promise<unknown>; max?: number } = {},
+): Promise<string[]> {
+  const plan = faultyOf(storage).plan;
+  const max = opts.max ?? 60;
+  const ops: string[] = [];
+  for (let n = 1; n <= max; n++) {
+    let hit: boolean | undefined;
+    const ambiguous: Ambiguous = async (op) => {
+      await opts.warm?.();
+      plan.ambiguousAt(n);
+      let value;
+      let error;
+      try {
+        value = await op();
+      } catch (err) {
+        error = err;
+      }
+      const writes = plan.disarm();
+      hit = writes >= n;
+      const failed = hit ? plan.armedOps[n - 1] : undefined;
+      if (failed) ops.push(failed);
+      return { value, error, hit, op: failed };
+    };
+    try {
+      await scenario(ambiguous, n);
+    } catch (err) {
+      (err as Error).message = `with write #${n} (${ops[n - 1] ?? 'not reached'}) answered ambiguously: ${(err as Error).message}`;
+      throw err;
+    }
+    if (hit === undefined) throw new Error('the scenario never ran its operation through ambiguous()');
+    if (!hit) return ops;
+  }
+  throw new Error(`the operation still made writes after ${max}`);
+}

@@ -1,0 +1,145 @@
+/**
+ * Ambiguous writes (the faithful storage mode): each write of createTask, claimWork,
+ * reportCompleted, changeTaskGroupPriority, a reaper pass and a subscription delivery in turn applies, its answer is lost, and the SDK-style retry meets its own
+ * success. What the caller and everyone after see must be what they see without the fault.
+ */
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { claim, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { eachWrite } from '../helpers/ambiguity';
+import { drainSubscription, eventsClient } from '../helpers/events';
+
+let svc: TestService;
+beforeAll(async () => {
+  // Only the sweep's fault: every other call answers as it should.
+  svc = await startTestService({ QUEUE_STORAGE_CONNECTION: 'memory:', QUEUE_STORAGE_FAULTS: 'seed=1 backoff-ms=0', QUEUE_CLAIM_WORK_POLL_S: '1' });
+});
+afterAll(async () => svc?.close());
+
+const sweep = (scenario: Parameters<typeof eachWrite>[1]) =>
+  eachWrite(svc.services.storage, scenario, { warm: () => Promise.all([svc.auth().currentScopes(), svc.services.events.dispatcher.subscriptions.refresh()]) });
+
+test('createTask', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    const r = await ambiguous(() => svc.queue().createTask(taskId, taskDef(tq)));
+    expect(r.error).toBeUndefined();
+    expect(r.value.status).toMatchObject({ taskId, state: 'pending', runs: [expect.objectContaining({ runId: 0, state: 'pending' })] });
+    // Claimable exactly once.
+    const claims = await claim(svc, tq, W1, 32);
+    expect(claims.map((c) => c.status.taskId)).toEqual([taskId]);
+    expect(await claim(svc, tq, W2, 32)).toEqual([]);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('claimWork', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const r = await ambiguous(() => svc.queue().claimWork(tq, { ...W1, tasks: 1 }));
+    expect(r.error).toBeUndefined();
+    expect(r.value.tasks.map((t: any) => `${t.status.taskId}/${t.runId}`)).toEqual([`${taskId}/0`]);
+    const s = await status(svc, taskId);
+    expect(s.runs).toEqual([expect.objectContaining({ runId: 0, state: 'running', ...W1, takenUntil: r.value.tasks[0].takenUntil })]);
+    expect(await claim(svc, tq, W2, 32)).toEqual([]);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('reportCompleted', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskId, taskDef(tq));
+    const [c] = await claim(svc, tq, W1, 1);
+    const r = await ambiguous(() => svc.queue(c.credentials).reportCompleted(taskId, 0));
+    expect(r.error).toBeUndefined();
+    expect(r.value.status).toMatchObject({
+      taskId,
+      state: 'completed',
+      runs: [expect.objectContaining({ runId: 0, state: 'completed', reasonResolved: 'completed' })],
+    });
+    expect((await status(svc, taskId)).state).toBe('completed');
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('changeTaskGroupPriority: a task whose write met its own success still counts as changed', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskGroupId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskGroupId, taskDef(tq, { taskGroupId }));
+    // This service's own reference: the call is newer than the published client.
+    const ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
+    const q = new (svc.tc.createClient(ref, 'queue'))({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+    const r = await ambiguous(() => q.changeTaskGroupPriority(taskGroupId, { newPriority: 'high' }));
+    expect(r.error).toBeUndefined();
+    expect(r.value).toMatchObject({ tasksAffected: 1, taskIds: [taskGroupId] });
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+});
+
+test('a reaper pass that resolves a deadline', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    const deadline = new Date(Date.now() + 3000);
+    await svc.queue().createTask(taskId, taskDef(tq, { deadline: deadline.toJSON() }));
+    await new Promise((r) => setTimeout(r, deadline.getTime() - Date.now() + 1100));
+    const r = await ambiguous(() => svc.runReaper());
+    expect(r.error).toBeUndefined();
+    const s = await status(svc, taskId);
+    expect(s.runs).toEqual([expect.objectContaining({ runId: 0, state: 'exception', reasonResolved: 'deadline-exceeded' })]);
+    expect(await claim(svc, tq, W2, 32)).toEqual([]);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+}, 120_000);
+
+test('a subscription delivery: the subscriber gets the event (repeats dropped by id)', async () => {
+  const id = `amb-${slugid()}`;
+  const sub = await eventsClient(svc).createSubscription(id, {
+    bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-completed', routingKeyPattern: `route.amb.${id}` }],
+    expires: new Date(Date.now() + 3600_000).toJSON(),
+  });
+  await svc.services.events.dispatcher.subscriptions.refresh();
+  const ops = await sweep(async (ambiguous) => {
+    const taskId = slugid();
+    const tq = uniqueQueue();
+    await svc.queue().createTask(taskId, taskDef(tq, { routes: [`amb.${id}`] }));
+    const [c] = await claim(svc, tq, W1, 1);
+    const r = await ambiguous(() => svc.queue(c.credentials).reportCompleted(taskId, 0));
+    expect(r.error).toBeUndefined();
+    // A put whose answer was lost is two messages, as on Azure: a consumer drops repeats by id.
+    const got = (await drainSubscription(sub)).filter((e, i, all) => all.findIndex((x) => x.id === e.id) === i);
+    expect(got.map((e) => `${e.payload.status.taskId}/${e.exchange.split('/').pop()}`)).toEqual([`${taskId}/task-completed`]);
+  });
+  expect(ops).toEqual(expect.arrayContaining([expect.stringMatching(/^subscription\.put$|\.put$/)]));
+});
+
+test('createRole', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const roleId = `amb-${slugid()}`;
+    const r = await ambiguous(() => svc.auth().createRole(roleId, { description: 'one', scopes: ['queue:ping'] }));
+    expect(r.error).toBeUndefined();
+    expect((await svc.auth().role(roleId)).scopes).toEqual(['queue:ping']);
+  });
+  expect(ops.length).toBeGreaterThan(0);
+});
+
+test('createClient: the caller gets the new client and its token', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const clientId = `amb/${slugid()}`;
+    const r = await ambiguous(() =>
+      svc.auth().createClient(clientId, { description: 'd', expires: new Date(Date.now() + 3600_000).toJSON(), scopes: ['queue:ping'] }),
+    );
+    expect(r.error).toBeUndefined();
+    expect(r.value.accessToken).toBeTruthy();
+    // The token returned is the one stored.
+    const q = svc.queue({ clientId, accessToken: r.value.accessToken });
+    expect(await q.ping()).toBeDefined();
+    expect((await svc.auth().client(clientId)).scopes).toEqual(['queue:ping']);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Clients.insert']));
+});
