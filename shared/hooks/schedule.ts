@@ -68,7 +68,7 @@ export async function fireScheduled(d: HookDeps, h: HookRecord, stats: ScheduleS
   let claimed: HookRecord = { ...h, pendingFire: claim };
   if (!(await store.replace(claimed))) {
     // The claim's retry may have met the claim itself (its answer was lost): then it is ours.
-    const stored = await store.get(hookGroupId, hookId);
+    const stored = await store.get(h.definition.hookGroupId, h.definition.hookId);
     if (!stored || stored.pendingFire?.claimId !== claim.claimId) return; // someone else claimed or changed it: theirs to fire
     claimed = stored;
   }
