@@ -33,6 +33,11 @@ const STAGING = path.join(OUT_DIR, 'app');
 const ZIP_PATH = path.join(OUT_DIR, 'app.zip');
 /** The compiled entry points the bundle starts from (the local host, bench and worker are not reached from them). */
 const ENTRY_POINTS = ['functions/http.js', 'functions/timers.js'];
+/**
+ * Libraries the sandbox's worker threads load by path (shared/sandbox/sandbox.ts `libraryPath`):
+ * each is bundled whole into dist/functions/sandbox-libs/<name>.js, as the package has no node_modules.
+ */
+const SANDBOX_LIBS = ['json-e', 'ajv', 'ajv-formats'];
 /** Provided by the Functions Node worker at run time; never installed or bundled. */
 const HOST_PROVIDED = ['@azure/functions-core'];
 /** The Node.js the bundle may use: the oldest major `engines` allows (template default: 22). */
@@ -91,7 +96,7 @@ function thirdPartyNotices(inputs) {
     const text = licenseFile ? fs.readFileSync(path.join(root, licenseFile), 'utf8').trim() : `(no licence file; package.json says ${pkg.license})`;
     return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${text}\n`;
   });
-  return `Packages bundled into dist/functions/app.js or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
+  return `Packages bundled into dist/functions/app.js and dist/functions/sandbox-libs/, or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
 }
 
 /** Bundles the entry points into STAGING/dist/functions/app.js; returns the bundled input files. */
@@ -116,7 +121,23 @@ function bundle(dist) {
     metafile: true,
     logLevel: 'warning',
   });
-  return Object.keys(result.metafile.inputs);
+  const inputs = Object.keys(result.metafile.inputs);
+  for (const lib of SANDBOX_LIBS) {
+    const built = esbuild.buildSync({
+      entryPoints: [require.resolve(lib, { paths: [ROOT] })],
+      outfile: path.join(STAGING, 'dist', 'functions', 'sandbox-libs', `${lib}.js`),
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: BUNDLE_TARGET,
+      keepNames: true,
+      legalComments: 'none',
+      metafile: true,
+      logLevel: 'warning',
+    });
+    inputs.push(...Object.keys(built.metafile.inputs));
+  }
+  return inputs;
 }
 
 function stage() {

@@ -42,7 +42,10 @@ function nodeInPackage(args: string[]) {
 test('the zip holds the bundled app, its notices, the dashboard files, host.json and package.json, and nothing else', () => {
   const dashboard = fs.readdirSync(path.join(root, 'shared', 'ops', 'dashboard')).map((f) => `dist/functions/dashboard/${f}`);
   const vendor = VENDOR_FILES.map((f: { name: string }) => `dist/functions/dashboard/vendor/${f.name}`);
-  expect(entries.sort()).toEqual(['dist/THIRD-PARTY-NOTICES.txt', 'dist/functions/app.js', ...dashboard, ...vendor, 'host.json', 'package.json'].sort());
+  const sandboxLibs = ['json-e', 'ajv', 'ajv-formats'].map((l) => `dist/functions/sandbox-libs/${l}.js`);
+  expect(entries.sort()).toEqual(
+    ['dist/THIRD-PARTY-NOTICES.txt', 'dist/functions/app.js', ...dashboard, ...vendor, ...sandboxLibs, 'host.json', 'package.json'].sort(),
+  );
   expect(JSON.parse(fs.readFileSync(path.join(dir, 'host.json'), 'utf8')).extensions.http.routePrefix).toBe('api');
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
   expect(pkg).not.toHaveProperty('dependencies');
@@ -120,7 +123,7 @@ describe('started by a stand-in for the Functions host', () => {
     }
   });
 
-  test('it serves a whole task lifecycle, the reaper and the dashboard', async () => {
+  test('it serves a whole task lifecycle, the reaper, a hook (rendered in a sandbox worker) and the dashboard', async () => {
     const taskcluster = (await import('taskcluster-client')).default;
     const queue = new taskcluster.Queue({ rootUrl: url, credentials: { clientId: 'static/root', accessToken } });
     const taskQueueId = 'package/lifecycle';
@@ -135,6 +138,24 @@ describe('started by a stand-in for the Functions host', () => {
     expect((await fetch(`${url}/admin/functions/reaper`, { method: 'POST' })).status).toBe(202);
     const health = await (await fetch(`${url}/api/queue/v1/__heartbeat__`)).json();
     expect(health).toMatchObject({ healthy: true, reaper: { staleAfterS: 300 } });
+    // A hook's template renders in a worker thread that loads json-e from the package itself.
+    const hooks = new taskcluster.Hooks({ rootUrl: url, credentials: { clientId: 'static/root', accessToken } });
+    const hook = {
+      metadata: { name: 'h', description: 'package test', owner: 'me@example.com' },
+      schedule: [],
+      triggerSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      task: {
+        $merge: [
+          taskDef(taskQueueId),
+          { metadata: { name: { $eval: 'payload.name' }, description: 'd', owner: 'me@example.com', source: 'https://example.com' } },
+        ],
+      },
+    };
+    const auth = new taskcluster.Auth({ rootUrl: url, credentials: { clientId: 'static/root', accessToken } });
+    await auth.createRole('hook-id:package/*', { description: 'package test hooks', scopes: ['queue:*'] });
+    await hooks.createHook('package', 'render', hook);
+    const fired = await hooks.triggerHook('package', 'render', { name: 'from-a-hook' });
+    expect((await queue.task(fired.status.taskId)).metadata.name).toBe('from-a-hook');
     const page = await fetch(`${url}/api/dashboard`);
     expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
     expect(stderr).toBe('');

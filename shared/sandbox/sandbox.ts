@@ -7,6 +7,8 @@
  * A small pool of workers is reused (starting one costs tens of milliseconds); jobs beyond the
  * pool wait their turn. Over budget is a 400 naming the budget.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors';
 
@@ -16,6 +18,8 @@ export const SANDBOX_TIME_MS = 2_000;
 export const SANDBOX_HEAP_MB = 64;
 /** A rendered task larger than this is no task createTask would accept; refused before it reaches the main thread. */
 export const SANDBOX_RESULT_CHARS = 1_000_000;
+/** The folder beside the bundled app that holds the workers' libraries, each bundled whole (bin/package.js). */
+export const SANDBOX_LIBS_DIR = 'sandbox-libs';
 /** Workers kept; two cores are the smallest host, and jobs take milliseconds. */
 const POOL_SIZE = 2;
 /** Compiled schemas a worker keeps, keyed by the schema's JSON (hooks are few; this bounds churn). */
@@ -97,6 +101,16 @@ export class BudgetExceeded extends Error {
   }
 }
 
+/**
+ * Where a worker loads a library from. The deployment package has no node_modules: bin/package.js
+ * bundles each library the workers load into `sandbox-libs/` beside the bundled app (whose
+ * __dirname this then is); from the source tree or dist/, node resolves the package as usual.
+ */
+export function libraryPath(name: 'json-e' | 'ajv' | 'ajv-formats'): string {
+  const bundled = path.join(__dirname, SANDBOX_LIBS_DIR, `${name}.js`);
+  return fs.existsSync(bundled) ? bundled : require.resolve(name);
+}
+
 class Slot {
   private worker?: Worker;
   busy = false;
@@ -107,9 +121,9 @@ class Slot {
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
-        jsone: require.resolve('json-e'),
-        ajv: require.resolve('ajv'),
-        ajvFormats: require.resolve('ajv-formats'),
+        jsone: libraryPath('json-e'),
+        ajv: libraryPath('ajv'),
+        ajvFormats: libraryPath('ajv-formats'),
         schemaCache: SCHEMA_CACHE,
         resultChars: SANDBOX_RESULT_CHARS,
       },
