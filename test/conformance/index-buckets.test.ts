@@ -141,7 +141,7 @@ test('a task queue over three buckets: rows in three partitions, every listing a
   // A pending row its task contradicts (a crash left it) is skipped and deleted from its bucket.
   const stale = claimedIds.find((id) => jumpHash(id, BUCKETS) > 0)!;
   const staleRow = { partitionKey: queuePk(tq, jumpHash(stale, BUCKETS)), rowKey: `p~${new Date(0).toJSON()}~${stale}~0` };
-  await indexes.insert({ ...staleRow, taskId: stale, runId: 0, taskQueueId: tq, live: true, deadline: new Date(Date.now() + 3600_000).toJSON() });
+  await indexes.upsert({ ...staleRow, taskId: stale, runId: 0, taskQueueId: tq, live: true, deadline: new Date(Date.now() + 3600_000).toJSON() });
   expect((await all((qs) => q.listPendingTasks(tq, qs), 'tasks')).map((t) => t.taskId)).toEqual(stillPending);
   expect(await indexes.get(staleRow.partitionKey, staleRow.rowKey)).toBeUndefined();
 

@@ -115,7 +115,11 @@ test('listPendingTasks and listClaimedTasks return definitions and worker identi
   // Oldest first.
   expect(seen.map((t) => t.inserted)).toEqual([...seen.map((t) => t.inserted)].sort());
 
-  const claims = (await q.claimWork(tq, { workerGroup: 'grp', workerId: 'claimer', tasks: 3 })).tasks;
+  // claimWork may answer fewer tasks than asked (on Azure a throttled or duplicated hint costs a
+  // slot), so a worker asks again, as workers do.
+  const claims: any[] = [];
+  for (let i = 0; i < 5 && claims.length < 3; i++)
+    claims.push(...(await q.claimWork(tq, { workerGroup: 'grp', workerId: 'claimer', tasks: 3 - claims.length })).tasks);
   expect(claims).toHaveLength(3);
   const claimed: any[] = [];
   token = undefined;

