@@ -16,7 +16,8 @@
  * An instance writes it at most once per RECENT_TASKS_WRITE_MS per worker: claims in between wait
  * in memory and go out together (this instance shows them at once; others up to that much later).
  */
-import { Condition, Query, Storage, StorageConflict, StoredEntity, insertIfAbsent, mergeIfMatch, replaceIfUnchanged, rows } from '../storage/storage';
+import crypto from 'node:crypto';
+import { Condition, Query, Storage, StorageConflict, StoredEntity, insertIfAbsent, mergeIfMatch, readPage, replaceIfUnchanged, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
 import { listWorkerRuns } from './indexes';
@@ -66,6 +67,11 @@ type WorkerFields = {
   quarantineDetails: string;
   /** JSON `[{taskId, runId}]`, oldest first, at most RECENT_TASKS; absent on rows written before it existed. */
   recentTasks?: string;
+  /**
+   * Id of the write that stored the row: a write whose retry meets its own success (409 / 412, as
+   * after a lost answer on Azure) finds it and is not applied a second time.
+   */
+  writeId?: string;
 };
 type WorkerRow = WorkerFields & { etag: string };
 
@@ -76,7 +82,20 @@ export function splitQueue(taskQueueId: string): { provisionerId: string; worker
 
 /** The stored properties of a worker row (drops etag and system properties). */
 function fields(r: WorkerRow): WorkerFields {
-  const { partitionKey, rowKey, taskQueueId, workerGroup, workerId, firstClaim, lastDateActive, expires, quarantineUntil, quarantineDetails, recentTasks } = r;
+  const {
+    partitionKey,
+    rowKey,
+    taskQueueId,
+    workerGroup,
+    workerId,
+    firstClaim,
+    lastDateActive,
+    expires,
+    quarantineUntil,
+    quarantineDetails,
+    recentTasks,
+    writeId,
+  } = r;
   const out: WorkerFields = {
     partitionKey,
     rowKey,
@@ -90,6 +109,7 @@ function fields(r: WorkerRow): WorkerFields {
     quarantineDetails,
   };
   if (recentTasks !== undefined) out.recentTasks = recentTasks;
+  if (writeId !== undefined) out.writeId = writeId;
   return out;
 }
 
@@ -191,9 +211,14 @@ export class WorkerRegistry {
     const row = await this.getRow(taskQueueId, workerGroup, workerId);
     const now = this.now();
     if (!row) {
-      const fresh = this.fresh(taskQueueId, workerGroup, workerId);
+      const fresh = { ...this.fresh(taskQueueId, workerGroup, workerId), writeId: crypto.randomUUID() };
       const inserted = await insertIfAbsent(this.workers, fresh);
-      if (!inserted.ok) return (await this.getRow(taskQueueId, workerGroup, workerId)) ?? { ...fresh, etag: '' };
+      if (!inserted.ok) {
+        const stored = await this.getRow(taskQueueId, workerGroup, workerId);
+        // Another instance inserted it first (and saw the task queue), unless the row is this insert's own.
+        if (stored?.writeId === fresh.writeId) await this.queueSeen(taskQueueId);
+        return stored ?? { ...fresh, etag: '' };
+      }
       await this.queueSeen(taskQueueId);
       return { ...fresh, etag: inserted.etag };
     }
@@ -203,11 +228,18 @@ export class WorkerRegistry {
       rowKey: row.rowKey,
       lastDateActive: now.toJSON(),
       expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)),
+      writeId: crypto.randomUUID(),
     };
     const merged = await mergeIfMatch(this.workers, update, row.etag);
-    // Refused: another instance refreshed (or quarantined) it first, and that write counts as ours.
-    if (merged.ok) await this.queueSeen(taskQueueId);
-    return { ...row, ...update, etag: merged.ok ? merged.etag : row.etag };
+    if (merged.ok) {
+      await this.queueSeen(taskQueueId);
+      return { ...row, ...update, etag: merged.etag };
+    }
+    // Refused: another instance refreshed (or quarantined) it first, and that write counts as ours;
+    // or it is this merge's own success, and the task queue is still to be seen.
+    const stored = await this.getRow(taskQueueId, workerGroup, workerId);
+    if (stored?.writeId === update.writeId) await this.queueSeen(taskQueueId);
+    return stored ?? { ...row, ...update, etag: row.etag };
   }
 
   private readonly recentWrites = new Map<string, RecentWrite>();
@@ -306,11 +338,15 @@ export class WorkerRegistry {
     fn: (r: WorkerRow) => void,
     create?: () => WorkerFields,
   ): Promise<WorkerRow> {
+    let tried: string | undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const row = await this.getRow(taskQueueId, workerGroup, workerId);
+      // The last attempt was refused by its own success (its retry met 409 / 412): done, not again.
+      if (row && tried !== undefined && row.writeId === tried) return row;
       if (!row && !create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
       const next: WorkerRow = row ? { ...row } : { ...create!(), etag: '' };
       fn(next);
+      next.writeId = tried = crypto.randomUUID();
       const written = await replaceIfUnchanged(this.workers, fields(next), row?.etag);
       if (written.ok) return { ...next, etag: written.etag };
     }
@@ -401,7 +437,7 @@ export class WorkerRegistry {
     ];
     if (quarantined === true) where.push({ prop: 'quarantineUntil', op: 'gt', value: now });
     if (quarantined === false) where.push({ prop: 'quarantineUntil', op: 'le', value: now });
-    const page = await this.workers.page<WorkerRow>({ partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
+    const page = await readPage<WorkerRow>(this.workers, { partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
     const workers = await Promise.all(
       page.items.map(async (w) => {
         const waiting = this.waitingRecent(taskQueueId, w.workerGroup, w.workerId);

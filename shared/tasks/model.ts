@@ -37,6 +37,12 @@ export interface Run {
   resolved?: string;
   /** The pending hint that may claim this run; other hints for it are stale. */
   hintId?: string;
+  /**
+   * The hint message that claimed this run: only that message (released after a claim that failed
+   * late) replays the claim. A second copy of the hint, left by a queue put whose answer was lost,
+   * is another message and must not hand the run out again.
+   */
+  claimedWith?: string;
   /** The claim-expiry trigger of the current claim, deleted once the run leaves `running`. */
   claimTrigger?: TriggerRef;
   /** Set by createArtifact before the run's first s3 artifact row: only then has the run uploads to commit. */
@@ -140,8 +146,9 @@ export function isResolved(state: TaskState): boolean {
 }
 
 function publicRun(r: Run): Run {
-  const { hintId: _h, claimTrigger: _c, uploads: _u, ...rest } = r;
+  const { hintId: _h, claimedWith: _m, claimTrigger: _c, uploads: _u, ...rest } = r;
   void _h;
+  void _m;
   void _c;
   void _u;
   return rest;

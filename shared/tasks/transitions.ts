@@ -216,10 +216,10 @@ export interface ClaimInput {
   worker: Worker;
   /**
    * Through a pending hint (claimWork) or directly (claimTask, `null`). `replayWithinS`: the
-   * worker that claimed a run through this hint gets the same claim back if it asks again this
-   * soon after (a retry of a claimWork whose response was lost to a crash).
+   * worker that claimed a run through this hint message (`messageId`) gets the same claim back if
+   * it asks again this soon after (a retry of a claimWork whose response was lost to a crash).
    */
-  via: { hintId: string; replayWithinS: number } | null;
+  via: { hintId: string; messageId?: string; replayWithinS: number } | null;
   claimTimeoutS: number;
   /** The hint a concurrency key was acquired with: a keyed run is claimed only while it still has it. */
   keyHeld?: string;
@@ -244,12 +244,15 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
     const next = copy(task);
     const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
+    if (via?.messageId) next.runs[runId].claimedWith = via.messageId;
     next.takenUntil = takenUntil;
     return { next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
   }
   const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
   if (mine && via === null) return same(task);
-  if (mine && via && r.hintId === via.hintId && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same(task);
+  // Only the very message that claimed: a copy of the hint (same hintId) is another message.
+  const replay = mine && via && r.hintId === via.hintId && via.messageId !== undefined && r.claimedWith === via.messageId;
+  if (replay && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same(task);
   return refuse(`run ${runId} is ${isLatest(task, runId) ? r.state : 'not the latest run'}`);
 }
 

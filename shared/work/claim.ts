@@ -61,8 +61,9 @@ export type RecordClaims = (runs: { taskId: string; runId: number }[]) => Promis
  * once.
  */
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker, record?: RecordClaims): Promise<Claim[]> {
-  // A retried claimWork gets back a claim it made but never received; a stale copy of the hint
-  // only reappears after a whole lease, too late to be mistaken for a retry.
+  // A retried claimWork gets back a claim it made but never received (its hint message released at
+  // once); the same message left undeleted only reappears after a whole lease, too late to be
+  // mistaken for a retry, and another copy of the hint is another message (shared/tasks/transitions.ts).
   const replayWithinS = svc.tuning.hintLeaseS / 2;
   const byRun = new Map<string, (LeasedHint & { hint: Hint })[]>();
   const garbage: LeasedHint[] = [];
@@ -95,7 +96,15 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
         ]).then(() => undefined);
       let outcome: ClaimOutcome;
       try {
-        outcome = await claimRun(svc, hint.taskId, hint.runId, worker, { hintId: hint.hintId, replayWithinS }, undefined, cleanup);
+        outcome = await claimRun(
+          svc,
+          hint.taskId,
+          hint.runId,
+          worker,
+          { hintId: hint.hintId, messageId: message.messageId, replayWithinS },
+          undefined,
+          cleanup,
+        );
       } catch (err) {
         firstError ??= err;
         svc.log.error('claim-failed', { taskId: hint.taskId, runId: hint.runId, error: String((err as Error)?.message ?? err) });

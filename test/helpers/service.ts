@@ -80,8 +80,6 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
   // Not yet passing on the faithful mode (to fix, then remove from this list):
   'events.test.ts': 'expects exactly one message per event; an ambiguous queue put leaves two (consumers drop repeats by id)',
   'pending-shards.test.ts': 'counts hint messages per shard exactly; an ambiguous put leaves a second, harmless hint',
-  'worker-metadata.test.ts': 'a claimWork answer listed one task twice under faults: not yet explained',
-  'workers.test.ts': "getWorker's recent claims out of order under faults: not yet explained",
   'artifacts.test.ts': "the test's in-memory fetch does not decode a gzip Content-Encoding as fetch does",
   'history.test.ts': 'history of a rerun differs (runId, reason) under faults: not yet explained',
   'scheduling.test.ts': 'reads one page of an API list that may end short with a continuation; a claim order after priority changes',

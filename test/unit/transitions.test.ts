@@ -101,7 +101,7 @@ describe('schedule', () => {
 });
 
 describe('claim', () => {
-  const via = (hintId: string, replayWithinS = 150) => ({ hintId, replayWithinS });
+  const via = (hintId: string, replayWithinS = 150, messageId = 'm0') => ({ hintId, messageId, replayWithinS });
 
   test('through the scheduling hint: running, takenUntil, claim trigger owed before the write', () => {
     const s = step(T.claim(pendingTask(), { runId: 0, worker: W, via: via('h0'), claimTimeoutS: CLAIM_S }, NOW));
@@ -118,11 +118,17 @@ describe('claim', () => {
     });
   });
 
-  test('replay: the same worker through the same hint soon after gets the claim back unchanged', () => {
+  test('through a hint, the run records the message that claimed it', () => {
+    expect(step(T.claim(pendingTask(), { runId: 0, worker: W, via: via('h0', 150, 'm7'), claimTimeoutS: CLAIM_S }, NOW)).next.runs[0].claimedWith).toBe('m7');
+  });
+
+  test('replay: the same worker through the same hint message soon after gets the claim back unchanged', () => {
     const t = runningTask();
-    t.runs[0].hintId = 'h0';
+    Object.assign(t.runs[0], { hintId: 'h0', claimedWith: 'm0' });
     const input = { runId: 0, worker: W, via: via('h0'), claimTimeoutS: CLAIM_S };
     expect(T.claim(t, input, later(10))).toEqual({ next: t, effects: [] });
+    // Another copy of the hint (a queue put repeated after its answer was lost) is another message.
+    expect(T.claim(t, { ...input, via: via('h0', 150, 'm1') }, later(10))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
     expect(T.claim(t, input, later(151))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
     expect(T.claim(t, { ...input, worker: { ...W, workerId: 'w2' } }, later(10))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
   });

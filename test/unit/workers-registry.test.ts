@@ -1,0 +1,23 @@
+/**
+ * The worker registry on Azure's paging: listWorkers answers the workers there are on its first
+ * page, although a page of the Workers table may come back empty with a continuation.
+ */
+import { WorkerRegistry } from '../../shared/ops/workers';
+import { MemoryStorage } from '../../shared/storage/memory';
+import { emptyPagesStorage } from '../helpers/empty-pages';
+
+test('listWorkers reads through empty pages: the first answer lists the workers, limit 1 pages through both', async () => {
+  const storage = new MemoryStorage('wr');
+  await storage.ensureAll();
+  const now = () => new Date();
+  const writer = new WorkerRegistry(storage, now);
+  await writer.seen('prov/wt', 'wg', 'a');
+  await writer.seen('prov/wt', 'wg', 'b');
+  const registry = new WorkerRegistry(emptyPagesStorage(storage, { pageSize: 1 }), now);
+  const all = await registry.list('prov/wt', undefined, 10);
+  expect(all.workers.map((w) => w.workerId)).toEqual(['a']);
+  const rest = await registry.list('prov/wt', undefined, 10, all.continuation);
+  expect(rest.workers.map((w) => w.workerId)).toEqual(['b']);
+  const first = await registry.list('prov/wt', false, 1);
+  expect(first.workers.map((w) => w.workerId)).toEqual(['a']);
+});
