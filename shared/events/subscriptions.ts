@@ -166,6 +166,12 @@ export class Subscriptions {
     // An expired row of the same id that the reaper has not removed yet is replaced, guarded by its ETag.
     const written = await replaceIfUnchanged(this.table, row, raw?.etag);
     if (!written.ok) {
+      // The write's retry may have met its own success (its answer was lost): the row names our queue.
+      const stored = await this.table.get(PK, encodeKey(def.subscriptionId));
+      if (stored && queueIdOf(decode(stored)) === queueIdOf(def)) {
+        this.cache = undefined;
+        return def;
+      }
       // A concurrent create of the same id won: same definition is fine, another is a conflict.
       if (attempt === 0) {
         await deleteSubscriptionQueue(this.storage, queueIdOf(def));
