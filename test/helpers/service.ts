@@ -81,7 +81,6 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
   'events.test.ts': 'expects exactly one message per event; an ambiguous queue put leaves two (consumers drop repeats by id)',
   'pending-shards.test.ts': 'counts hint messages per shard exactly; an ambiguous put leaves a second, harmless hint',
   'artifacts.test.ts': "the test's in-memory fetch does not decode a gzip Content-Encoding as fetch does",
-  'scheduling.test.ts': 'reads one page of an API list that may end short with a continuation; a claim order after priority changes',
 };
 
 /**
