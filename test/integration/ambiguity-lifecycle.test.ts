@@ -1,6 +1,6 @@
 /**
  * Ambiguous writes (the faithful storage mode): each write of createTask, claimWork,
- * reportCompleted, changeTaskGroupPriority, a reaper pass and a subscription delivery in turn applies, its answer is lost, and the SDK-style retry meets its own
+ * reportCompleted, changeTaskGroupPriority, a reaper pass, a subscription delivery and createSubscription in turn applies, its answer is lost, and the SDK-style retry meets its own
  * success. What the caller and everyone after see must be what they see without the fault.
  */
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
@@ -116,6 +116,25 @@ test('a subscription delivery: the subscriber gets the event (repeats dropped by
     expect(got.map((e) => `${e.payload.status.taskId}/${e.exchange.split('/').pop()}`)).toEqual([`${taskId}/task-completed`]);
   });
   expect(ops).toEqual(expect.arrayContaining([expect.stringMatching(/^subscription\.put$|\.put$/)]));
+});
+
+test('createSubscription: the subscription keeps its queue and receives its events', async () => {
+  const ops = await sweep(async (ambiguous) => {
+    const id = `amb-${slugid()}`;
+    const r = await ambiguous(() =>
+      eventsClient(svc).createSubscription(id, {
+        bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-defined', routingKeyPattern: `route.amb.${id}` }],
+        expires: new Date(Date.now() + 3600_000).toJSON(),
+      }),
+    );
+    expect(r.error).toBeUndefined();
+    await svc.services.events.dispatcher.subscriptions.refresh();
+    const taskId = slugid();
+    await svc.queue().createTask(taskId, taskDef(uniqueQueue(), { routes: [`amb.${id}`] }));
+    const got = (await drainSubscription(r.value)).filter((e, i, all) => all.findIndex((x) => x.id === e.id) === i);
+    expect(got.map((e) => e.payload.status.taskId)).toEqual([taskId]);
+  });
+  expect(ops).toEqual(expect.arrayContaining(['Subscriptions.insert']));
 });
 
 test('createRole', async () => {
