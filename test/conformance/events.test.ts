@@ -3,7 +3,6 @@
  * group, by route, by worker type) receive exactly the events of a task graph with a dependency,
  * a retry, an exception, an artifact and a sealed group, in seq order, through their SAS URLs.
  */
-import { sdkQueue } from '../helpers/storage-sdk';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { claimOne, uniqueQueue } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
@@ -18,6 +17,21 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 const inADay = () => new Date(Date.now() + 24 * 3600_000).toJSON();
+
+/**
+ * The events a consumer acts on: repeats of an id dropped, each the same event as its first copy.
+ * An ambiguous queue put leaves a second copy of a message, as on Azure, so a subscriber may
+ * receive an event twice; the counts then hold per event id, and a missing event still fails them.
+ */
+function distinct(events: DeliveredEvent[]): DeliveredEvent[] {
+  const first = new Map<string, DeliveredEvent>();
+  for (const e of events) {
+    const seen = first.get(e.id);
+    if (seen) expect(e).toEqual(seen);
+    else first.set(e.id, e);
+  }
+  return [...first.values()];
+}
 
 /** Events of one task (or the group), in seq order (arrival order among equal seqs). */
 function of(events: DeliveredEvent[], id: string): string[] {
@@ -71,7 +85,7 @@ test('subscriptions by task group, route and worker type receive exactly their e
   await svc.queue().cancelTask(C);
   await svc.queue().sealTaskGroup(taskGroupId);
 
-  const group = await drainSubscription(byGroup);
+  const group = distinct(await drainSubscription(byGroup));
   expect(of(group, A)).toEqual([
     'task-defined',
     'task-pending/0',
@@ -86,9 +100,8 @@ test('subscriptions by task group, route and worker type receive exactly their e
   expect(of(group, C)).toEqual(['task-defined', 'task-pending/0', 'task-exception/0']);
   // Resolved once, when C (the last unresolved task) was cancelled; then sealed.
   expect(of(group, taskGroupId)).toEqual(['task-group-resolved', 'task-group-sealed']);
+  // Each event once (by id), none other.
   expect(group).toHaveLength(8 + 4 + 3 + 2);
-  // Each event once, with its own id; seqs within a task never go back.
-  expect(new Set(group.map((e) => e.id)).size).toBe(group.length);
 
   // Payloads are Taskcluster's messages.
   const completed = group.find((e) => short(e.exchange) === 'task-completed')!;
@@ -121,8 +134,8 @@ test('subscriptions by task group, route and worker type receive exactly their e
   const deliveredA = group.filter((e) => e.payload.status?.taskId === A && short(e.exchange) !== 'artifact-created');
   expect(listed.events).toEqual([...deliveredA].reverse());
 
-  expect(of(await drainSubscription(byRoute), A)).toEqual(['task-defined', 'task-completed/1']);
-  const wt = await drainSubscription(byWorkerType);
+  expect(of(distinct(await drainSubscription(byRoute)), A)).toEqual(['task-defined', 'task-completed/1']);
+  const wt = distinct(await drainSubscription(byWorkerType));
   expect(wt.map((e) => `${short(e.exchange)}:${e.payload.status.taskId}`)).toEqual([`task-running:${B}`, `task-failed:${B}`]);
 }, 60_000);
 
@@ -164,11 +177,10 @@ test('priority changes, a worker declared gone and a suspension publish their ev
   await svc.queue(b0.credentials).reportCompleted(B, 0);
   let got = await drainSubscription(sub);
   // Declaring a worker gone sends its claim's task-running again (nothing proves the worker got
-  // it): a repeat with the same id, which consumers drop.
+  // it): a repeat with the same id, which consumers drop (an ambiguous put may add another).
   const runningA0 = got.filter((e) => e.id === got.find((x) => short(x.exchange) === 'task-running' && x.payload.runId === 0)!.id);
-  expect(runningA0).toHaveLength(2);
-  expect(runningA0[1]).toEqual(runningA0[0]);
-  got = got.filter((e, i) => got.findIndex((x) => x.id === e.id) === i);
+  expect(runningA0.length).toBeGreaterThanOrEqual(2);
+  got = distinct(got);
   expect(of(got, A)).toEqual([
     'task-defined',
     'task-pending/0',
@@ -203,11 +215,11 @@ test('priority changes, a worker declared gone and a suspension publish their ev
   // A rerun makes the group unresolved again: no task-group-resolved until the rerun run resolves.
   await svc.queue().rerunTask(B);
   const b1 = await claimOne(svc, tq, B);
-  got = await drainSubscription(sub);
+  got = distinct(await drainSubscription(sub));
   expect(of(got, B)).toEqual(['task-pending/1', 'task-running/1']);
   expect(of(got, taskGroupId)).toEqual([]);
   await svc.queue(b1.credentials).reportException(B, 1, { reason: 'malformed-payload' });
-  got = await drainSubscription(sub);
+  got = distinct(await drainSubscription(sub));
   expect(of(got, B)).toEqual(['task-exception/1']);
   expect(of(got, taskGroupId)).toEqual(['task-group-resolved']);
   // Two resolutions of the group: two events, each named by the resolution that emptied it.
@@ -281,7 +293,12 @@ test('an expired subscription is removed by the reaper, queue and all', async ()
   while (status !== 404 && Date.now() < end) {
     await svc.runReaper();
     // The SAS URL outlives nothing: it stops at the subscription's expiry, so look with the account key.
-    status = (await sdkQueue(svc.services, created.signedPollUrl.split('/').slice(-2)[0]).exists()) ? 200 : 404;
+    // Through the storage port (the suite may run on the in-memory store): a peek of a queue that is gone answers 404.
+    const queue = svc.services.storage.queueNamed(created.signedPollUrl.split('/').slice(-2)[0], 'subscription');
+    status = await queue.peek(1).then(
+      () => 200,
+      (err) => (err?.statusCode === 404 ? 404 : Promise.reject(err)),
+    );
   }
   expect(status).toBe(404);
 });
@@ -309,7 +326,7 @@ test('an event too large for a queue message arrives without its tags, marked tr
   const tags = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`t${i}`, 'x'.repeat(4000)]));
   const taskId = slugid();
   await svc.queue().createTask(taskId, taskDef(uniqueQueue(), { taskGroupId, tags }));
-  const [got] = (await drainSubscription(sub)) as any[];
+  const [got] = distinct(await drainSubscription(sub)) as any[];
   expect(got).toMatchObject({ id: `${taskId}.1`, truncated: true });
   expect(got.payload.task).toBeUndefined();
   expect(got.payload.status.taskId).toBe(taskId);
