@@ -78,7 +78,6 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
   'artifact-rules.test.ts': "counts each operation's storage calls exactly; a throttled or ambiguous call's retry is a call of its own",
   'taskcluster-parity.test.ts': 'counts the repeats of one event id that Taskcluster publishes again, which an ambiguous queue put also makes',
   // Not yet passing on the faithful mode (to fix, then remove from this list):
-  'pending-shards.test.ts': 'counts hint messages per shard exactly; an ambiguous put leaves a second, harmless hint',
   'artifacts.test.ts': "the test's in-memory fetch does not decode a gzip Content-Encoding as fetch does",
 };
 
