@@ -377,12 +377,12 @@ export function checkPrefix(prefix: string): void {
 // ---- reading and writing through the port ----
 
 /**
- * How many empty pages in a row a one-page reader (an API list that hands the continuation to its
- * client) reads through before it answers the empty page and its continuation: Azure may end any
- * page after 5 s with no rows, and a client should get rows when there are some, but a reader
- * should not spin for a whole scan of a large table on one request.
+ * How many storage pages a one-page reader (an API list that hands the continuation to its
+ * client) reads to fill its answer: Azure may end any page early (after 5 s, at a partition
+ * boundary), even with no rows, and a client should get a full page when there are rows, but one
+ * request should not spin through a whole scan of a large table.
  */
-export const MAX_EMPTY_PAGES = 8;
+export const MAX_PAGE_READS = 8;
 
 export interface RowsOptions {
   /** Rows asked of each page (at most `MAX_TABLE_PAGE`, the default). */
@@ -445,8 +445,9 @@ export async function firstRow<T extends Entity = Entity>(table: Table, query: Q
 
 /**
  * One page for a reader that hands the continuation on (an API list, a bounded pass): up to
- * `limit` rows, reading through up to `MAX_EMPTY_PAGES` empty pages so the answer has rows when
- * some remain. Never answers "no continuation" while rows remain: an empty page still continues.
+ * `limit` rows, reading on through short and empty pages (up to `MAX_PAGE_READS` storage pages) so
+ * the answer is full unless the rows ran out, as a client expects. Never answers "no continuation"
+ * while rows remain: a page cut short still continues.
  */
 export async function readPage<T extends Entity = Entity>(
   table: Table,
@@ -455,9 +456,12 @@ export async function readPage<T extends Entity = Entity>(
   continuation?: string,
 ): Promise<Page<T & { etag: string }>> {
   let page = await table.page<T>(query, limit, continuation);
-  for (let empty = 1; page.items.length === 0 && page.continuation && empty < MAX_EMPTY_PAGES; empty++)
-    page = await table.page<T>(query, limit, page.continuation);
-  return page;
+  const items = page.items;
+  for (let reads = 1; items.length < limit && page.continuation && reads < MAX_PAGE_READS; reads++) {
+    page = await table.page<T>(query, limit - items.length, page.continuation);
+    items.push(...page.items);
+  }
+  return { items, continuation: page.continuation };
 }
 
 /** Every page of a paged reader (one that hands back a continuation, as the API lists do), to the end. */
