@@ -20,6 +20,11 @@ export const SANDBOX_HEAP_MB = 64;
 export const SANDBOX_RESULT_CHARS = 1_000_000;
 /** The folder beside the bundled app that holds the workers' libraries, each bundled whole (bin/package.js). */
 export const SANDBOX_LIBS_DIR = 'sandbox-libs';
+/**
+ * How long a fresh worker may take to load its libraries. Not the template's budget: a cold start on
+ * a busy host took over 2 s, and counting it refused legitimate hooks as over budget.
+ */
+export const SANDBOX_BOOT_MS = 30_000;
 /** Workers kept; two cores are the smallest host, and jobs take milliseconds. */
 const POOL_SIZE = 2;
 /** Compiled schemas a worker keeps, keyed by the schema's JSON (hooks are few; this bounds churn). */
@@ -42,6 +47,7 @@ const addFormats = require(workerData.ajvFormats).default;
 const ajv = new Ajv({ allErrors: true, strict: false });
 addFormats(ajv);
 const compiled = new Map();
+parentPort.postMessage({ ready: true });
 function compile(schema) {
   const key = JSON.stringify(schema);
   let fn = compiled.get(key);
@@ -112,12 +118,12 @@ export function libraryPath(name: 'json-e' | 'ajv' | 'ajv-formats'): string {
 }
 
 class Slot {
-  private worker?: Worker;
+  private worker?: { w: Worker; ready: Promise<void> };
   busy = false;
 
   constructor(private readonly budget: SandboxBudget) {}
 
-  private spawn(): Worker {
+  private spawn(): { w: Worker; ready: Promise<void> } {
     const w = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
@@ -132,13 +138,50 @@ class Slot {
     // An idle pool must not keep the process alive; a late error of a discarded worker is not news.
     w.unref();
     w.on('error', () => undefined);
-    return w;
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => fail(new Error(`a sandbox worker did not start within ${SANDBOX_BOOT_MS} ms`)), SANDBOX_BOOT_MS);
+      const settle = () => {
+        clearTimeout(timer);
+        w.off('message', onReady);
+        w.off('error', fail);
+        w.off('exit', onExit);
+      };
+      const onReady = () => {
+        settle();
+        resolve();
+      };
+      const fail = (e: Error) => {
+        settle();
+        void w.terminate();
+        reject(e);
+      };
+      const onExit = (code: number) => fail(new Error(`a sandbox worker exited with code ${code} while starting`));
+      w.once('message', onReady);
+      w.on('error', fail);
+      w.on('exit', onExit);
+    });
+    return { w, ready };
   }
 
-  /** Runs one job; a worker that went over a budget is gone and the next job starts a fresh one. */
-  run(job: SandboxJob): Promise<SandboxResult> {
-    const w = (this.worker ??= this.spawn());
+  /**
+   * Runs one job; its time budget starts once the worker is ready (a worker's start is not the
+   * template's cost). A worker that went over a budget, or failed to start, is gone and the next
+   * job starts a fresh one.
+   */
+  async run(job: SandboxJob): Promise<SandboxResult> {
+    const worker = (this.worker ??= this.spawn());
+    const { w } = worker;
     this.busy = true;
+    const discard = () => {
+      if (this.worker === worker) this.worker = undefined;
+    };
+    try {
+      await worker.ready;
+    } catch (e) {
+      discard();
+      this.busy = false;
+      throw e;
+    }
     return new Promise<SandboxResult>((resolve, reject) => {
       const done = (fn: () => void) => {
         clearTimeout(timer);
@@ -147,9 +190,6 @@ class Slot {
         w.off('exit', onExit);
         this.busy = false;
         fn();
-      };
-      const discard = () => {
-        if (this.worker === w) this.worker = undefined;
       };
       const onMessage = (r: SandboxResult) => done(() => resolve(r));
       const onError = (e: Error & { code?: string }) => {
@@ -173,9 +213,9 @@ class Slot {
   }
 
   async close(): Promise<void> {
-    const w = this.worker;
+    const worker = this.worker;
     this.worker = undefined;
-    if (w) await w.terminate();
+    if (worker) await worker.w.terminate();
   }
 }
 
