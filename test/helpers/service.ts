@@ -49,7 +49,7 @@ export const TEST_FAULTS = 'pages=0.3 ambiguous=0.05 throttle=0.02 backoff-ms=0'
 
 /** The QUEUE_STORAGE_FAULTS value of parsed settings. */
 export function faultsOf(f: FaultSettings): string {
-  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
+  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} lost-receive=${f.lostReceive} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
 }
 
 function seedOf(path: string): number {
