@@ -71,8 +71,6 @@ const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.te
  */
 const NOT_YET_FAITHFUL: Record<string, string> = {
   'accounts.test.ts': 'two Azurite accounts by design',
-  'artifact-rules.test.ts': "counts each operation's storage calls exactly; a throttled or ambiguous call's retry is a call of its own",
-  'taskcluster-parity.test.ts': 'counts the repeats of one event id that Taskcluster publishes again, which an ambiguous queue put also makes',
 };
 
 /**
