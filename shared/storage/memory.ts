@@ -365,7 +365,8 @@ class MemoryQueue implements Queue {
   putText(text: string, opts: { visibilityS?: number; ttlS?: number }): { messageId: string; popReceipt: string } {
     this.mustExist();
     checkMessage(text);
-    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > opts.ttlS) throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
+    // Azure: a message's visibility must end before its time to live does.
+    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > 0 && (opts.visibilityS ?? 0) >= opts.ttlS) throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
     const now = this.now();
     const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
     const m: Message = {
@@ -389,7 +390,7 @@ class MemoryQueue implements Queue {
     this.mustExist();
     const now = this.now();
     const n = Math.max(1, Math.min(MAX_DEQUEUE, count));
-    const lease = Math.max(1, Math.floor(visibilityS)) * 1000;
+    const lease = Math.max(1, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
     return this.live()
       .filter((m) => m.visibleAt <= now)
       .slice(0, n)
@@ -420,7 +421,7 @@ class MemoryQueue implements Queue {
       this.mustExist();
       const m = this.find(messageId, popReceipt);
       if (!m) return;
-      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.visibleAt = this.now() + Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
       m.popReceipt = crypto.randomBytes(12).toString('base64');
     });
   }
@@ -433,7 +434,7 @@ class MemoryQueue implements Queue {
       const text = Buffer.from(JSON.stringify(body)).toString('base64');
       checkMessage(text);
       m.text = text;
-      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.visibleAt = this.now() + Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
       m.popReceipt = crypto.randomBytes(12).toString('base64');
       return m.popReceipt;
     });
