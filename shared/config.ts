@@ -116,7 +116,17 @@ const COUNTS = { seed: 'seed', 'skew-ms': 'skewMs', instance: 'instance', retrie
 export function parseFaults(raw: string | undefined, setting = 'QUEUE_STORAGE_FAULTS'): FaultSettings | undefined {
   const text = (raw ?? '').trim();
   if (text === '') return undefined;
-  const out: FaultSettings = { seed: 1, pages: 0, ambiguous: 0, throttle: 0, lostReceive: 0, skewMs: 0, instance: 0, retries: SDK_RETRIES, backoffMs: SDK_BACKOFF_MS };
+  const out: FaultSettings = {
+    seed: 1,
+    pages: 0,
+    ambiguous: 0,
+    throttle: 0,
+    lostReceive: 0,
+    skewMs: 0,
+    instance: 0,
+    retries: SDK_RETRIES,
+    backoffMs: SDK_BACKOFF_MS,
+  };
   for (const part of text.split(/\s+/)) {
     const eq = part.indexOf('=');
     const key = eq < 0 ? part : part.slice(0, eq);

@@ -642,7 +642,9 @@ export class AzureStorage implements Storage {
     this.queueService = QueueServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: QUEUE_TRY_TIMEOUT_MS } });
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     // A blob call may move megabytes: Azure may take the whole deadline for one attempt.
-    const blobService = BlobServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: STORAGE_CALL_TIMEOUT_MS } });
+    const blobService = BlobServiceClient.fromConnectionString(connectionString, {
+      retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: STORAGE_CALL_TIMEOUT_MS },
+    });
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 

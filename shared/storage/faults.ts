@@ -328,7 +328,12 @@ class FaultyQueue implements Queue {
   }
   /** A retried put that had applied leaves two copies of the message, as on Azure. */
   put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }> {
-    return this.plan.call(this.op('put'), true, () => this.inner.put(body, opts), () => this.plan.noteDuplicate(this.inner.name, body));
+    return this.plan.call(
+      this.op('put'),
+      true,
+      () => this.inner.put(body, opts),
+      () => this.plan.noteDuplicate(this.inner.name, body),
+    );
   }
   /** A receive whose answer is lost leaves its messages leased: they reappear when the lease runs out. */
   receive(count: number, visibilityS: number): Promise<QueueMessage[]> {

@@ -366,7 +366,8 @@ class MemoryQueue implements Queue {
     this.mustExist();
     checkMessage(text);
     // Azure: a message's visibility must end before its time to live does.
-    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > 0 && (opts.visibilityS ?? 0) >= opts.ttlS) throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
+    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > 0 && (opts.visibilityS ?? 0) >= opts.ttlS)
+      throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
     const now = this.now();
     const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
     const m: Message = {
@@ -797,12 +798,16 @@ export class MemoryStorage implements Storage {
       if ('refused' in g) return azureError(403, g.refused);
       return needs(g.sp) ? undefined : azureError(403, 'AuthorizationPermissionMismatch');
     };
-    const has = (...perms: string[]) => (sp: string) => perms.some((p) => sp.includes(p));
+    const has =
+      (...perms: string[]) =>
+      (sp: string) =>
+        perms.some((p) => sp.includes(p));
     if (service === 'blob') {
       const [container, ...names] = rest;
       const blobName = names.join('/');
       const resource = `blob/${container}/${blobName}`;
-      const refusal = (needs: (sp: string) => boolean) => (container !== this.artifacts.containerName ? azureError(403, 'AuthenticationFailed') : authorized(resource, needs));
+      const refusal = (needs: (sp: string) => boolean) =>
+        container !== this.artifacts.containerName ? azureError(403, 'AuthenticationFailed') : authorized(resource, needs);
       const created = (): MemoryResponse => ({ status: 201, body: '', headers: {} });
       if (method === 'PUT' && q.get('comp') === 'block' && q.get('blockid')) {
         const no = refusal(has('w'));
@@ -854,11 +859,13 @@ export class MemoryStorage implements Storage {
       const no = authorized(`queue/${queueName}`, has(needs));
       if (no) return no;
       if (!queue?.exists) return azureError(404, 'QueueNotFound');
-      if (method === 'DELETE') return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : azureError(404, 'MessageNotFound');
+      if (method === 'DELETE')
+        return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : azureError(404, 'MessageNotFound');
       if (method !== 'GET') return azureError(403, 'AuthorizationPermissionMismatch');
       const visibilityS = Number(q.get('visibilitytimeout') ?? 30);
       const count = Number(q.get('numofmessages') ?? 1);
-      if (!Number.isInteger(visibilityS) || visibilityS < 1 || visibilityS > GET_MESSAGES_MAX_VISIBILITY_S) return azureError(400, 'OutOfRangeQueryParameterValue');
+      if (!Number.isInteger(visibilityS) || visibilityS < 1 || visibilityS > GET_MESSAGES_MAX_VISIBILITY_S)
+        return azureError(400, 'OutOfRangeQueryParameterValue');
       if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE) return azureError(400, 'OutOfRangeQueryParameterValue');
       const got = queue.receiveNow(count, visibilityS);
       const doc = {

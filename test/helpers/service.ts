@@ -66,8 +66,8 @@ function seedOf(path: string): number {
 const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
 
 /**
- * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
- * what the faithful mode showed; docs/storage-faults.md lists them).
+ * Files of the faithful suites that stay on Azurite, each with its reason (docs/storage-faults.md
+ * lists them).
  */
 const NOT_YET_FAITHFUL: Record<string, string> = {
   'accounts.test.ts': 'two Azurite accounts by design',

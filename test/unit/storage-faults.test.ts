@@ -197,7 +197,7 @@ describe('ambiguous writes: applied, then the retry meets its own success', () =
 });
 
 describe('lost receives: the lease took effect, the answer did not arrive', () => {
-  test("the retry gets other messages; the lost ones reappear when their lease runs out, dequeued once more, and none is lost", async () => {
+  test('the retry gets other messages; the lost ones reappear when their lease runs out, dequeued once more, and none is lost', async () => {
     const s = await faulty('seed=1 backoff-ms=0');
     const q = s.queueNamed('fpending1', 'pending');
     await q.create();
