@@ -10,6 +10,7 @@ import { poll, pollInOrder, deleteMessage, PollUrls, PolledMessage } from '../he
 import { PRIORITIES } from '../../shared/tasks/vocabulary';
 import { endpoints } from '../helpers/storage-sdk';
 import { memoryStoresOf } from '../../shared/storage/storage';
+import { duplicatedPuts } from '../helpers/ambiguity';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const tc10 = require('tc10');
@@ -59,6 +60,12 @@ async function pendingCount(workerType: string): Promise<number> {
 }
 
 const state = async (taskId: string) => (await svc.queue().status(taskId)).status.state;
+
+/** Copies of hints that a put whose answer was lost stored twice in this worker type's queues (Azure keeps both). */
+function extraCopies(workerType: string): number {
+  const names = PRIORITIES.map((p) => svc.services.pending.queueName(`${PROV}/${workerType}`, p));
+  return duplicatedPuts(svc.services.storage).filter((d) => names.includes(d.queue)).length;
+}
 
 /** SAS query string of a signed URL (everything after the first `&`, past the endpoint's own query). */
 function sasOf(url: string): string {
@@ -173,11 +180,13 @@ describe('worker flow with claimTask (seed 000)', () => {
     const one = await poll(lowest.signedPollUrl);
     expect(one.messages).toHaveLength(1);
     const rest = await poll(lowest.signedPollUrl, 32);
-    expect(rest.messages).toHaveLength(2);
+    expect(rest.messages).toHaveLength(2 + extraCopies(wt));
     const all: PolledMessage[] = [...one.messages, ...rest.messages];
-    expect(all.map((m) => m.body.taskId).sort()).toEqual([...ids].sort());
+    expect([...new Set(all.map((m) => m.body.taskId))].sort()).toEqual([...ids].sort());
     for (const m of all) {
-      await q.claimTask(m.body.taskId, m.body.runId, worker);
+      // A second copy of a hint: this worker claimed its run already, and a repeat claim answers the same claim.
+      const c = await q.claimTask(m.body.taskId, m.body.runId, worker);
+      expect(c).toMatchObject({ runId: m.body.runId, ...worker, status: { state: 'running' } });
       expect(await deleteMessage(lowest.signedDeleteUrl, m)).toBe(204);
     }
     expect(await Promise.all(ids.map(state))).toEqual(['running', 'running', 'running']);
@@ -245,10 +254,12 @@ describe('claimWork with xmlMessage (seed 001)', () => {
     const taskId = await createTask(wt);
     const other = await createTask(wt);
     const { xml, messages } = await polledXml(wt, 32);
-    expect(messages).toHaveLength(2);
+    expect(messages).toHaveLength(2 + extraCopies(wt));
     const q = queue10(await clientWith(workerScopes(wt)));
     const reencode = (m: PolledMessage, body: object) => xml.replace(m.messageText, Buffer.from(JSON.stringify(body)).toString('base64'));
-    const [a, b] = messages;
+    // Two different hints (a second copy of one is the same message text).
+    const a = messages[0];
+    const b = messages.find((m) => m.body.taskId !== a.body.taskId)!;
     const forgeries = [
       reencode(a, { ...a.body, runId: 1 }), // altered run
       reencode(a, { ...a.body, taskId: slugid() }), // altered task
