@@ -105,7 +105,8 @@ async function main(): Promise<void> {
     bindings: [{ exchange: `${EXCHANGE_PREFIX}task-completed`, routingKeyPattern: `route.chaos.${tag}` }],
     expires: new Date(Date.now() + 24 * 3600_000).toJSON(),
   });
-  const subQueueName = new URL(sub.signedPollUrl.replace('memory://', 'http://')).pathname.split('/')[1];
+  const pollPath = new URL(sub.signedPollUrl).pathname.split('/');
+  const subQueueName = decodeURIComponent(pollPath[pollPath.indexOf('messages') - 1]);
   const store = (instances[0].app.svc.storage as FaultyStorage).inner;
   const subQueue = store.queueNamed(subQueueName, 'chaos');
 

@@ -88,6 +88,8 @@ export interface FaultSettings {
   ambiguous: number;
   /** Probability that a call is refused with 503 ServerBusy before it applies (then retried). */
   throttle: number;
+  /** Probability that a queue receive leases messages and its answer is lost (the retry receives again). */
+  lostReceive: number;
   /** Bound of each app instance's clock offset from storage's, in ms (either way). */
   skewMs: number;
   /** Which instance this process is (instances of one seed get different clock offsets). */
@@ -103,7 +105,7 @@ export const SDK_RETRIES = 3;
 /** The data-tables SDK's first back-off delay. */
 export const SDK_BACKOFF_MS = 800;
 
-const PROBABILITIES = { pages: 'pages', ambiguous: 'ambiguous', throttle: 'throttle' } as const;
+const PROBABILITIES = { pages: 'pages', ambiguous: 'ambiguous', throttle: 'throttle', 'lost-receive': 'lostReceive' } as const;
 const COUNTS = { seed: 'seed', 'skew-ms': 'skewMs', instance: 'instance', retries: 'retries', 'backoff-ms': 'backoffMs' } as const;
 
 /**
@@ -114,7 +116,17 @@ const COUNTS = { seed: 'seed', 'skew-ms': 'skewMs', instance: 'instance', retrie
 export function parseFaults(raw: string | undefined, setting = 'QUEUE_STORAGE_FAULTS'): FaultSettings | undefined {
   const text = (raw ?? '').trim();
   if (text === '') return undefined;
-  const out: FaultSettings = { seed: 1, pages: 0, ambiguous: 0, throttle: 0, skewMs: 0, instance: 0, retries: SDK_RETRIES, backoffMs: SDK_BACKOFF_MS };
+  const out: FaultSettings = {
+    seed: 1,
+    pages: 0,
+    ambiguous: 0,
+    throttle: 0,
+    lostReceive: 0,
+    skewMs: 0,
+    instance: 0,
+    retries: SDK_RETRIES,
+    backoffMs: SDK_BACKOFF_MS,
+  };
   for (const part of text.split(/\s+/)) {
     const eq = part.indexOf('=');
     const key = eq < 0 ? part : part.slice(0, eq);

@@ -130,6 +130,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const storage = createStorage(config.storageConnection, config.storagePrefix, {
     faults: config.storageFaults,
     sleep: opts.sleep,
+    origin: config.publicUrl,
     more: config.moreStorageConnections,
     roots: ACCOUNT_ROOTS,
     // A hint lives until its task's deadline, at most this long after it was put.

@@ -1,7 +1,8 @@
 /**
  * A local stand-in for the Functions host: serves the route table under /api with node:http,
  * building real `HttpRequest` / `InvocationContext` objects and calling the same handlers, and runs
- * timer functions on their schedules.
+ * timer functions on their schedules. With in-memory storage it also serves the stores' blob and
+ * queue endpoints under /memory-storage, so the SAS URLs the app hands out work over plain HTTP.
  */
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -12,6 +13,8 @@ import type { App } from '../app';
 import { ApiError } from '../errors';
 import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 import { setClientGone } from '../api/client-gone';
+import { memoryStoresOf } from '../storage/storage';
+import { MEMORY_STORAGE_PATH } from '../storage/memory';
 
 /** Where `/` sends a browser. */
 export const DASHBOARD_PATH = '/api/dashboard';
@@ -140,6 +143,18 @@ export async function startHost(opts: {
         });
         res.end();
         return;
+      }
+      if (path.startsWith(`${MEMORY_STORAGE_PATH}/`)) {
+        const store = memoryStoresOf((await opts.app.services()).storage).find((s) => s.serves(path));
+        if (store) {
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+          const r = store.fetch(method, `http://localhost${rawUrl}`, body, headers);
+          const payload = r.status === 204 ? undefined : Buffer.from(r.body);
+          res.writeHead(r.status, payload ? { ...r.headers, 'content-length': String(payload.length) } : r.headers);
+          res.end(method === 'HEAD' ? undefined : payload);
+          return;
+        }
       }
       const adminTimer = /^\/admin\/functions\/([A-Za-z0-9_-]+)$/.exec(path);
       if (adminTimer && method === 'POST' && timers.has(adminTimer[1])) {

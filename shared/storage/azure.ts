@@ -17,6 +17,7 @@ import {
 } from '@azure/storage-blob';
 import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob';
 import { Meter, StorageMeter } from './counter';
+import { SDK_BACKOFF_MS, SDK_RETRIES } from '../config';
 import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import {
   ArtifactContainer,
@@ -53,6 +54,20 @@ import {
  * account turns into a quick 5xx that the client retries.
  */
 export const STORAGE_CALL_TIMEOUT_MS = 10_000;
+/**
+ * Azure's own time limit for one attempt of a queue call (the `timeout` parameter; a message is at
+ * most 64 KiB): past it Azure answers 500 OperationTimedOut and the SDK tries again inside the
+ * deadline. The SDK's default, 30 s, is longer than the whole deadline. (The SDK has no client-side
+ * limit per attempt: a connection lost on the way is bounded by the deadline alone.)
+ */
+const QUEUE_TRY_TIMEOUT_MS = 3_000;
+/** The longest back-off between two attempts, so the SDK's retries fit in one deadline. */
+const MAX_RETRY_DELAY_MS = 4 * SDK_BACKOFF_MS;
+/**
+ * The Queue and Blob SDKs' retry policy: the tables SDK's attempts and back-off (theirs wait 4 s
+ * before a first retry, and a throttled call would outlast the deadline after two attempts).
+ */
+const STORAGE_RETRY = { maxTries: SDK_RETRIES + 1, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS };
 /** Pending queue permissions of the poll URLs: process (dequeue and delete) only. */
 const POLL_SAS_PERMISSIONS = 'p';
 
@@ -148,7 +163,9 @@ class AzureTable implements Table {
       try {
         await this.client.createTable({ abortSignal });
       } catch (err) {
-        if (statusOf(err) !== 409) throw err;
+        // TableAlreadyExists is fine; TableBeingDeleted (Azure keeps a deleted table's name for
+        // about 40 s) is not: the table is going away, so start-up fails and is retried.
+        if (statusOf(err) !== 409 || (err as { code?: string }).code === 'TableBeingDeleted') throw err;
       }
     });
   }
@@ -280,6 +297,16 @@ class AzureTable implements Table {
 
 // ---- queues ----
 
+/**
+ * A delete or update that found the message gone (404 MessageNotFound) or leased again by someone
+ * else (400 PopReceiptMismatch, or a receipt Azurite cannot parse). Any other 400, such as a
+ * visibility out of range, is a real refusal and is not taken for a stale receipt.
+ */
+function staleReceipt(err: unknown): boolean {
+  const s = statusOf(err);
+  return s === 404 || (s === 400 && (err as { code?: string }).code !== 'OutOfRangeQueryParameterValue');
+}
+
 class AzureQueue implements Queue {
   constructor(
     readonly name: string,
@@ -328,7 +355,7 @@ class AzureQueue implements Queue {
     return this.call('get', async (abortSignal) => {
       const r = await this.client.receiveMessages({
         numberOfMessages: Math.max(1, Math.min(MAX_DEQUEUE, count)),
-        visibilityTimeout: Math.max(1, Math.floor(visibilityS)),
+        visibilityTimeout: Math.max(1, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))),
         abortSignal,
       });
       return r.receivedMessageItems.map((m) => ({
@@ -346,8 +373,7 @@ class AzureQueue implements Queue {
       try {
         await this.client.deleteMessage(messageId, popReceipt, { abortSignal });
       } catch (err) {
-        const s = statusOf(err);
-        if (s === 404 || s === 400) return;
+        if (staleReceipt(err)) return;
         throw err;
       }
     });
@@ -356,10 +382,9 @@ class AzureQueue implements Queue {
   async release(messageId: string, popReceipt: string, visibilityS = 0): Promise<void> {
     await this.call('update', async (abortSignal) => {
       try {
-        await this.client.updateMessage(messageId, popReceipt, undefined, Math.max(0, Math.floor(visibilityS)), { abortSignal });
+        await this.client.updateMessage(messageId, popReceipt, undefined, Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))), { abortSignal });
       } catch (err) {
-        const s = statusOf(err);
-        if (s === 404 || s === 400) return;
+        if (staleReceipt(err)) return;
         throw err;
       }
     });
@@ -374,8 +399,7 @@ class AzureQueue implements Queue {
         });
         return r.popReceipt;
       } catch (err) {
-        const s = statusOf(err);
-        if (s === 404 || s === 400) return undefined;
+        if (staleReceipt(err)) return undefined;
         throw err;
       }
     });
@@ -416,6 +440,16 @@ function sharedKeyOf<K>(client: { credential: unknown }, what: string): K {
     throw new Error(`${what} SAS need an account-key connection string (AccountName and AccountKey)`);
   }
   return c as K;
+}
+
+/** A server-side copy that has not completed (still pending, or failed and removed): the caller retries. */
+class CopyNotDone extends Error {
+  readonly statusCode = 503;
+  readonly code = 'CopyNotDone';
+  constructor(blobName: string, status: string) {
+    super(`copy to ${blobName} is ${status}; retry`);
+    this.name = 'RestError';
+  }
 }
 
 /** Copy Blob's source SAS: the copy within one account completes in well under this. */
@@ -573,7 +607,12 @@ class AzureArtifacts implements ArtifactContainer {
         else if (!(await this.blob(to).exists({ abortSignal }))) return undefined;
         else copied = false;
       }
-      return { size: (await this.blob(to).getProperties({ abortSignal })).contentLength ?? 0, copied };
+      const p = await this.blob(to).getProperties({ abortSignal });
+      // Azure may finish a copy asynchronously (Azurite never does): until it succeeded, the
+      // target's bytes are not there. A failed or aborted copy is removed so the next one starts afresh.
+      if (p.copyStatus === 'failed' || p.copyStatus === 'aborted') await this.blob(to).deleteIfExists({ abortSignal });
+      if (p.copyStatus === 'pending' || p.copyStatus === 'failed' || p.copyStatus === 'aborted') throw new CopyNotDone(to, p.copyStatus);
+      return { size: p.contentLength ?? 0, copied };
     });
   }
 }
@@ -600,16 +639,22 @@ export class AzureStorage implements Storage {
     this.meter = opts.meter ?? new StorageMeter();
     this.counted = this.meter.forAccount(opts.account ?? 0);
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
-    this.queueService = QueueServiceClient.fromConnectionString(connectionString);
+    this.queueService = QueueServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: QUEUE_TRY_TIMEOUT_MS } });
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
-    const blobService = BlobServiceClient.fromConnectionString(connectionString);
+    // A blob call may move megabytes: Azure may take the whole deadline for one attempt.
+    const blobService = BlobServiceClient.fromConnectionString(connectionString, {
+      retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: STORAGE_CALL_TIMEOUT_MS },
+    });
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 
   table(name: TableName): Table {
     let t = this.tables.get(name);
     if (!t) {
-      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, { allowInsecureConnection: true });
+      const client = TableClient.fromConnectionString(this.connectionString, `${this.prefix}${name}`, {
+        allowInsecureConnection: true,
+        retryOptions: { maxRetries: SDK_RETRIES, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS },
+      });
       t = new AzureTable(name, client, this.counted);
       this.tables.set(name, t);
     }

@@ -7,13 +7,19 @@
  *   retry, as the SDK's retry policy sends it, meets its own success as 409/412/404; a repeated
  *   entity-group transaction the same, a repeated queue put duplicates the message;
  * - throttling: 503 ServerBusy before the call applies, retried with exponential back-off, surfaced
- *   only when the retries run out.
+ *   only when the retries run out;
+ * - lost receives: a queue receive leases messages (their visibility moves, their dequeue count
+ *   grows) and its answer is lost; the retry receives other messages or none, and the lost ones
+ *   reappear when their lease runs out.
+ * Blob writes of the artifact container are faulted as table writes are (a retried commit or
+ * upload meets its own success).
  * Azure's size and key limits are the in-memory adapter's own (memory.ts); clock skew is applied
  * to each app instance's clock (shared/services.ts).
  *
  * `QUEUE_STORAGE_FAULTS` turns it on (see parseFaults); docs/storage-faults.md says how to run it.
  */
 import type { StorageMeter } from './counter';
+import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import type { FaultSettings } from '../config';
 
 export type { FaultSettings } from '../config';
@@ -83,11 +89,22 @@ const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export class FaultPlan {
   private readonly rand: () => number;
   /** Each fault taken, by kind (tests and the chaos run report them). */
-  readonly taken = { pages: 0, ambiguous: 0, throttled: 0, surfaced: 0 };
+  readonly taken = { pages: 0, ambiguous: 0, throttled: 0, surfaced: 0, lostReceives: 0 };
+  /**
+   * Calls the faults added, by op (`Tasks.update`): an attempt that applied and was sent again,
+   * and a query page cut short (its reader reads on). A test counting an operation's own calls
+   * subtracts them (test/helpers/ambiguity.ts).
+   */
+  readonly extra = new Map<string, number>();
+  /** Messages stored twice by a queue put whose answer was lost, most recent last (at most RECENT). */
+  readonly duplicated: { queue: string; body: unknown }[] = [];
+  /** Messages leased by a receive whose answer was lost, until `expireLostLeases`. */
+  private readonly lost: { queue: Queue; message: QueueMessage }[] = [];
   private armAt: number | undefined;
   private writes = 0;
   /** The writes seen while armed (`Tasks.transaction`, …), for sweep diagnostics. */
   readonly armedOps: string[] = [];
+  private losing: { label: string; left: number } | undefined;
 
   constructor(
     readonly settings: FaultSettings,
@@ -118,6 +135,30 @@ export class FaultPlan {
     return this.writes;
   }
 
+  /** The next `n` receives on queues labelled `label` (`pending`, `subscription`, …) that lease messages lose their answer. */
+  loseReceives(label: string, n = 1): void {
+    this.losing = { label, left: n };
+  }
+
+  /**
+   * What the lost receives' leases running out does, without waiting for them: their messages
+   * become visible again (unless their receipt no longer holds). Returns how many came back.
+   */
+  async expireLostLeases(): Promise<number> {
+    const lost = this.lost.splice(0);
+    for (const { queue, message } of lost) await queue.release(message.messageId, message.popReceipt, 0);
+    return lost.length;
+  }
+
+  noteExtra(op: string): void {
+    this.extra.set(op, (this.extra.get(op) ?? 0) + 1);
+  }
+
+  noteDuplicate(queue: string, body: unknown): void {
+    this.duplicated.push({ queue, body });
+    if (this.duplicated.length > RECENT) this.duplicated.shift();
+  }
+
   private armedHit(op: string): boolean {
     if (this.armAt === undefined) return false;
     this.writes++;
@@ -126,12 +167,33 @@ export class FaultPlan {
     return true;
   }
 
+  /** Whether this receive, which leased `got`, loses its answer. */
+  private losesReceive(label: string, got: QueueMessage[], queue: Queue): boolean {
+    if (got.length === 0) return false;
+    const armed = this.losing?.label === label && this.losing.left > 0;
+    if (armed) this.losing!.left--;
+    if (!armed && !this.roll(this.settings.lostReceive)) return false;
+    this.taken.lostReceives++;
+    this.lost.push(...got.map((message) => ({ queue, message })));
+    return true;
+  }
+
   /**
    * One call as the SDK's retry policy runs it: a throttled attempt does not apply; an ambiguous
    * write applies and then fails; either is retried after a back-off until the retries run out.
    * Any other error (409, 412, 404, 400, an injected crash) ends the call at once, as in the SDKs.
+   * `onRepeat` learns what an attempt that applied returned before it is sent again.
    */
-  async call<T>(op: string, write: boolean, fn: () => Promise<T>): Promise<T> {
+  async call<T>(op: string, write: boolean, fn: () => Promise<T>, onRepeat?: (applied: T) => void): Promise<T> {
+    return this.attempts(op, fn, () => write && (this.armedHit(op) || this.roll(this.settings.ambiguous)), onRepeat);
+  }
+
+  /** A queue receive as the SDK runs it: an answer lost after the lease took effect is received again. */
+  receive(op: string, label: string, queue: Queue, fn: () => Promise<QueueMessage[]>): Promise<QueueMessage[]> {
+    return this.attempts(op, fn, (got) => this.losesReceive(label, got, queue));
+  }
+
+  private async attempts<T>(op: string, fn: () => Promise<T>, lostAnswer: (result: T) => boolean, onRepeat?: (applied: T) => void): Promise<T> {
     const { retries, backoffMs } = this.settings;
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries;
@@ -143,19 +205,23 @@ export class FaultPlan {
         }
       } else {
         const result = await fn();
-        const ambiguous = write && (this.armedHit(op) || this.roll(this.settings.ambiguous));
-        if (!ambiguous) return result;
+        if (!lostAnswer(result)) return result;
         this.taken.ambiguous++;
         if (last) {
           this.taken.surfaced++;
           const [status, code] = AMBIGUOUS_ANSWERS[this.pick(AMBIGUOUS_ANSWERS.length)];
           throw new TransientStorageError(status, code, op);
         }
+        this.noteExtra(op);
+        onRepeat?.(result);
       }
       if (backoffMs > 0) await this.sleep(backoffMs * 2 ** attempt);
     }
   }
 }
+
+/** How many duplicated puts a plan remembers (tests read the recent ones; a long run must not grow). */
+const RECENT = 1000;
 
 type Keyed = Entity & { etag: string };
 
@@ -223,6 +289,7 @@ class FaultyTable implements Table {
       // Half of the cut pages are empty, the rarest and most telling case.
       cut = this.plan.roll(0.5) ? 0 : this.plan.pick(cut);
     }
+    if (cut < items.length) this.plan.noteExtra(this.op('query'));
     const kept = items.slice(0, cut).map((e) => strip(e, select));
     const next = cut < items.length ? token(items[cut].partitionKey, items[cut].rowKey) : got.continuation;
     return { items: kept as unknown as (T & { etag: string })[], continuation: next };
@@ -261,12 +328,16 @@ class FaultyQueue implements Queue {
   }
   /** A retried put that had applied leaves two copies of the message, as on Azure. */
   put(body: unknown, opts?: { visibilityS?: number; ttlS?: number }): Promise<{ messageId: string; popReceipt: string }> {
-    return this.plan.call(this.op('put'), true, () => this.inner.put(body, opts));
+    return this.plan.call(
+      this.op('put'),
+      true,
+      () => this.inner.put(body, opts),
+      () => this.plan.noteDuplicate(this.inner.name, body),
+    );
   }
+  /** A receive whose answer is lost leaves its messages leased: they reappear when the lease runs out. */
   receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
-    // Not a write the retry can repeat harmlessly, but Azure may lease messages and lose the answer:
-    // they reappear after their visibility timeout, as an ambiguous receive would leave them.
-    return this.plan.call(this.op('get'), false, () => this.inner.receive(count, visibilityS));
+    return this.plan.receive(this.op('get'), this.label, this.inner, () => this.inner.receive(count, visibilityS));
   }
   delete(messageId: string, popReceipt: string): Promise<void> {
     return this.plan.call(this.op('delete'), true, () => this.inner.delete(messageId, popReceipt));
@@ -286,11 +357,72 @@ class FaultyQueue implements Queue {
   }
 }
 
+/**
+ * The artifact container with Azure's faults: a blob write that applied and lost its answer is
+ * sent again and meets its own success (a block staged again, a block list committed again from
+ * the blocks now committed, headers set again, a copy that finds its target there).
+ */
+class FaultyArtifacts implements ArtifactContainer {
+  constructor(
+    private readonly inner: ArtifactContainer,
+    private readonly plan: FaultPlan,
+  ) {}
+
+  private run<T>(op: string, write: boolean, fn: () => Promise<T>): Promise<T> {
+    return this.plan.call(`artifacts.${op}`, write, fn);
+  }
+
+  putBlock(blobName: string, blockId: string, body: Buffer): Promise<void> {
+    return this.run('putBlock', true, () => this.inner.putBlock(blobName, blockId, body));
+  }
+  commitBlocks(blobName: string, blockIds: string[], contentType: string): Promise<boolean> {
+    return this.run('commit', true, () => this.inner.commitBlocks(blobName, blockIds, contentType));
+  }
+  setHeaders(blobName: string, headers: { contentType: string; contentEncoding?: string }): Promise<void> {
+    return this.run('setHeaders', true, () => this.inner.setHeaders(blobName, headers));
+  }
+  readHead(blobName: string, bytes: number): Promise<{ head: Buffer; size: number } | undefined> {
+    return this.run('sniff', false, () => this.inner.readHead(blobName, bytes));
+  }
+  download(blobName: string): Promise<{ body: Buffer; contentType?: string; contentEncoding?: string } | undefined> {
+    return this.run('download', false, () => this.inner.download(blobName));
+  }
+  delete(blobName: string): Promise<void> {
+    return this.run('delete', true, () => this.inner.delete(blobName));
+  }
+  exists(blobName: string): Promise<boolean> {
+    return this.run('exists', false, () => this.inner.exists(blobName));
+  }
+  upload(blobName: string, body: Buffer, contentType: string): Promise<void> {
+    return this.run('upload', true, () => this.inner.upload(blobName, body, contentType));
+  }
+  readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {
+    return this.run('readRange', false, () => this.inner.readRange(blobName, offset, count));
+  }
+  copyIfAbsent(from: string, to: string): Promise<{ size: number; copied: boolean } | undefined> {
+    return this.run('copy', true, () => this.inner.copyIfAbsent(from, to));
+  }
+  blockUploadUrl(blobName: string, blockId: string, expiresOn: Date): string {
+    return this.inner.blockUploadUrl(blobName, blockId, expiresOn);
+  }
+  readUrl(blobName: string, expiresOn: Date): string {
+    return this.inner.readUrl(blobName, expiresOn);
+  }
+  putUrl(blobName: string, expiresOn: Date): string {
+    return this.inner.putUrl(blobName, expiresOn);
+  }
+  appendUrl(blobName: string, expiresOn: Date): string {
+    return this.inner.appendUrl(blobName, expiresOn);
+  }
+}
+
 /** An adapter of the port with Azure's faults in front of `inner`. */
 export class FaultyStorage implements Storage {
   readonly plan: FaultPlan;
   private readonly tables = new Map<string, Table>();
   private readonly queues = new Map<string, Queue>();
+  private readonly triggers = new Map<TriggerQueue, Queue>();
+  readonly artifacts: ArtifactContainer;
 
   constructor(
     readonly inner: Storage,
@@ -298,6 +430,7 @@ export class FaultyStorage implements Storage {
     opts: { sleep?: Sleep } = {},
   ) {
     this.plan = new FaultPlan(settings, opts.sleep);
+    this.artifacts = new FaultyArtifacts(inner.artifacts, this.plan);
   }
 
   get kind(): Storage['kind'] {
@@ -311,9 +444,6 @@ export class FaultyStorage implements Storage {
   }
   get queueEndpoint(): string {
     return this.inner.queueEndpoint;
-  }
-  get artifacts(): ArtifactContainer {
-    return this.inner.artifacts;
   }
 
   table(name: TableName): Table {
@@ -334,12 +464,12 @@ export class FaultyStorage implements Storage {
     return q;
   }
 
+  /** Sharded as the inner adapter shards it, each shard's calls faulted on their own (as each is its own call to Azure). */
   trigger(name: TriggerQueue): Queue {
-    const inner = this.inner.trigger(name);
-    let q = this.queues.get(inner.name);
+    let q = this.triggers.get(name);
     if (!q) {
-      q = new FaultyQueue(inner, this.plan, name);
-      this.queues.set(inner.name, q);
+      q = new ShardedTriggerQueue(triggerShardNames(this.prefix, name).map((full) => this.queueNamed(full, name)));
+      this.triggers.set(name, q);
     }
     return q;
   }

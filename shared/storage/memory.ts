@@ -5,8 +5,10 @@
  * order with continuation tokens, queue leases (visibility, pop receipts, dequeue counts, TTL) and
  * block blobs. Every call is counted by the meter under the same op names as the Azure adapter.
  *
- * SAS URLs are `memory://…` URLs that only `MemoryStorage.fetch` understands; it checks them with
- * Azure's rules (signature bound to the resource, permissions, start and expiry).
+ * SAS URLs are plain HTTP URLs under the app's own address (`<publicUrl>/memory-storage/<account>/…`):
+ * the local host (shared/local/host.ts) hands such requests to `MemoryStorage.fetch`, which answers
+ * them as Azure would, with Azure's rules (signature bound to the resource, permissions, protocol,
+ * start and expiry). So a worker or taskcluster-client reaches an in-memory store as it reaches Azure.
  */
 import crypto from 'node:crypto';
 import { XMLBuilder } from 'fast-xml-parser';
@@ -363,7 +365,9 @@ class MemoryQueue implements Queue {
   putText(text: string, opts: { visibilityS?: number; ttlS?: number }): { messageId: string; popReceipt: string } {
     this.mustExist();
     checkMessage(text);
-    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > opts.ttlS) throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
+    // Azure: a message's visibility must end before its time to live does.
+    if (opts.ttlS !== undefined && (opts.visibilityS ?? 0) > 0 && (opts.visibilityS ?? 0) >= opts.ttlS)
+      throw new MemoryRestError(400, 'OutOfRangeQueryParameterValue');
     const now = this.now();
     const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
     const m: Message = {
@@ -387,7 +391,7 @@ class MemoryQueue implements Queue {
     this.mustExist();
     const now = this.now();
     const n = Math.max(1, Math.min(MAX_DEQUEUE, count));
-    const lease = Math.max(1, Math.floor(visibilityS)) * 1000;
+    const lease = Math.max(1, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
     return this.live()
       .filter((m) => m.visibleAt <= now)
       .slice(0, n)
@@ -418,7 +422,7 @@ class MemoryQueue implements Queue {
       this.mustExist();
       const m = this.find(messageId, popReceipt);
       if (!m) return;
-      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.visibleAt = this.now() + Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
       m.popReceipt = crypto.randomBytes(12).toString('base64');
     });
   }
@@ -431,7 +435,7 @@ class MemoryQueue implements Queue {
       const text = Buffer.from(JSON.stringify(body)).toString('base64');
       checkMessage(text);
       m.text = text;
-      m.visibleAt = this.now() + Math.max(0, Math.floor(visibilityS)) * 1000;
+      m.visibleAt = this.now() + Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(visibilityS))) * 1000;
       m.popReceipt = crypto.randomBytes(12).toString('base64');
       return m.popReceipt;
     });
@@ -536,14 +540,17 @@ class MemoryArtifacts implements ArtifactContainer {
     });
   }
 
-  downloadNow(blobName: string): { body: Buffer; contentType?: string; contentEncoding?: string } | undefined {
+  downloadNow(blobName: string): { body: Buffer; contentType?: string; contentEncoding?: string; append?: boolean } | undefined {
     this.mustExist();
     const b = this.committed.get(blobName);
-    return b && { body: Buffer.from(b.body), contentType: b.contentType, contentEncoding: b.contentEncoding };
+    return b && { body: Buffer.from(b.body), contentType: b.contentType, contentEncoding: b.contentEncoding, append: b.append };
   }
 
   download(blobName: string): Promise<{ body: Buffer; contentType?: string; contentEncoding?: string } | undefined> {
-    return this.call('download', () => this.downloadNow(blobName));
+    return this.call('download', () => {
+      const b = this.downloadNow(blobName);
+      return b && { body: b.body, contentType: b.contentType, contentEncoding: b.contentEncoding };
+    });
   }
 
   delete(blobName: string): Promise<void> {
@@ -630,12 +637,16 @@ class MemoryArtifacts implements ArtifactContainer {
   }
 
   private url(blobName: string): string {
-    return `${MEMORY_BLOB_ENDPOINT}/${this.containerName}/${blobName.split('/').map(encodeURIComponent).join('/')}`;
+    return `${this.store.blobEndpoint}/${this.containerName}/${blobName.split('/').map(encodeURIComponent).join('/')}`;
   }
 }
 
-export const MEMORY_QUEUE_ENDPOINT = 'memory://queue';
-export const MEMORY_BLOB_ENDPOINT = 'memory://blob';
+/** The path under which an app serves its in-memory stores' blob and queue endpoints (per account). */
+export const MEMORY_STORAGE_PATH = '/memory-storage';
+/** Get Messages accepts a visibility timeout of up to 7 days. */
+const GET_MESSAGES_MAX_VISIBILITY_S = 7 * 24 * 3600;
+/** Where a store no host serves says it is (tests that call `fetch` themselves). */
+const UNSERVED_ORIGIN = 'http://localhost';
 
 /** An answer of `MemoryStorage.fetch`, shaped like the HTTP response Azure would give. */
 export interface MemoryResponse {
@@ -651,7 +662,10 @@ export class MemoryStorage implements Storage {
   readonly meter: StorageMeter;
   /** The meter this account's calls go through (tallied under its account index). */
   private readonly counted: Meter;
-  readonly queueEndpoint = MEMORY_QUEUE_ENDPOINT;
+  /** `<origin>/memory-storage/<account>`: the blob and queue endpoints are below it. */
+  readonly endpoint: string;
+  readonly queueEndpoint: string;
+  readonly blobEndpoint: string;
   readonly artifacts: MemoryArtifacts;
   private readonly tables = new Map<string, MemoryTable>();
   private readonly queues = new Map<string, MemoryQueue>();
@@ -662,9 +676,12 @@ export class MemoryStorage implements Storage {
 
   constructor(
     readonly prefix: string,
-    opts: { now?: Clock; meter?: StorageMeter; account?: number } = {},
+    opts: { now?: Clock; meter?: StorageMeter; account?: number; origin?: string } = {},
   ) {
     checkPrefix(prefix);
+    this.endpoint = `${(opts.origin ?? UNSERVED_ORIGIN).replace(/\/+$/, '')}${MEMORY_STORAGE_PATH}/${opts.account ?? 0}`;
+    this.queueEndpoint = `${this.endpoint}/queue`;
+    this.blobEndpoint = `${this.endpoint}/blob`;
     this.now = opts.now ?? Date.now;
     this.meter = opts.meter ?? new StorageMeter();
     this.counted = this.meter.forAccount(opts.account ?? 0);
@@ -731,86 +748,126 @@ export class MemoryStorage implements Storage {
     return this.sign(`queue/${queueName}`, 'p', opts);
   }
 
-  /** The permissions a SAS grants on `resource` now, or undefined if it is forged, not yet valid or expired. */
-  private granted(resource: string, q: URLSearchParams): string | undefined {
+  /**
+   * The permissions a SAS grants on `resource` now over `protocol`, or Azure's error code when it
+   * grants nothing: forged, for another resource, not yet valid or expired (AuthenticationFailed),
+   * or https-only and used over http (AuthorizationProtocolMismatch).
+   */
+  private granted(resource: string, q: URLSearchParams, protocol: string): { sp: string } | { refused: string } {
     const sp = q.get('sp') ?? '';
     const st = q.get('st') ?? '';
     const se = q.get('se') ?? '';
     const spr = q.get('spr') ?? '';
     const expected = crypto.createHmac('sha256', this.key).update([resource, sp, st, se, spr].join('\n')).digest();
     const got = Buffer.from(q.get('sig') ?? '', 'base64');
-    if (got.length !== expected.length || !crypto.timingSafeEqual(got, expected)) return undefined;
+    if (got.length !== expected.length || !crypto.timingSafeEqual(got, expected)) return { refused: 'AuthenticationFailed' };
     const now = this.now();
-    if ((st && Date.parse(st) > now) || !(Date.parse(se) > now)) return undefined;
-    return sp;
+    if ((st && Date.parse(st) > now) || !(Date.parse(se) > now)) return { refused: 'AuthenticationFailed' };
+    if (protocol === 'http:' && !spr.split(',').includes('http')) return { refused: 'AuthorizationProtocolMismatch' };
+    return { sp };
+  }
+
+  /** Whether a request path is one of this store's endpoints (the host routes by it). */
+  serves(pathname: string): boolean {
+    return pathname.startsWith(`${new URL(this.endpoint).pathname}/`);
   }
 
   /**
    * What Azure would answer to a request on a SAS URL minted by this adapter: a worker's PUT of an
-   * artifact block, a GET of an artifact, a poll (GET messages) and a delete of a polled message.
-   * Anything the SAS does not allow is 403, as in Azure.
+   * artifact block or blob, the create and appends of a live log, a GET (or HEAD) of an artifact, a
+   * poll (GET messages) and a delete of a polled message. Anything the SAS does not allow is 403
+   * with Azure's error code, in Azure's XML error shape; no storage call is counted (as the app's
+   * meter does not see a worker's requests to Azure).
    */
   fetch(method: string, url: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): MemoryResponse {
     const u = new URL(url);
     const q = u.searchParams;
-    const path = u.pathname
-      .replace(/^\/+/, '')
-      .split('/')
-      .map((s) => decodeURIComponent(s));
-    const forbidden: MemoryResponse = { status: 403, body: 'AuthorizationFailure', headers: {} };
-    const notFound = (code: string): MemoryResponse => ({ status: 404, body: code, headers: {} });
-    if (url.startsWith(MEMORY_BLOB_ENDPOINT + '/')) {
-      const [container, ...rest] = path;
-      const blobName = rest.join('/');
-      if (container !== this.artifacts.containerName) return forbidden;
-      const sp = this.granted(`blob/${container}/${blobName}`, q);
-      if (sp === undefined) return forbidden;
+    if (!this.serves(u.pathname)) return azureError(400, 'InvalidUri');
+    let path: string[];
+    try {
+      path = u.pathname
+        .slice(new URL(this.endpoint).pathname.length + 1)
+        .split('/')
+        .map((s) => decodeURIComponent(s));
+    } catch {
+      return azureError(400, 'InvalidUri');
+    }
+    const [service, ...rest] = path;
+    const authorized = (resource: string, needs: (sp: string) => boolean): MemoryResponse | undefined => {
+      const g = this.granted(resource, q, u.protocol);
+      if ('refused' in g) return azureError(403, g.refused);
+      return needs(g.sp) ? undefined : azureError(403, 'AuthorizationPermissionMismatch');
+    };
+    const has =
+      (...perms: string[]) =>
+      (sp: string) =>
+        perms.some((p) => sp.includes(p));
+    if (service === 'blob') {
+      const [container, ...names] = rest;
+      const blobName = names.join('/');
+      const resource = `blob/${container}/${blobName}`;
+      const refusal = (needs: (sp: string) => boolean) =>
+        container !== this.artifacts.containerName ? azureError(403, 'AuthenticationFailed') : authorized(resource, needs);
+      const created = (): MemoryResponse => ({ status: 201, body: '', headers: {} });
       if (method === 'PUT' && q.get('comp') === 'block' && q.get('blockid')) {
-        if (!sp.includes('w')) return forbidden;
+        const no = refusal(has('w'));
+        if (no) return no;
         this.artifacts.putBlockNow(blobName, q.get('blockid')!, body);
-        return { status: 201, body: '', headers: {} };
+        return created();
       }
       if (method === 'PUT' && !q.get('comp') && headers['x-ms-blob-type'] === 'AppendBlob') {
-        if (!sp.includes('c') && !sp.includes('w')) return forbidden;
-        this.artifacts.createAppendNow(blobName, headers['content-type']);
-        return { status: 201, body: '', headers: {} };
+        const no = refusal(has('c', 'w'));
+        if (no) return no;
+        this.artifacts.createAppendNow(blobName, headers['content-type'] ?? headers['x-ms-blob-content-type']);
+        return created();
       }
       if (method === 'PUT' && q.get('comp') === 'appendblock') {
-        if (!sp.includes('a') && !sp.includes('w')) return forbidden;
+        const no = refusal(has('a', 'w'));
+        if (no) return no;
         const pos = headers['x-ms-blob-condition-appendpos'];
         const r = this.artifacts.appendNow(blobName, body, pos === undefined ? undefined : Number(pos));
-        if (r === 'position') return { status: 412, body: 'AppendPositionConditionNotMet', headers: {} };
-        return r === 'ok' ? { status: 201, body: '', headers: {} } : notFound('BlobNotFound');
+        if (r === 'position') return azureError(412, 'AppendPositionConditionNotMet');
+        return r === 'ok' ? created() : azureError(404, 'BlobNotFound');
       }
       if (method === 'PUT' && !q.get('comp')) {
-        if (!sp.includes('w')) return forbidden;
-        this.artifacts.uploadNow(blobName, body);
-        return { status: 201, body: '', headers: {} };
+        // Put Blob needs its blob type, as on Azure (a block blob here).
+        if (headers['x-ms-blob-type'] !== undefined && headers['x-ms-blob-type'] !== 'BlockBlob') return azureError(400, 'InvalidHeaderValue');
+        const no = refusal(has('w'));
+        if (no) return no;
+        this.artifacts.uploadNow(blobName, body, headers['x-ms-blob-content-type'] ?? headers['content-type']);
+        return created();
       }
-      if (method === 'GET' && !q.get('comp')) {
-        if (!sp.includes('r')) return forbidden;
+      if ((method === 'GET' || method === 'HEAD') && !q.get('comp')) {
+        const no = refusal(has('r'));
+        if (no) return no;
         const b = this.artifacts.downloadNow(blobName);
-        if (!b) return notFound('BlobNotFound');
-        const headers: Record<string, string> = {};
-        if (b.contentType) headers['content-type'] = b.contentType;
-        if (b.contentEncoding) headers['content-encoding'] = b.contentEncoding;
-        return { status: 200, body: b.body, headers };
+        if (!b) return azureError(404, 'BlobNotFound');
+        const out: Record<string, string> = { 'x-ms-blob-type': b.append ? 'AppendBlob' : 'BlockBlob' };
+        if (b.contentType) out['content-type'] = b.contentType;
+        if (b.contentEncoding) out['content-encoding'] = b.contentEncoding;
+        return { status: 200, body: b.body, headers: out };
       }
-      return forbidden;
+      return refusal(() => false) ?? azureError(403, 'AuthorizationPermissionMismatch');
     }
-    if (url.startsWith(MEMORY_QUEUE_ENDPOINT + '/')) {
-      const [queueName, messages, messageId, ...extra] = path;
+    if (service === 'queue') {
+      const [queueName, messages, messageId, ...extra] = rest;
       const queue = this.queues.get(queueName);
-      const sp = this.granted(`queue/${queueName}`, q);
-      if (sp === undefined || messages !== 'messages' || extra.length) return forbidden;
+      if (messages !== 'messages' || extra.length || (method === 'DELETE' && !messageId) || (method === 'GET' && messageId))
+        return authorized(`queue/${queueName}`, () => false) ?? azureError(403, 'AuthorizationPermissionMismatch');
       // Process (p) covers dequeue and delete; peek needs r, add a, update u.
-      const needs = method === 'GET' ? (q.get('peekonly') === 'true' ? 'r' : 'p') : method === 'DELETE' && messageId ? 'p' : method === 'POST' ? 'a' : 'u';
-      if (!sp.includes(needs) || (method === 'DELETE' && !messageId) || (method === 'GET' && messageId)) return forbidden;
-      if (!queue?.exists) return notFound('QueueNotFound');
+      const needs = method === 'GET' ? (q.get('peekonly') === 'true' ? 'r' : 'p') : method === 'DELETE' ? 'p' : method === 'POST' ? 'a' : 'u';
+      const no = authorized(`queue/${queueName}`, has(needs));
+      if (no) return no;
+      if (!queue?.exists) return azureError(404, 'QueueNotFound');
       if (method === 'DELETE')
-        return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : notFound('MessageNotFound');
-      if (method !== 'GET') return forbidden;
-      const got = queue.receiveNow(Number(q.get('numofmessages') ?? 1), Number(q.get('visibilitytimeout') ?? 30));
+        return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : azureError(404, 'MessageNotFound');
+      if (method !== 'GET') return azureError(403, 'AuthorizationPermissionMismatch');
+      const visibilityS = Number(q.get('visibilitytimeout') ?? 30);
+      const count = Number(q.get('numofmessages') ?? 1);
+      if (!Number.isInteger(visibilityS) || visibilityS < 1 || visibilityS > GET_MESSAGES_MAX_VISIBILITY_S)
+        return azureError(400, 'OutOfRangeQueryParameterValue');
+      if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE) return azureError(400, 'OutOfRangeQueryParameterValue');
+      const got = queue.receiveNow(count, visibilityS);
       const doc = {
         QueueMessagesList: {
           QueueMessage: got.map((m) => ({
@@ -818,7 +875,7 @@ export class MemoryStorage implements Storage {
             InsertionTime: m.insertedOn!.toUTCString(),
             ExpirationTime: new Date(9999, 11, 31).toUTCString(),
             PopReceipt: m.popReceipt,
-            TimeNextVisible: new Date(this.now() + Number(q.get('visibilitytimeout') ?? 30) * 1000).toUTCString(),
+            TimeNextVisible: new Date(this.now() + visibilityS * 1000).toUTCString(),
             DequeueCount: m.dequeueCount,
             MessageText: m.messageText,
           })),
@@ -826,8 +883,14 @@ export class MemoryStorage implements Storage {
       };
       return { status: 200, body: `<?xml version="1.0" encoding="utf-8"?>${xml.build(doc)}`, headers: { 'content-type': 'application/xml' } };
     }
-    return notFound('ResourceNotFound');
+    return azureError(400, 'InvalidUri');
   }
+}
+
+/** An error answer as Azure Storage gives one: the code in `x-ms-error-code` and an XML body. */
+function azureError(status: number, code: string): MemoryResponse {
+  const body = `<?xml version="1.0" encoding="utf-8"?>${xml.build({ Error: { Code: code, Message: `${code} (in-memory storage)` } })}`;
+  return { status, body, headers: { 'content-type': 'application/xml', 'x-ms-error-code': code } };
 }
 
 export function isMemoryStorage(s: Storage): s is MemoryStorage {

@@ -29,7 +29,7 @@ const namedMemory = new Map<string, MemoryStorage>();
 function single(
   connectionString: string,
   prefix: string,
-  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep } = {},
+  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep; origin?: string } = {},
 ): Storage {
   const conn = connectionString.trim();
   let inner: Storage;
@@ -57,15 +57,32 @@ function single(
 export function createStorage(
   connectionString: string,
   prefix: string,
-  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date; faults?: FaultSettings; sleep?: Sleep } = {},
+  opts: {
+    more?: string[];
+    roots?: AccountRoots;
+    hintLifetimeMs?: number;
+    now?: () => Date;
+    faults?: FaultSettings;
+    sleep?: Sleep;
+    /** The app's public URL: an in-memory store's SAS URLs point there (the local host serves them). */
+    origin?: string;
+  } = {},
 ): Storage {
   const more = opts.more ?? [];
-  const faulted = { faults: opts.faults, sleep: opts.sleep };
+  const faulted = { faults: opts.faults, sleep: opts.sleep, origin: opts.origin };
   if (more.length === 0) return single(connectionString, prefix, faulted);
   if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
   const meter = new StorageMeter();
   const accounts = [connectionString, ...more].map((c, account) => single(c, prefix, { meter, account, ...faulted }));
   return new AccountsStorage(accounts, opts.roots, { hintLifetimeMs: opts.hintLifetimeMs, now: opts.now });
+}
+
+/** The in-memory stores behind an adapter (through faults and accounts), whose endpoints the local host serves. */
+export function memoryStoresOf(storage: Storage): MemoryStorage[] {
+  if (storage instanceof MemoryStorage) return [storage];
+  if (storage instanceof FaultyStorage) return memoryStoresOf(storage.inner);
+  if (storage instanceof AccountsStorage) return storage.accounts.flatMap(memoryStoresOf);
+  return [];
 }
 
 /**

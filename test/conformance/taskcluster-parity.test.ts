@@ -10,6 +10,7 @@ import { startTestService, TestService, taskDef, slugid, expectError } from '../
 import { claimOne, uniqueQueue } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
 import { resolveDeadline } from '../../shared/tasks/resolve';
+import { duplicatedPuts } from '../helpers/ambiguity';
 
 /** A subscription's events, each once: on Azure an ambiguous queue put leaves a second copy, and consumers drop repeats by id. */
 async function drainUnique(sub: Parameters<typeof drainSubscription>[0]): Promise<DeliveredEvent[]> {
@@ -51,6 +52,8 @@ describe('queue events', () => {
   const tags = { team: 'parity' };
   const [A, B, C, D, E] = [slugid(), slugid(), slugid(), slugid(), slugid()];
   let events: DeliveredEvent[];
+  /** Copies of an event its delivery stored twice (a queue put whose answer was lost; on Azure too), by event id. */
+  let extraCopies: (id: string) => number;
   /** A task graph, its calls repeated once each, and the events a QueueEvents subscription received. */
   beforeAll(async () => {
     const ev = eventsClient(svc);
@@ -97,6 +100,9 @@ describe('queue events', () => {
       services.now = realNow;
     }
     events = await drainSubscription(sub);
+    const queue = decodeURIComponent(new URL(sub.signedPollUrl).pathname.split('/').slice(-2)[0]);
+    const copies = duplicatedPuts(svc.services.storage).filter((d) => d.queue === queue);
+    extraCopies = (id) => copies.filter((d) => (d.body as { id?: string }).id === id).length;
   }, 60_000);
 
   test('task-defined is the task as defined (unscheduled, no runs); task-pending then says it is pending', () => {
@@ -137,13 +143,18 @@ describe('queue events', () => {
       [D, 'task-exception'],
     ]) {
       const got = on(events, taskId, exchange);
-      expect({ taskId, exchange, n: got.length }).toEqual({ taskId, exchange, n: 2 });
+      expect({ taskId, exchange, n: got.length }).toEqual({ taskId, exchange, n: 2 + extraCopies(got[0].id) });
       expect(got[1].id).toBe(got[0].id);
       expect(got[1].payload).toEqual(got[0].payload);
     }
     // Nothing else repeats: one claim, one deadline.
-    expect(on(events, A, 'task-running')).toHaveLength(1);
-    expect(on(events, E, 'task-exception')).toHaveLength(1);
+    for (const [taskId, exchange] of [
+      [A, 'task-running'],
+      [E, 'task-exception'],
+    ]) {
+      const got = on(events, taskId, exchange);
+      expect({ taskId, exchange, n: got.length }).toEqual({ taskId, exchange, n: 1 + extraCopies(got[0].id) });
+    }
   });
 
   test('an object artifact is announced by finishArtifact, when it becomes visible', async () => {

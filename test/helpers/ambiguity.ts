@@ -61,3 +61,32 @@ export async function eachWrite(
   }
   throw new Error(`the operation still made writes after ${max}`);
 }
+
+/**
+ * The calls Azure's faults add to an operation, from now: attempts the SDK-style retry sent again
+ * after they applied, and reads after a page cut short. `since()` gives them by op (`Tasks.get`);
+ * none on a store without faults (Azurite).
+ */
+export function faultExtras(storage: Storage): { since(): Map<string, number> } {
+  const plan = storage instanceof FaultyStorage ? storage.plan : undefined;
+  const before = new Map(plan?.extra ?? []);
+  return {
+    since: () => new Map([...(plan?.extra ?? [])].map(([op, n]) => [op, n - (before.get(op) ?? 0)] as const).filter(([, n]) => n > 0)),
+  };
+}
+
+/** The storage calls an operation made (`ops`, as the meter lists them) without those its faults added. */
+export function operationCalls(ops: string[], extras: Map<string, number>): string[] {
+  const left = new Map(extras);
+  return ops.filter((op) => {
+    const n = left.get(op) ?? 0;
+    if (n === 0) return true;
+    left.set(op, n - 1);
+    return false;
+  });
+}
+
+/** Messages Azure's faults stored twice (a put whose answer was lost, sent again), as `{ queue, body }`; none without faults. */
+export function duplicatedPuts(storage: Storage): { queue: string; body: unknown }[] {
+  return storage instanceof FaultyStorage ? [...storage.plan.duplicated] : [];
+}

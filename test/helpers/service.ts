@@ -4,8 +4,6 @@
  */
 import crypto from 'node:crypto';
 import { FaultSettings, loadConfig } from '../../shared/config';
-import { FaultyStorage } from '../../shared/storage/faults';
-import { MemoryStorage, isMemoryStorage } from '../../shared/storage/memory';
 import { Services, Tuning } from '../../shared/services';
 import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
@@ -51,7 +49,7 @@ export const TEST_FAULTS = 'pages=0.3 ambiguous=0.05 throttle=0.02 backoff-ms=0'
 
 /** The QUEUE_STORAGE_FAULTS value of parsed settings. */
 export function faultsOf(f: FaultSettings): string {
-  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
+  return `seed=${f.seed} pages=${f.pages} ambiguous=${f.ambiguous} throttle=${f.throttle} lost-receive=${f.lostReceive} skew-ms=${f.skewMs} instance=${f.instance} retries=${f.retries} backoff-ms=${f.backoffMs}`;
 }
 
 function seedOf(path: string): number {
@@ -68,17 +66,11 @@ function seedOf(path: string): number {
 const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
 
 /**
- * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
- * what the faithful mode showed; docs/storage-faults.md lists them).
+ * Files of the faithful suites that stay on Azurite, each with its reason (docs/storage-faults.md
+ * lists them).
  */
 const NOT_YET_FAITHFUL: Record<string, string> = {
   'accounts.test.ts': 'two Azurite accounts by design',
-  'object-artifacts.test.ts': "taskcluster-client's downloadArtifact fetches through got, which cannot reach memory:// URLs",
-  'poll-task-urls.test.ts': "what an Azure SAS refuses (protocol, permissions) is the Azure adapter's",
-  'artifact-rules.test.ts': "counts each operation's storage calls exactly; a throttled or ambiguous call's retry is a call of its own",
-  'taskcluster-parity.test.ts': 'counts the repeats of one event id that Taskcluster publishes again, which an ambiguous queue put also makes',
-  // Not yet passing on the faithful mode (to fix, then remove from this list):
-  'artifacts.test.ts': "the test's in-memory fetch does not decode a gzip Content-Encoding as fetch does",
 };
 
 /**
@@ -102,39 +94,6 @@ function testStorage(env: Record<string, string>): Record<string, string> {
   return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
 }
 
-/** The in-memory stores of the services this process started, for SAS URLs (`memory://…`). */
-const memoryStores = new Set<MemoryStorage>();
-const realFetch = globalThis.fetch;
-
-/** What Azure would answer to a SAS URL of one of this process's in-memory stores. */
-function memoryFetch(url: string, init: RequestInit = {}): Response {
-  const body = init.body === undefined || init.body === null ? undefined : Buffer.from(init.body as string | Uint8Array);
-  let last = { status: 403, body: 'AuthorizationFailure' as string | Buffer, headers: {} as Record<string, string> };
-  for (const store of memoryStores) {
-    // Each store signs with its own key: only the store that minted the URL accepts it.
-    last = store.fetch(init.method ?? 'GET', url, body);
-    if (last.status !== 403) break;
-  }
-  const payload = [204, 304].includes(last.status) ? null : new Uint8Array(Buffer.from(last.body));
-  return new Response(payload, { status: last.status, headers: last.headers });
-}
-
-/**
- * fetch, with SAS URLs of in-memory stores answered by their store (also when a redirect of the
- * service leads there), so the suites that hand URLs to plain HTTP clients run on the in-memory mode.
- */
-async function testFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const url = input instanceof Request ? input.url : String(input);
-  if (url.startsWith('memory://')) return memoryFetch(url, init);
-  if ((init?.redirect ?? 'follow') !== 'follow' || memoryStores.size === 0) return realFetch(input, init);
-  const res = await realFetch(input, { ...init, redirect: 'manual' });
-  const location = res.headers.get('location');
-  if (res.status < 300 || res.status >= 400 || !location) return res;
-  if (location.startsWith('memory://')) return memoryFetch(location);
-  return testFetch(new URL(location, url).toString(), { ...init, method: 'GET', body: undefined });
-}
-globalThis.fetch = testFetch as typeof fetch;
-
 export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
@@ -156,8 +115,6 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
   const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning } });
   const services = app.svc;
-  const store = services.storage instanceof FaultyStorage ? services.storage.inner : services.storage;
-  if (isMemoryStorage(store)) memoryStores.add(store);
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
@@ -173,7 +130,6 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
     close: async () => {
-      if (isMemoryStorage(store)) memoryStores.delete(store);
       await app.close();
       await host.close();
     },

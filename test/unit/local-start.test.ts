@@ -156,3 +156,74 @@ test('the anonymous role lets anyone read public artifacts; QUEUE_LOCAL_ANONYMOU
   expect(await publicArtifactStatus({})).toBe(303);
   expect(await publicArtifactStatus({ QUEUE_LOCAL_ANONYMOUS_ROLE: 'false' })).toBe(403);
 });
+
+test('on memory:, the SAS URLs work over plain HTTP: downloadArtifact, and a v10 worker polling its queue', async () => {
+  const tc = (await import('taskcluster-client')).default;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const tc10 = require('tc10');
+  const s = await start({ env: { PORT: String(await freePort()), QUEUE_STORAGE_CONNECTION: 'memory:' }, root });
+  try {
+    const rootUrl = s.config.publicUrl;
+    const credentials = { clientId: s.config.rootClientId, accessToken: s.config.rootAccessToken };
+    const queue = new tc.Queue({ rootUrl, credentials });
+    const worker = { workerGroup: 'g', workerId: 'w' };
+
+    // An s3 artifact: the worker PUTs to the putUrl, downloadArtifact follows the redirect (got).
+    const first = slugid();
+    await queue.createTask(first, taskDef('local/sas'));
+    const { tasks } = await queue.claimWork('local/sas', { ...worker, tasks: 1 });
+    const wq = new tc.Queue({ rootUrl, credentials: tasks[0].credentials });
+    const expires = new Date(Date.now() + 3600_000).toJSON();
+    const { putUrl } = await wq.createArtifact(first, 0, 'public/hello.txt', { storageType: 's3', contentType: 'text/plain', expires });
+    expect(putUrl.startsWith(`${rootUrl}/memory-storage/`)).toBe(true);
+    const put = await fetch(putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'hello over http' });
+    expect(put.status).toBe(201);
+    const got = await tc.downloadArtifact({ taskId: first, runId: 0, name: 'public/hello.txt', queue, streamFactory: collect });
+    expect(got).toBe('text/plain');
+    expect(Buffer.concat(chunks).toString()).toBe('hello over http');
+
+    // pollTaskUrls through taskcluster-client@10, then raw HTTP as an old worker polls and deletes.
+    const second = slugid();
+    await queue.createTask(second, taskDef('local/poll'));
+    const q10 = new tc10.Queue({ rootUrl, credentials });
+    const urls = await q10.pollTaskUrls('local', 'poll');
+    let polled: { taskId: string; messageId: string; popReceipt: string } | undefined;
+    for (const u of urls.queues) {
+      const res = await fetch(u.signedPollUrl);
+      expect(res.status).toBe(200);
+      const xml = await res.text();
+      const text = /<MessageText>([^<]*)<\/MessageText>/.exec(xml)?.[1];
+      if (!text) continue;
+      const body = JSON.parse(Buffer.from(text, 'base64').toString());
+      polled = { taskId: body.taskId, messageId: /<MessageId>([^<]*)</.exec(xml)![1], popReceipt: /<PopReceipt>([^<]*)</.exec(xml)![1] };
+      break;
+    }
+    expect(polled?.taskId).toBe(second);
+    const claim = await q10.claimTask(second, 0, worker);
+    expect(claim.status.state).toBe('running');
+    const del = urls.queues.map((u: { signedDeleteUrl: string }) =>
+      u.signedDeleteUrl.replace('{{messageId}}', encodeURIComponent(polled!.messageId)).replace('{{popReceipt}}', encodeURIComponent(polled!.popReceipt)),
+    );
+    const statuses = await Promise.all(del.map(async (url: string) => (await fetch(url, { method: 'DELETE' })).status));
+    expect(statuses.filter((st: number) => st === 204)).toHaveLength(1);
+    // A URL altered by hand is refused as Azure refuses it.
+    const forged = await fetch(urls.queues[0].signedPollUrl.replace('sp=p', 'sp=raup'));
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get('x-ms-error-code')).toBe('AuthenticationFailed');
+  } finally {
+    await s.stop();
+  }
+});
+
+const chunks: Buffer[] = [];
+/** A stream factory for downloadArtifact that keeps what it is given (a retry starts afresh). */
+async function collect(): Promise<import('node:stream').Writable> {
+  const { Writable } = await import('node:stream');
+  chunks.length = 0;
+  return new Writable({
+    write(chunk, _enc, done) {
+      chunks.push(Buffer.from(chunk));
+      done();
+    },
+  });
+}

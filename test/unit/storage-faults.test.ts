@@ -32,6 +32,7 @@ describe('QUEUE_STORAGE_FAULTS', () => {
       pages: 0.3,
       ambiguous: 0.05,
       throttle: 0.02,
+      lostReceive: 0,
       skewMs: 2000,
       instance: 0,
       retries: 3,
@@ -181,6 +182,7 @@ describe('ambiguous writes: applied, then the retry meets its own success', () =
     const q = s.trigger('deadline');
     await q.put({ n: 1 });
     expect(await s.inner.trigger('deadline').approximateCount()).toBe(2);
+    expect(s.plan.duplicated).toEqual([{ queue: expect.stringMatching(/deadline/), body: { n: 1 } }]);
     const [m] = await s.inner.trigger('deadline').receive(1, 30);
     s.plan.ambiguousAt(1);
     expect(await q.rearm(m.messageId, m.popReceipt, { n: 2 }, 0)).toBeUndefined();
@@ -191,6 +193,59 @@ describe('ambiguous writes: applied, then the retry meets its own success', () =
     const err = await failure(s.table('Tasks').upsert(row('a', 'y')));
     expect([408, 500, 503]).toContain(err.statusCode);
     expect(await s.inner.table('Tasks').get('a', 'y')).toBeDefined();
+  });
+});
+
+describe('lost receives: the lease took effect, the answer did not arrive', () => {
+  test('the retry gets other messages; the lost ones reappear when their lease runs out, dequeued once more, and none is lost', async () => {
+    const s = await faulty('seed=1 backoff-ms=0');
+    const q = s.queueNamed('fpending1', 'pending');
+    await q.create();
+    for (const n of [1, 2, 3]) await q.put({ n });
+    s.plan.loseReceives('pending');
+    const got = await q.receive(2, 60);
+    // The first two were leased by the lost attempt; the retry got the third.
+    expect(got.map((m) => JSON.parse(Buffer.from(m.messageText, 'base64').toString()).n)).toEqual([3]);
+    expect(s.plan.taken.lostReceives).toBe(1);
+    expect(await q.receive(32, 60)).toEqual([]);
+    // Their lease runs out (without waiting for it here): back, with the lost dequeue counted.
+    expect(await s.plan.expireLostLeases()).toBe(2);
+    const back = await q.receive(32, 60);
+    expect(back.map((m) => [JSON.parse(Buffer.from(m.messageText, 'base64').toString()).n, m.dequeueCount])).toEqual([
+      [1, 2],
+      [2, 2],
+    ]);
+    expect(s.plan.extra.get('pending.get')).toBe(1);
+  });
+
+  test('lost-receive=p loses receives that leased something, from the seed; empty receives are never lost', async () => {
+    const s = await faulty('seed=3 lost-receive=1 retries=0');
+    const q = s.queueNamed('fpending2', 'pending');
+    await q.create();
+    expect(await q.receive(1, 60)).toEqual([]);
+    await q.put({ n: 1 });
+    const err = await failure(q.receive(1, 60));
+    expect([408, 500, 503]).toContain(err.statusCode);
+    expect(await s.inner.queueNamed('fpending2', 'pending').receive(1, 60)).toEqual([]);
+  });
+});
+
+describe('blob writes of the artifact container', () => {
+  test('a commit, an upload and a copy retried after they applied meet their own success', async () => {
+    const s = await faulty('seed=1 backoff-ms=0');
+    const a = s.artifacts;
+    await a.putBlock('b/x', 'AAAA', Buffer.from('hello'));
+    s.plan.ambiguousAt(1);
+    expect(await a.commitBlocks('b/x', ['AAAA'], 'text/plain')).toBe(true);
+    expect(s.plan.armedOps).toEqual(['artifacts.commit', 'artifacts.commit']); // applied, then sent again
+    s.plan.ambiguousAt(1);
+    await a.upload('b/y', Buffer.from('inline'), 'text/plain');
+    s.plan.ambiguousAt(1);
+    expect(await a.copyIfAbsent('b/y', 'b/z')).toEqual({ size: 6, copied: false });
+    s.plan.disarm();
+    expect((await a.download('b/x'))?.body.toString()).toBe('hello');
+    expect((await a.download('b/z'))?.body.toString()).toBe('inline');
+    expect([...s.plan.extra.keys()].sort()).toEqual(['artifacts.commit', 'artifacts.copy', 'artifacts.upload']);
   });
 });
 

@@ -113,7 +113,12 @@ export const artifactRoutes: RouteDef[] = [
       // sweep trigger is put first, and the reaper delivers it if the finished row is there.
       const announce = await req.services.events.prepareArtifact(t, runId, finished);
       // Guarded by the ETag read above: a concurrent re-create or expiry wins, and the caller retries.
-      if (!(await store.replace(finished))) throw conflict(`artifact ${name} changed meanwhile; retry`);
+      // Refused because the row is finished now: this write's own earlier attempt (its answer lost
+      // and retried by the SDK) or a concurrent repeat did it, and either way it is done.
+      if (!(await store.replace(finished))) {
+        const now = await store.get(taskId, runId, name);
+        if (now?.storageType !== 'object' || !isPresent(now)) throw conflict(`artifact ${name} changed meanwhile; retry`);
+      }
       await req.services.events.delivered(announce);
       return { status: 204 };
     },
