@@ -29,16 +29,17 @@ const namedMemory = new Map<string, MemoryStorage>();
 function single(
   connectionString: string,
   prefix: string,
-  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep } = {},
+  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep; storageNow?: () => number } = {},
 ): Storage {
   const conn = connectionString.trim();
   let inner: Storage;
-  if (conn === MEMORY_CONNECTION) inner = new MemoryStorage(prefix, opts);
+  const memoryOpts = { meter: opts.meter, account: opts.account, now: opts.storageNow };
+  if (conn === MEMORY_CONNECTION) inner = new MemoryStorage(prefix, memoryOpts);
   else if (conn.startsWith(MEMORY_CONNECTION) && !conn.includes('=')) {
     const key = `${conn}/${prefix}/${opts.account ?? 0}`;
     let shared = namedMemory.get(key);
     if (!shared) {
-      shared = new MemoryStorage(prefix, opts);
+      shared = new MemoryStorage(prefix, memoryOpts);
       namedMemory.set(key, shared);
     }
     inner = shared;
@@ -57,10 +58,19 @@ function single(
 export function createStorage(
   connectionString: string,
   prefix: string,
-  opts: { more?: string[]; roots?: AccountRoots; hintLifetimeMs?: number; now?: () => Date; faults?: FaultSettings; sleep?: Sleep } = {},
+  opts: {
+    more?: string[];
+    roots?: AccountRoots;
+    hintLifetimeMs?: number;
+    now?: () => Date;
+    faults?: FaultSettings;
+    sleep?: Sleep;
+    /** The in-memory adapter's clock (tests move it); Azure storage keeps its own. */
+    storageNow?: () => number;
+  } = {},
 ): Storage {
   const more = opts.more ?? [];
-  const faulted = { faults: opts.faults, sleep: opts.sleep };
+  const faulted = { faults: opts.faults, sleep: opts.sleep, storageNow: opts.storageNow };
   if (more.length === 0) return single(connectionString, prefix, faulted);
   if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
   const meter = new StorageMeter();

@@ -1,6 +1,7 @@
 /**
- * Runs the service in-process on a free port against the test Azurite, with storage names unique
- * to the caller, and hands out taskcluster-client instances pointed at it.
+ * Runs the service in-process on a free port, on the faithful in-memory store with the file's
+ * controllable clock or on the test Azurite, with storage names unique to the caller, and hands
+ * out taskcluster-client instances pointed at it.
  */
 import crypto from 'node:crypto';
 import { FaultSettings, loadConfig } from '../../shared/config';
@@ -14,6 +15,15 @@ import { memoryLogger } from '../../shared/log';
 import { generateAccessToken } from '../../shared/auth/clients';
 import { outputErrors } from '../../shared/api/output-schemas';
 import type { RouteDef } from '../../shared/api/types';
+import { TestClock } from './clock';
+
+/**
+ * This test file's clock (jest loads the module once per file): every service the file starts on
+ * the in-memory store, and that store, read it; the test moves it (`clock.advance`) instead of
+ * sleeping. Hawk signatures are still checked against real time (taskcluster-client signs with
+ * it), so authentication is untouched by however far the clock has moved.
+ */
+export const clock = new TestClock();
 
 export interface TestService {
   rootUrl: string;
@@ -22,6 +32,8 @@ export interface TestService {
   root: { clientId: string; accessToken: string };
   tc: any;
   log: ReturnType<typeof memoryLogger>;
+  /** The file's clock (see `clock`); advancing it throws on Azurite. */
+  clock: TestClock;
   /** A v87 client class instance with the given credentials (root by default). */
   queue(credentials?: { clientId: string; accessToken: string; certificate?: string } | null, opts?: Record<string, unknown>): any;
   auth(credentials?: { clientId: string; accessToken: string } | null, opts?: Record<string, unknown>): any;
@@ -150,11 +162,14 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     QUEUE_REAPER_SCHEDULE: '*/1 * * * * *',
     ...env,
   });
+  const onMemory = config.storageConnection.trim().startsWith('memory:');
+  if (onMemory) clock.controlled = true;
+  else if (clock.controlled) throw new Error('a test file runs all its services on the in-memory store or all on Azurite: they share one clock');
   const log = memoryLogger();
   // Queued index writes go out at once unless a test asks for the production linger, and chart
   // rollups are written only when read or at close: crash sweeps rely on a fixed order of calls,
   // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
-  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning } });
+  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning }, ...(onMemory ? { now: clock.now } : {}) });
   const services = app.svc;
   const store = services.storage instanceof FaultyStorage ? services.storage.inner : services.storage;
   if (isMemoryStorage(store)) memoryStores.add(store);
@@ -169,6 +184,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     root,
     tc,
     log,
+    clock,
     queue: (c, o) => client(tc.Queue, c, o),
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
@@ -228,7 +244,7 @@ export function startSecondInstance(svc: TestService, env: Record<string, string
 
 /** A minimal valid task definition for `taskQueueId`. */
 export function taskDef(taskQueueId = 'prov/wt', overrides: Record<string, unknown> = {}): Record<string, any> {
-  const now = Date.now();
+  const now = clock.ms();
   return {
     taskQueueId,
     created: new Date(now).toJSON(),
