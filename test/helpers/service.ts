@@ -38,7 +38,20 @@ export interface TestService {
   queue(credentials?: { clientId: string; accessToken: string; certificate?: string } | null, opts?: Record<string, unknown>): any;
   auth(credentials?: { clientId: string; accessToken: string } | null, opts?: Record<string, unknown>): any;
   runReaper(): Promise<void>;
+  /** Waits for this instance's background work (event delivery, dependency tracking) and queued index writes. */
+  settled(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The services this file has running. */
+const running = new Set<TestService>();
+
+/**
+ * Waits until no service of this file has background work left, so that a sweep armed next
+ * counts the calls of its operation only (on the in-memory store the instances share one meter).
+ */
+export async function settleServices(): Promise<void> {
+  await Promise.all([...running].map((s) => s.settled()));
 }
 
 /**
@@ -73,11 +86,27 @@ function seedOf(path: string): number {
 }
 
 /**
- * Test files that run on the faithful mode: the conformance suite and the crash sweeps that pass
- * on it. The rest (e2e, the dashboard, the other integration tests) keep Azurite, which also
- * serves as the smoke test of the Azure adapter.
+ * Test files that run on the faithful mode: the conformance suite, the crash and ambiguity sweeps
+ * and the other integration tests of the service, except ON_AZURITE. The rest (e2e, the
+ * dashboard, the storage-port contract suite) keep Azurite, which also serves as the smoke test of
+ * the Azure adapter.
  */
-const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
+const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\//];
+
+/**
+ * Files that stay on Azurite: the smoke subset of the conformance suite that drives the Azure
+ * adapter end to end, and integration tests of that adapter or of Azurite itself.
+ */
+const ON_AZURITE: Record<string, string> = {
+  'lifecycle.test.ts': 'smoke test of the Azure adapter: a whole task lifecycle',
+  'storage-port.test.ts': 'the storage-port contract suite: runs each adapter, the Azure one on Azurite',
+  'storage-deadline.test.ts': 'a hanging proxy in front of Azurite: the Azure SDK call deadline',
+  'local-persist.test.ts': "Azurite's own persistence across restarts",
+  'indexes.test.ts': 'the index store on the Azure adapter',
+  'storage-count.test.ts': "pins each operation's storage calls exactly, on the Azure adapter",
+  // Not yet passing on the in-memory store (to fix, then remove from this list):
+  'crash-consumers.test.ts': "the consumer step's sweep ends before it reaches Hooks.get, with or without the faithful mode's faults",
+};
 
 /**
  * Files of the faithful suites that still fail on it, kept on Azurite until fixed (each reason is
@@ -94,22 +123,44 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
 };
 
 /**
+ * Files that run on the in-memory store and its clock without the faithful mode's own faults:
+ * crash sweeps that do not yet pass with those faults on top of the sweep's (each reason is what
+ * the faithful mode showed; to fix, then remove), and tests that count calls or messages exactly.
+ */
+const WITHOUT_FAULTS: Record<string, string> = {
+  'crash-create.test.ts': 'the sweep of createTask with a completed dependency ends before it reaches TaskDeps.transaction',
+  'crash-claim.test.ts': 'the claimTask sweep ends before it reaches Tasks.transaction',
+  'crash-groups.test.ts': "the sweep of the creator's reportCompleted ends before it reaches Tasks.query",
+  'crash-reaper.test.ts': "the sweeps of a reaper pass end before they reach the handler's later calls (Expiry.query, TaskDeps.delete)",
+  'crash-events.test.ts': 'the rerunTask sweep ends before it reaches deadline.update',
+  'crash-resolve.test.ts': 'the reportCompleted sweep ends before it reaches resolved.delete',
+  'crash-scheduling.test.ts': 'the changeTaskPriority and declareWorkerGone sweeps end before they reach Tasks.transaction / pending.put',
+  'crash-pending-shards.test.ts': 'the claimWork sweep ends before it reaches pending.delete',
+  'expiration.test.ts': "counts each expiry pass's storage calls exactly; a short page is a call of its own",
+  'reaper-overlap.test.ts': 'counts the triggers handled exactly; an ambiguous queue put duplicates one',
+  'hook-lease.test.ts': "fails a fire after its second storage call, which a short page's extra call moves",
+};
+
+/**
  * Where test services store. The faithful in-memory mode (shared/storage/faults.ts) for the files
  * above, one store per process shared by the instances of one deployment, on one of FAULT_SEEDS
- * per file; the test Azurite otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that
- * names QUEUE_STORAGE_CONNECTION keeps it.
+ * per file; the in-memory store without its faults for WITHOUT_FAULTS; the test Azurite
+ * otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that names
+ * QUEUE_STORAGE_CONNECTION keeps it.
  */
 function testStorage(env: Record<string, string>): Record<string, string> {
   if (env.QUEUE_STORAGE_CONNECTION) return {};
   const path = expect.getState().testPath ?? '';
+  const named = (list: Record<string, string>) => Object.keys(list).some((f) => path.endsWith(`/${f}`));
   // TEST_FAITHFUL_ALL=1 runs the listed files on the faithful mode too (to work on them).
-  const listed = process.env.TEST_FAITHFUL_ALL !== '1' && Object.keys(NOT_YET_FAITHFUL).some((f) => path.endsWith(`/${f}`));
-  const faithful = FAITHFUL.some((re) => re.test(path)) && !listed;
-  if (process.env.TEST_ON_AZURITE === '1' || !faithful) {
+  const all = process.env.TEST_FAITHFUL_ALL === '1';
+  const faithful = FAITHFUL.some((re) => re.test(path)) && !named(ON_AZURITE) && (all || !(named(NOT_YET_FAITHFUL) || named(WITHOUT_FAULTS)));
+  if (process.env.TEST_ON_AZURITE === '1' || !(faithful || named(WITHOUT_FAULTS))) {
     const conn = process.env.TEST_STORAGE_CONNECTION;
     if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
     return { QUEUE_STORAGE_CONNECTION: conn };
   }
+  if (!faithful) return { QUEUE_STORAGE_CONNECTION: 'memory:tests' };
   const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(path));
   return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
 }
@@ -177,7 +228,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
     new Cls({ rootUrl, credentials: credentials === null ? undefined : (credentials ?? root), retries: 0, ...opts });
-  return {
+  const svc: TestService = {
     rootUrl,
     services,
     host,
@@ -188,12 +239,20 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     queue: (c, o) => client(tc.Queue, c, o),
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
+    settled: async () => {
+      const background = services.background ?? new Set();
+      while (background.size) await Promise.allSettled([...background]);
+      await services.indexes.settled();
+    },
     close: async () => {
+      running.delete(svc);
       if (isMemoryStorage(store)) memoryStores.delete(store);
       await app.close();
       await host.close();
     },
   };
+  running.add(svc);
+  return svc;
 }
 
 /** Responses that broke their route's output schema since the last test ended. */

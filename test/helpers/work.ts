@@ -4,12 +4,14 @@
  */
 import { TestService, taskDef, slugid, clock } from './service';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Lets `ms` pass: moves the file's clock on the in-memory store, sleeps on Azurite. */
 export async function passTime(ms: number): Promise<void> {
-  if (clock.controlled) clock.advance(ms);
-  else await sleep(ms);
+  if (!clock.controlled) return sleep(ms);
+  clock.advance(ms);
+  // Background work (event delivery, index writes) runs on real promises: let it take a turn.
+  await new Promise((r) => setImmediate(r));
 }
 
 /** A task queue id nobody else uses (each test gets empty pending queues). */
@@ -36,9 +38,27 @@ export async function claim(svc: TestService, taskQueueId: string, worker: Worke
   return r.tasks;
 }
 
+/**
+ * claimWork's long poll for instances that check "nothing left to claim" many times (a crash
+ * sweep's every step): an empty answer costs the whole window, and a visible hint is found in the
+ * poller's first pass, well inside it. A claim that must succeed goes through claimAny.
+ */
+export const CHECK_POLL_S = '0.3';
+/** Short polls a claim that must succeed makes before it gives up (one may end before its first pass on a busy machine). */
+const CLAIM_ATTEMPTS = 10;
+
+/** claimWork until something is claimed (see CHECK_POLL_S); [] only if every attempt came back empty. */
+export async function claimAny(svc: TestService, taskQueueId: string, worker: WorkerId = W1, tasks = 32): Promise<any[]> {
+  for (let i = 0; i < CLAIM_ATTEMPTS; i++) {
+    const got = await claim(svc, taskQueueId, worker, tasks);
+    if (got.length) return got;
+  }
+  return [];
+}
+
 /** claimWork that must return exactly one claim, for `taskId` if given. */
 export async function claimOne(svc: TestService, taskQueueId: string, taskId?: string, worker: WorkerId = W1): Promise<any> {
-  const claims = await claim(svc, taskQueueId, worker, 1);
+  const claims = await claimAny(svc, taskQueueId, worker, 1);
   if (claims.length !== 1) throw new Error(`expected one claim from ${taskQueueId}, got ${claims.length}`);
   if (taskId && claims[0].status.taskId !== taskId) throw new Error(`expected a claim for ${taskId}, got ${claims[0].status.taskId}`);
   return claims[0];
