@@ -136,6 +136,8 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     // A hint lives until its task's deadline, at most this long after it was put.
     hintLifetimeMs: config.maxTaskDeadlineDays * 24 * 3600 * 1000,
     now,
+    // Storage's own clock (message visibility, SAS expiry) is the unskewed one.
+    storageNow: () => base().getTime(),
   });
   await storage.ensureAll();
   // The system subscription's queue (index and hooks consumers) lives as long as the deployment.
@@ -177,7 +179,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     tasks: new TaskStore(storage, observer),
     indexes: observer,
     rollups,
-    pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards),
+    pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards, now),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,
     expiry,

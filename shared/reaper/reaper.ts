@@ -148,7 +148,7 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
   // Health (shared/ops/health.ts) reads this stamp to tell whether the reaper runs.
   await svc.storage
     .table('Indexes')
-    .upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: new Date().toJSON() })
+    .upsert({ partitionKey: 'reaper', rowKey: 'last-run', at: svc.now().toJSON() })
     .catch(() => undefined);
   svc.log.info('reaper-pass', { ...stats, transitions: actor.transitions, ms: Date.now() - started });
   return stats;

@@ -29,16 +29,17 @@ const namedMemory = new Map<string, MemoryStorage>();
 function single(
   connectionString: string,
   prefix: string,
-  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep; origin?: string } = {},
+  opts: { meter?: StorageMeter; account?: number; faults?: FaultSettings; sleep?: Sleep; origin?: string; storageNow?: () => number } = {},
 ): Storage {
   const conn = connectionString.trim();
   let inner: Storage;
-  if (conn === MEMORY_CONNECTION) inner = new MemoryStorage(prefix, opts);
+  const memoryOpts = { meter: opts.meter, account: opts.account, origin: opts.origin, now: opts.storageNow };
+  if (conn === MEMORY_CONNECTION) inner = new MemoryStorage(prefix, memoryOpts);
   else if (conn.startsWith(MEMORY_CONNECTION) && !conn.includes('=')) {
     const key = `${conn}/${prefix}/${opts.account ?? 0}`;
     let shared = namedMemory.get(key);
     if (!shared) {
-      shared = new MemoryStorage(prefix, opts);
+      shared = new MemoryStorage(prefix, memoryOpts);
       namedMemory.set(key, shared);
     }
     inner = shared;
@@ -66,10 +67,12 @@ export function createStorage(
     sleep?: Sleep;
     /** The app's public URL: an in-memory store's SAS URLs point there (the local host serves them). */
     origin?: string;
+    /** The in-memory adapter's clock (tests move it); Azure storage keeps its own. */
+    storageNow?: () => number;
   } = {},
 ): Storage {
   const more = opts.more ?? [];
-  const faulted = { faults: opts.faults, sleep: opts.sleep, origin: opts.origin };
+  const faulted = { faults: opts.faults, sleep: opts.sleep, origin: opts.origin, storageNow: opts.storageNow };
   if (more.length === 0) return single(connectionString, prefix, faulted);
   if (!opts.roots) throw new Error('several storage accounts need the root rows that locate a task');
   const meter = new StorageMeter();

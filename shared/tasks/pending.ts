@@ -65,6 +65,8 @@ export class PendingQueues {
     private readonly storage: Storage,
     private readonly hintKey: string,
     private readonly shards: PendingShards = { default: 1, byQueue: {} },
+    /** The service's clock: a hint's lifetime and delay run to the task's deadline and start on it. */
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /** How many shards new hints of this task queue are spread over. */
@@ -145,9 +147,9 @@ export class PendingQueues {
   async put(taskQueueId: string, priority: Priority, taskId: string, runId: number, hintId: string, deadline: string, visibleAt?: string): Promise<void> {
     const shard = this.shardOf(taskQueueId, taskId);
     await this.ensure(taskQueueId, priority, shard);
-    const ttlS = Math.min(MAX_VISIBILITY_S, Math.max(1, Math.ceil((new Date(deadline).getTime() - Date.now()) / 1000)));
+    const ttlS = Math.min(MAX_VISIBILITY_S, Math.max(1, Math.ceil((new Date(deadline).getTime() - this.now().getTime()) / 1000)));
     const hint: Hint = { taskId, runId, hintId, sig: this.sign(taskId, runId, hintId), ...(shard === 0 ? {} : { shard }) };
-    const delayS = visibleAt ? Math.ceil((new Date(visibleAt).getTime() - Date.now()) / 1000) : 0;
+    const delayS = visibleAt ? Math.ceil((new Date(visibleAt).getTime() - this.now().getTime()) / 1000) : 0;
     await this.queue(taskQueueId, priority, shard).put(hint, delayS > 0 ? { ttlS, visibilityS: Math.min(delayS, ttlS - 1) } : { ttlS });
   }
 

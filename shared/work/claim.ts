@@ -113,7 +113,7 @@ export async function claimHints(svc: Services, leased: LeasedHint[], worker: Wo
       }
       try {
         if (outcome.kind === 'claimed') return claimResponse(svc, outcome.task, outcome.run);
-        if (outcome.kind === 'task-not-found' && message.insertedOn && Date.now() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
+        if (outcome.kind === 'task-not-found' && message.insertedOn && svc.now().getTime() - message.insertedOn.getTime() < YOUNG_HINT_AGE_MS) {
           await queue.release(message.messageId, message.popReceipt, YOUNG_HINT_RETRY_S);
         } else {
           await remove(hints[i]);

@@ -1,17 +1,16 @@
 /**
- * Claim expiry with a short claim timeout: retries, exhaustion, and reclaimTask racing the reaper
- * at the expiry boundary.
+ * Claim expiry at the production claim timeout (the test clock passes it): retries, exhaustion,
+ * and reclaimTask racing the reaper at the expiry boundary.
  */
 import { startTestService, TestService, expectError } from '../helpers/service';
 import { claimOne, runSummary, status, waitUntil, runningTask } from '../helpers/work';
 
-const CLAIM_TIMEOUT_S = 2;
 /** Trigger visibility is whole seconds; give the queue a moment past takenUntil. */
 const SLACK_MS = 600;
 
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) });
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
 });
 afterAll(async () => svc?.close());
 

@@ -1,12 +1,12 @@
 /**
- * Deadlines: tasks whose deadline is a few seconds away, in every state, then a reaper pass
- * (QUEUE_DEADLINE_DELAY_S=0).
+ * Deadlines: tasks whose deadline is ten minutes away, in every state, then the clock passes it and a
+ * reaper pass (QUEUE_DEADLINE_DELAY_S=0).
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claim, claimOne, reapUntil, runSummary, sleep, status, uniqueQueue, waitUntil, W2 } from '../helpers/work';
+import { claim, claimOne, passTime, reapUntil, runSummary, status, uniqueQueue, waitUntil, W2 } from '../helpers/work';
 
-// Long enough for the setup (eight creates, three claims, two reports) on a busy machine.
-const DEADLINE_MS = 6000;
+/** Inside the claim timeout (20 minutes), so the running task meets its deadline before its claim expires. */
+const DEADLINE_MS = 10 * 60_000;
 
 let svc: TestService;
 const ids: Record<string, string> = {};
@@ -16,7 +16,7 @@ let deadline: string;
 
 beforeAll(async () => {
   svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_DEADLINE_DELAY_S: '0' });
-  deadline = new Date(Date.now() + DEADLINE_MS).toJSON();
+  deadline = new Date(svc.clock.ms() + DEADLINE_MS).toJSON();
   const make = async (name: string, overrides: Record<string, unknown> = {}) => {
     ids[name] = slugid();
     queues[name] = uniqueQueue();
@@ -27,8 +27,8 @@ beforeAll(async () => {
   await make('completed');
   await make('failed');
   // Dependents of the running task, which will end exception/deadline-exceeded.
-  await make('afterAllResolved', { dependencies: [ids.running], requires: 'all-resolved', deadline: new Date(Date.now() + 3600_000).toJSON() });
-  await make('afterAllCompleted', { dependencies: [ids.running], requires: 'all-completed', deadline: new Date(Date.now() + 3600_000).toJSON() });
+  await make('afterAllResolved', { dependencies: [ids.running], requires: 'all-resolved', deadline: new Date(svc.clock.ms() + 2 * DEADLINE_MS).toJSON() });
+  await make('afterAllCompleted', { dependencies: [ids.running], requires: 'all-completed', deadline: new Date(svc.clock.ms() + 2 * DEADLINE_MS).toJSON() });
   const selfDep = slugid();
   ids.selfDependent = selfDep;
   queues.selfDependent = uniqueQueue();
@@ -44,7 +44,7 @@ beforeAll(async () => {
   const unresolved = [ids.pending, ids.running, ids.selfDependent];
   await reapUntil(svc, async () => (await Promise.all(unresolved.map((id) => status(svc, id)))).every((s) => s.state === 'exception'));
   // Every other deadline trigger (completed, failed) is visible by now too.
-  await sleep(1200);
+  await passTime(1200);
   await svc.runReaper();
 }, 30_000);
 afterAll(async () => svc?.close());

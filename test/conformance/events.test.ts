@@ -4,7 +4,7 @@
  * a retry, an exception, an artifact and a sealed group, in seq order, through their SAS URLs.
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, uniqueQueue } from '../helpers/work';
+import { claimOne, passTime, uniqueQueue } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
 import { poll } from '../helpers/azure-queue';
 
@@ -284,9 +284,9 @@ test('bad subscriptions are 4xx with a clear message', async () => {
 test('an expired subscription is removed by the reaper, queue and all', async () => {
   const ev = eventsClient(svc);
   const id = `short-${slugid()}`;
-  const created = await ev.createSubscription(id, { bindings: [qe.taskFailed({})], expires: new Date(Date.now() + 1500).toJSON() });
+  const created = await ev.createSubscription(id, { bindings: [qe.taskFailed({})], expires: new Date(svc.clock.ms() + 1500).toJSON() });
   expect((await poll(created.signedPollUrl)).status).toBe(200);
-  await new Promise((r) => setTimeout(r, 1600));
+  await passTime(1600);
   await expectError(ev.subscription(id), 404, 'ResourceNotFound');
   const end = Date.now() + 10_000;
   let status = 200;

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { startTestService, TestService, expectError } from '../helpers/service';
 import { checkHealth } from '../../shared/ops/health';
+import { passTime } from '../helpers/work';
 import { createStorage } from '../../shared/storage/storage';
 
 let svc: TestService;
@@ -54,7 +55,7 @@ test('unreachable storage (connection refused) is reported, not thrown', async (
 test('a reaper that never ran is unhealthy once the grace period has passed', async () => {
   const fresh = await startTestService({ QUEUE_REAPER_STALE_S: '1' });
   try {
-    await new Promise((r) => setTimeout(r, 1200));
+    await passTime(1200);
     const err = await expectError(fresh.queue(null).heartbeat(), 500);
     expect(err.message).toMatch(/reaper has never finished a pass/);
   } finally {

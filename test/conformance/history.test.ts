@@ -5,12 +5,13 @@
  * class built from the service's own API reference (GET /api/queue/v1/ops/reference).
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { waitUntil } from '../helpers/work';
 
 let svc: TestService;
 let Ops: any;
 beforeAll(async () => {
-  // Claims last one second, so the reaper can expire them; the reaper runs only when a test asks.
-  svc = await startTestService({ QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_CLAIM_WORK_POLL_S: '1' });
+  // The reaper runs only when a test asks.
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
   const reference = await (await fetch(`${svc.rootUrl}/api/queue/v1/ops/reference`)).json();
   Ops = svc.tc.createClient(reference, 'QueueOps');
 });
@@ -18,7 +19,6 @@ afterAll(async () => svc?.close());
 
 const ops = (credentials: any = svc.root) => new Ops({ rootUrl: svc.rootUrl, credentials, retries: 0 });
 const uniqueQueue = () => `prov/h-${Math.random().toString(36).slice(2, 10)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function fullHistory(taskId: string, limit = 1000): Promise<any[]> {
   const out: any[] = [];
@@ -45,7 +45,7 @@ test('a retry chain (worker-shutdown, claim-expired, completed) is recorded with
   expect(await q.taskQueueCounts(tq)).toMatchObject({ pendingTasks: 0, claimedTasks: 1 });
 
   // w2 goes silent: after takenUntil the reaper expires the claim and retries the task.
-  await sleep(1300);
+  await waitUntil(c1.takenUntil, 1000);
   svc.log.records.length = 0;
   await svc.runReaper();
   expect((await q.status(taskId)).status.runs.map((r: any) => [r.state, r.reasonResolved])).toEqual([
@@ -89,7 +89,7 @@ test('a retry chain (worker-shutdown, claim-expired, completed) is recorded with
 test('history names the client who cancels or reruns, needs queue:status, and 404s for unknown tasks', async () => {
   const clientId = `test/${slugid()}`;
   const { accessToken } = await svc.auth().createClient(clientId, {
-    expires: new Date(Date.now() + 3600_000).toJSON(),
+    expires: new Date(svc.clock.ms() + 3600_000).toJSON(),
     description: 'canceller',
     scopes: ['queue:cancel-task:*', 'queue:rerun-task:*'],
   });

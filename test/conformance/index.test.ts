@@ -4,7 +4,7 @@
  * findArtifactFromTask's redirect.
  */
 import { startTestService, TestService, slugid, expectError } from '../helpers/service';
-import { runningTask } from '../helpers/work';
+import { passTime, runningTask } from '../helpers/work';
 import { indexCompletedTask } from '../../shared/index/index';
 import { IndexStore } from '../../shared/index/store';
 
@@ -106,10 +106,10 @@ test('deleteTask removes the entry; scopes are Taskcluster-s', async () => {
 
 test('expired entries are not found and the reaper removes them and their namespaces', async () => {
   const ns = uniqueNs();
-  const soon = new Date(Date.now() + 1500).toJSON();
+  const soon = new Date(svc.clock.ms() + 1500).toJSON();
   await index.insertTask(`${ns}.old.entry`, { taskId: slugid(), rank: 0, data: {}, expires: soon });
   expect((await index.findTask(`${ns}.old.entry`)).expires).toBe(soon);
-  await new Promise((r) => setTimeout(r, 1600));
+  await passTime(1600);
   await expectError(index.findTask(`${ns}.old.entry`), 404);
   await svc.runReaper();
   const store = new IndexStore(svc.services.storage);

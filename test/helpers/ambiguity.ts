@@ -6,6 +6,7 @@
  */
 import { FaultyStorage } from '../../shared/storage/faults';
 import type { Storage } from '../../shared/storage/port';
+import { settleServices } from './service';
 
 export interface AmbiguousResult<T> {
   value?: T & any;
@@ -36,6 +37,7 @@ export async function eachWrite(
     let hit: boolean | undefined;
     const ambiguous: Ambiguous = async (op) => {
       await opts.warm?.();
+      await settleServices();
       plan.ambiguousAt(n);
       let value;
       let error;

@@ -5,6 +5,7 @@
  * pass) and checks the invariants after each n.
  */
 import type { StorageMeter } from '../../shared/storage/counter';
+import { settleServices } from './service';
 
 export interface FaultResult<T> {
   value?: T & any;
@@ -46,6 +47,7 @@ export async function eachStorageCall(
     let hit: boolean | undefined;
     const faulty: Faulty = async (op) => {
       await opts.warm?.();
+      await settleServices();
       meter.failAfterCall(n);
       let value;
       let error;

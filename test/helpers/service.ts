@@ -1,6 +1,7 @@
 /**
- * Runs the service in-process on a free port against the test Azurite, with storage names unique
- * to the caller, and hands out taskcluster-client instances pointed at it.
+ * Runs the service in-process on a free port, on the faithful in-memory store with the file's
+ * controllable clock or on the test Azurite, with storage names unique to the caller, and hands
+ * out taskcluster-client instances pointed at it.
  */
 import crypto from 'node:crypto';
 import { FaultSettings, loadConfig } from '../../shared/config';
@@ -12,6 +13,15 @@ import { memoryLogger } from '../../shared/log';
 import { generateAccessToken } from '../../shared/auth/clients';
 import { outputErrors } from '../../shared/api/output-schemas';
 import type { RouteDef } from '../../shared/api/types';
+import { TestClock } from './clock';
+
+/**
+ * This test file's clock (jest loads the module once per file): every service the file starts on
+ * the in-memory store, and that store, read it; the test moves it (`clock.advance`) instead of
+ * sleeping. Hawk signatures are still checked against real time (taskcluster-client signs with
+ * it), so authentication is untouched by however far the clock has moved.
+ */
+export const clock = new TestClock();
 
 export interface TestService {
   rootUrl: string;
@@ -20,11 +30,26 @@ export interface TestService {
   root: { clientId: string; accessToken: string };
   tc: any;
   log: ReturnType<typeof memoryLogger>;
+  /** The file's clock (see `clock`); advancing it throws on Azurite. */
+  clock: TestClock;
   /** A v87 client class instance with the given credentials (root by default). */
   queue(credentials?: { clientId: string; accessToken: string; certificate?: string } | null, opts?: Record<string, unknown>): any;
   auth(credentials?: { clientId: string; accessToken: string } | null, opts?: Record<string, unknown>): any;
   runReaper(): Promise<void>;
+  /** Waits for this instance's background work (event delivery, dependency tracking) and queued index writes. */
+  settled(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The services this file has running. */
+const running = new Set<TestService>();
+
+/**
+ * Waits until no service of this file has background work left, so that a sweep armed next
+ * counts the calls of its operation only (on the in-memory store the instances share one meter).
+ */
+export async function settleServices(): Promise<void> {
+  await Promise.all([...running].map((s) => s.settled()));
 }
 
 /**
@@ -59,11 +84,27 @@ function seedOf(path: string): number {
 }
 
 /**
- * Test files that run on the faithful mode: the conformance suite and the crash sweeps that pass
- * on it. The rest (e2e, the dashboard, the other integration tests) keep Azurite, which also
- * serves as the smoke test of the Azure adapter.
+ * Test files that run on the faithful mode: the conformance suite, the crash and ambiguity sweeps
+ * and the other integration tests of the service, except ON_AZURITE. The rest (e2e, the
+ * dashboard, the storage-port contract suite) keep Azurite, which also serves as the smoke test of
+ * the Azure adapter.
  */
-const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\/crash-index\.test\.ts$/];
+const FAITHFUL = [/\/test\/conformance\//, /\/test\/integration\//];
+
+/**
+ * Files that stay on Azurite: the smoke subset of the conformance suite that drives the Azure
+ * adapter end to end, and integration tests of that adapter or of Azurite itself.
+ */
+const ON_AZURITE: Record<string, string> = {
+  'lifecycle.test.ts': 'smoke test of the Azure adapter: a whole task lifecycle',
+  'storage-port.test.ts': 'the storage-port contract suite: runs each adapter, the Azure one on Azurite',
+  'storage-deadline.test.ts': 'a hanging proxy in front of Azurite: the Azure SDK call deadline',
+  'local-persist.test.ts': "Azurite's own persistence across restarts",
+  'indexes.test.ts': 'the index store on the Azure adapter',
+  'storage-count.test.ts': "pins each operation's storage calls exactly, on the Azure adapter",
+  // Not yet passing on the in-memory store (to fix, then remove from this list):
+  'crash-consumers.test.ts': "the consumer step's sweep ends before it reaches Hooks.get, with or without the faithful mode's faults",
+};
 
 /**
  * Files of the faithful suites that stay on Azurite, each with its reason (docs/storage-faults.md
@@ -74,22 +115,46 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
 };
 
 /**
+ * The crash sweeps run on the in-memory store and its clock without the faithful mode's own
+ * faults: those faults are drawn per storage call from the file's seed, so a cache that lapsed on
+ * real time or background work that came earlier moves every later draw, and the calls a sweep
+ * reaches then vary from run to run (crash-index and crash-create each passed with them, then
+ * ended early under load). Seen with them on: the claimTask sweep ends before Tasks.transaction,
+ * rerunTask's before deadline.update, reportCompleted's before resolved.delete or Tasks.query,
+ * a reaper pass's before Expiry.query, claimWork's before pending.delete. To put them on the
+ * faithful mode, the faults must hold still while a sweep is armed.
+ */
+const SWEEPS = [/\/test\/integration\/crash-[a-z-]+\.test\.ts$/, /\/test\/integration\/many-dependencies\.test\.ts$/];
+
+/** Other files on the in-memory store and its clock without the faithful mode's faults: they count calls or messages exactly. */
+const WITHOUT_FAULTS: Record<string, string> = {
+  'expiration.test.ts': "counts each expiry pass's storage calls exactly; a short page is a call of its own",
+  'reaper-overlap.test.ts': 'counts the triggers handled exactly; an ambiguous queue put duplicates one',
+  'hook-lease.test.ts': "fails a fire after its second storage call, which a short page's extra call moves",
+};
+
+/**
  * Where test services store. The faithful in-memory mode (shared/storage/faults.ts) for the files
  * above, one store per process shared by the instances of one deployment, on one of FAULT_SEEDS
- * per file; the test Azurite otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that
- * names QUEUE_STORAGE_CONNECTION keeps it.
+ * per file; the in-memory store without its faults for SWEEPS and WITHOUT_FAULTS; the test Azurite
+ * otherwise, and for every file with `TEST_ON_AZURITE=1`. A test that names
+ * QUEUE_STORAGE_CONNECTION keeps it.
  */
 function testStorage(env: Record<string, string>): Record<string, string> {
   if (env.QUEUE_STORAGE_CONNECTION) return {};
   const path = expect.getState().testPath ?? '';
+  const named = (list: Record<string, string>) => Object.keys(list).some((f) => path.endsWith(`/${f}`));
+  const unfaulted = named(WITHOUT_FAULTS) || SWEEPS.some((re) => re.test(path));
   // TEST_FAITHFUL_ALL=1 runs the listed files on the faithful mode too (to work on them).
-  const listed = process.env.TEST_FAITHFUL_ALL !== '1' && Object.keys(NOT_YET_FAITHFUL).some((f) => path.endsWith(`/${f}`));
-  const faithful = FAITHFUL.some((re) => re.test(path)) && !listed;
-  if (process.env.TEST_ON_AZURITE === '1' || !faithful) {
+  const all = process.env.TEST_FAITHFUL_ALL === '1';
+  const onStore = FAITHFUL.some((re) => re.test(path)) && !named(ON_AZURITE);
+  const faithful = onStore && (all || !(named(NOT_YET_FAITHFUL) || unfaulted));
+  if (process.env.TEST_ON_AZURITE === '1' || !(faithful || (onStore && unfaulted))) {
     const conn = process.env.TEST_STORAGE_CONNECTION;
     if (!conn) throw new Error('TEST_STORAGE_CONNECTION is not set: run tests through jest (globalSetup starts Azurite)');
     return { QUEUE_STORAGE_CONNECTION: conn };
   }
+  if (!faithful) return { QUEUE_STORAGE_CONNECTION: 'memory:tests' };
   const seed = process.env.TEST_FAULT_SEED ?? String(seedOf(path));
   return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
 }
@@ -109,31 +174,43 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     QUEUE_REAPER_SCHEDULE: '*/1 * * * * *',
     ...env,
   });
+  const onMemory = config.storageConnection.trim().startsWith('memory:');
+  if (onMemory) clock.controlled = true;
+  else if (clock.controlled) throw new Error('a test file runs all its services on the in-memory store or all on Azurite: they share one clock');
   const log = memoryLogger();
   // Queued index writes go out at once unless a test asks for the production linger, and chart
   // rollups are written only when read or at close: crash sweeps rely on a fixed order of calls,
   // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
-  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning } });
+  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning }, ...(onMemory ? { now: clock.now } : {}) });
   const services = app.svc;
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;
   const client = (Cls: any, credentials: any, opts: Record<string, unknown> = {}) =>
     new Cls({ rootUrl, credentials: credentials === null ? undefined : (credentials ?? root), retries: 0, ...opts });
-  return {
+  const svc: TestService = {
     rootUrl,
     services,
     host,
     root,
     tc,
     log,
+    clock,
     queue: (c, o) => client(tc.Queue, c, o),
     auth: (c, o) => client(tc.Auth, c, o),
     runReaper: () => host.runTimer('reaper'),
+    settled: async () => {
+      const background = services.background ?? new Set();
+      while (background.size) await Promise.allSettled([...background]);
+      await services.indexes.settled();
+    },
     close: async () => {
+      running.delete(svc);
       await app.close();
       await host.close();
     },
   };
+  running.add(svc);
+  return svc;
 }
 
 /** Responses that broke their route's output schema since the last test ended. */
@@ -184,7 +261,7 @@ export function startSecondInstance(svc: TestService, env: Record<string, string
 
 /** A minimal valid task definition for `taskQueueId`. */
 export function taskDef(taskQueueId = 'prov/wt', overrides: Record<string, unknown> = {}): Record<string, any> {
-  const now = Date.now();
+  const now = clock.ms();
   return {
     taskQueueId,
     created: new Date(now).toJSON(),

@@ -2,20 +2,26 @@
  * Small helpers for tests of the worker path: unique task queues, claiming one task, waiting for a
  * moment to pass.
  */
-import { TestService, taskDef, slugid } from './service';
+import { TestService, taskDef, slugid, clock } from './service';
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Lets `ms` pass: moves the file's clock on the in-memory store, sleeps on Azurite. */
+export async function passTime(ms: number): Promise<void> {
+  if (!clock.controlled) return sleep(ms);
+  clock.advance(ms);
+  // Background work (event delivery, index writes) runs on real promises: let it take a turn.
+  await new Promise((r) => setImmediate(r));
+}
 
 /** A task queue id nobody else uses (each test gets empty pending queues). */
 export function uniqueQueue(prefix = 'prov'): string {
   return `${prefix}/q${Math.random().toString(36).slice(2, 10)}`;
 }
 
-/** Sleeps until `iso` (plus `slackMs`) has passed. */
+/** Lets the time pass until `iso` (plus `slackMs`): see passTime. */
 export async function waitUntil(iso: string | number | Date, slackMs = 150): Promise<void> {
-  const at = new Date(iso).getTime() + slackMs;
-  const ms = at - Date.now();
-  if (ms > 0) await sleep(ms);
+  await passTime(new Date(iso).getTime() + slackMs - clock.ms());
 }
 
 export interface WorkerId {
@@ -32,9 +38,27 @@ export async function claim(svc: TestService, taskQueueId: string, worker: Worke
   return r.tasks;
 }
 
+/**
+ * claimWork's long poll for instances that check "nothing left to claim" many times (a crash
+ * sweep's every step): an empty answer costs the whole window, and a visible hint is found in the
+ * poller's first pass, well inside it. A claim that must succeed goes through claimAny.
+ */
+export const CHECK_POLL_S = '0.3';
+/** Short polls a claim that must succeed makes before it gives up (one may end before its first pass on a busy machine). */
+const CLAIM_ATTEMPTS = 10;
+
+/** claimWork until something is claimed (see CHECK_POLL_S); [] only if every attempt came back empty. */
+export async function claimAny(svc: TestService, taskQueueId: string, worker: WorkerId = W1, tasks = 32): Promise<any[]> {
+  for (let i = 0; i < CLAIM_ATTEMPTS; i++) {
+    const got = await claim(svc, taskQueueId, worker, tasks);
+    if (got.length) return got;
+  }
+  return [];
+}
+
 /** claimWork that must return exactly one claim, for `taskId` if given. */
 export async function claimOne(svc: TestService, taskQueueId: string, taskId?: string, worker: WorkerId = W1): Promise<any> {
-  const claims = await claim(svc, taskQueueId, worker, 1);
+  const claims = await claimAny(svc, taskQueueId, worker, 1);
   if (claims.length !== 1) throw new Error(`expected one claim from ${taskQueueId}, got ${claims.length}`);
   if (taskId && claims[0].status.taskId !== taskId) throw new Error(`expected a claim for ${taskId}, got ${claims[0].status.taskId}`);
   return claims[0];
@@ -50,17 +74,27 @@ export async function runSummary(svc: TestService, taskId: string): Promise<stri
   return s.runs.map((r: any) => (r.reasonResolved ? `${r.state}/${r.reasonResolved}` : r.state));
 }
 
+/** How far the clock moves between reaper passes: trigger visibility is rounded up to whole seconds. */
+const REAP_STEP_MS = 1000;
+/** Passes of reapUntil on the file's clock before it gives up (each one a second of that clock). */
+const REAP_PASSES = 60;
+
 /**
- * Runs reaper passes until `done()` holds (trigger visibility is rounded up to whole seconds, so a
- * trigger may show up to a second after the moment it was made for).
+ * Runs reaper passes until `done()` holds, letting a second pass between passes (trigger visibility
+ * is rounded up to whole seconds, so a trigger may show up to a second after the moment it was
+ * made for). On Azurite it waits up to `timeoutMs` of real time.
  */
 export async function reapUntil(svc: TestService, done: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  for (;;) {
+  for (let pass = 1; ; pass++) {
     await svc.runReaper();
     if (await done()) return;
-    if (Date.now() > end) throw new Error('reapUntil: condition not reached');
-    await sleep(100);
+    if (clock.controlled ? pass >= REAP_PASSES : Date.now() > end) throw new Error('reapUntil: condition not reached');
+    if (clock.controlled) {
+      clock.advance(REAP_STEP_MS);
+      // Background work of the last pass (event delivery) runs on real promises.
+      await new Promise((r) => setImmediate(r));
+    } else await sleep(100);
   }
 }
 

@@ -3,7 +3,7 @@
  * loses its answer, and the SDK-style retry meets its own success. The fire must come out as
  * without the fault: one task for the tick, one recorded fire, the hook advanced to its next tick.
  */
-import { startTestService, TestService, slugid } from '../helpers/service';
+import { startTestService, TestService, slugid, clock } from '../helpers/service';
 import { uniqueQueue } from '../helpers/work';
 import { eachWrite } from '../helpers/ambiguity';
 import { fireDueHooks } from '../../shared/hooks/schedule';
@@ -33,7 +33,7 @@ test('a scheduled fire', async () => {
       },
     });
     const h = (await store.get('amb', hookId))!;
-    const tick = new Date(Math.floor(Date.now() / 1000) * 1000 - 1000).toJSON();
+    const tick = new Date(Math.floor(clock.ms() / 1000) * 1000 - 1000).toJSON();
     await store.replace({ ...h, nextScheduledDate: tick });
 
     const r = await ambiguous(() => fireDueHooks(svc.services));

@@ -3,8 +3,8 @@
  * reportCompleted, changeTaskGroupPriority, a reaper pass, a subscription delivery and createSubscription in turn applies, its answer is lost, and the SDK-style retry meets its own
  * success. What the caller and everyone after see must be what they see without the fault.
  */
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
+import { claim, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { eachWrite } from '../helpers/ambiguity';
 import { drainSubscription, eventsClient } from '../helpers/events';
 
@@ -85,9 +85,9 @@ test('a reaper pass that resolves a deadline', async () => {
   const ops = await sweep(async (ambiguous) => {
     const taskId = slugid();
     const tq = uniqueQueue();
-    const deadline = new Date(Date.now() + 3000);
+    const deadline = new Date(clock.ms() + 3000);
     await svc.queue().createTask(taskId, taskDef(tq, { deadline: deadline.toJSON() }));
-    await new Promise((r) => setTimeout(r, deadline.getTime() - Date.now() + 1100));
+    await waitUntil(deadline, 1100);
     const r = await ambiguous(() => svc.runReaper());
     expect(r.error).toBeUndefined();
     const s = await status(svc, taskId);
@@ -101,7 +101,7 @@ test('a subscription delivery: the subscriber gets the event (repeats dropped by
   const id = `amb-${slugid()}`;
   const sub = await eventsClient(svc).createSubscription(id, {
     bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-completed', routingKeyPattern: `route.amb.${id}` }],
-    expires: new Date(Date.now() + 3600_000).toJSON(),
+    expires: new Date(clock.ms() + 3600_000).toJSON(),
   });
   await svc.services.events.dispatcher.subscriptions.refresh();
   const ops = await sweep(async (ambiguous) => {
@@ -124,7 +124,7 @@ test('createSubscription: the subscription keeps its queue and receives its even
     const r = await ambiguous(() =>
       eventsClient(svc).createSubscription(id, {
         bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-defined', routingKeyPattern: `route.amb.${id}` }],
-        expires: new Date(Date.now() + 3600_000).toJSON(),
+        expires: new Date(clock.ms() + 3600_000).toJSON(),
       }),
     );
     expect(r.error).toBeUndefined();
@@ -151,7 +151,7 @@ test('createClient: the caller gets the new client and its token', async () => {
   const ops = await sweep(async (ambiguous) => {
     const clientId = `amb/${slugid()}`;
     const r = await ambiguous(() =>
-      svc.auth().createClient(clientId, { description: 'd', expires: new Date(Date.now() + 3600_000).toJSON(), scopes: ['queue:ping'] }),
+      svc.auth().createClient(clientId, { description: 'd', expires: new Date(clock.ms() + 3600_000).toJSON(), scopes: ['queue:ping'] }),
     );
     expect(r.error).toBeUndefined();
     expect(r.value.accessToken).toBeTruthy();

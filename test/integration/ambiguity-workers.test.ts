@@ -3,7 +3,7 @@
  * claimWork and of quarantineWorker in turn applies, its answer is lost, and the SDK-style retry
  * meets its own success (409, 412). The outcome must be the one without the fault.
  */
-import { startTestService, TestService } from '../helpers/service';
+import { startTestService, TestService, clock } from '../helpers/service';
 import { uniqueQueue, W1 } from '../helpers/work';
 import { eachWrite } from '../helpers/ambiguity';
 
@@ -33,7 +33,7 @@ test('quarantineWorker records one quarantine change', async () => {
     const tq = uniqueQueue();
     const [prov, wt] = tq.split('/');
     await svc.queue().claimWork(tq, { ...W1, tasks: 1 });
-    const until = new Date(Date.now() + 3600_000).toJSON();
+    const until = new Date(clock.ms() + 3600_000).toJSON();
     const r = await ambiguous(() => svc.queue().quarantineWorker(prov, wt, W1.workerGroup, W1.workerId, { quarantineUntil: until, quarantineInfo: 'disk' }));
     expect(r.error).toBeUndefined();
     expect(r.value.quarantineDetails).toEqual([expect.objectContaining({ quarantineUntil: until, quarantineInfo: 'disk' })]);

@@ -4,7 +4,7 @@
  * claimable copy, and leave a claim-expiry trigger behind (proved by letting the claim expire).
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { CHECK_POLL_S, claim, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 /** Long enough for the checks of one step, short enough to let every claim expire at the end. */
@@ -19,7 +19,7 @@ beforeAll(async () => {
     { QUEUE_CLAIM_WORK_POLL_S: String(HINT_LEASE_S * 2), QUEUE_CLAIM_TIMEOUT_S: String(CLAIM_TIMEOUT_S) },
     { tuning: { hintLeaseS: HINT_LEASE_S, triggerLeaseS: 2 } },
   );
-  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: '1' });
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
 });
 afterAll(async () => {
   await b?.close();

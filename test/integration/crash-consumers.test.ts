@@ -4,8 +4,8 @@
  * crashed message's lease is over) must converge on exactly one follow-up task from the bound hook,
  * one recorded fire, and the completed task indexed at its route.
  */
-import { startTestService, startSecondInstance, TestService, slugid, taskDef } from '../helpers/service';
-import { claimOne, sleep, uniqueQueue } from '../helpers/work';
+import { startTestService, startSecondInstance, TestService, slugid, taskDef, clock } from '../helpers/service';
+import { claimOne, passTime, uniqueQueue } from '../helpers/work';
 import { sweeperFor } from '../helpers/crash';
 import { consumeEvents } from '../../shared/reaper/consumers';
 import { IndexStore } from '../../shared/index/store';
@@ -61,12 +61,12 @@ test('a consumer step crashed after any storage call is retried without a duplic
     await faulty(() => consumeEvents(a.services, noDelay));
 
     // Recovery: later steps on the other instance, until the message is gone.
-    const end = Date.now() + 15_000;
+    const end = clock.ms() + 15_000;
     for (;;) {
       await consumeEvents(b.services, noDelay);
       if ((await systemQueue.approximateCount()) === 0) break;
-      if (Date.now() > end) throw new Error('the consumer never drained its queue');
-      await sleep(LEASE_S * 1000 + 100);
+      if (clock.ms() > end) throw new Error('the consumer never drained its queue');
+      await passTime(LEASE_S * 1000 + 100);
     }
 
     expect((await store.getTask(ns))?.taskId).toBe(taskId);

@@ -4,15 +4,15 @@
  * The faults are injected on instance A; checks go through instance B (same storage), so they
  * neither disturb A's call count nor rely on A's in-memory state.
  */
-import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, clock } from '../helpers/service';
+import { CHECK_POLL_S, claim, claimAny, reapUntil, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 let a: TestService;
 let b: TestService;
 beforeAll(async () => {
   a = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_DEADLINE_DELAY_S: '0' }, { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } });
-  b = await startSecondInstance(a);
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
 });
 afterAll(async () => {
   await b?.close();
@@ -27,7 +27,7 @@ const retrying = () => a.queue(undefined, { retries: 4 });
 
 /** Exactly one claim for taskId/runId across two workers, then nothing. */
 async function claimableOnce(tq: string, taskId: string, runId = 0) {
-  const claims = await claim(b, tq, W1, 32);
+  const claims = await claimAny(b, tq, W1, 32);
   expect(claims.map((c) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/${runId}`]);
   expect(await claim(b, tq, W2, 32)).toEqual([]);
   return claims[0];
@@ -38,7 +38,7 @@ test('createTask without dependencies', async () => {
   const ops = await sweep(async (faulty) => {
     const taskId = slugid();
     const tq = uniqueQueue();
-    const deadline = new Date(Date.now() + 6_000).toJSON();
+    const deadline = new Date(clock.ms() + 6_000).toJSON();
     const r = await faulty(() => retrying().createTask(taskId, taskDef(tq, { deadline })));
     expect(r.error).toBeUndefined();
     expect(r.value.status.runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending' })]);

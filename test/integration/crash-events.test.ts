@@ -3,8 +3,8 @@
  * delivery of what a crash left), with nobody retrying, still ends with an event delivered for
  * every transition that committed, and none for one that did not.
  */
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { claimOne, uniqueQueue, sleep, reapUntil } from '../helpers/work';
+import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
+import { claimOne, uniqueQueue, passTime, reapUntil, waitUntil } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { readHistory } from '../../shared/ops/history';
@@ -21,7 +21,7 @@ beforeAll(async () => {
     { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
   );
   const all = EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
-  urls = await eventsClient(svc).createSubscription('everything', { bindings: all, expires: new Date(Date.now() + 3600_000).toJSON() });
+  urls = await eventsClient(svc).createSubscription('everything', { bindings: all, expires: new Date(clock.ms() + 3600_000).toJSON() });
 });
 afterAll(async () => svc?.close());
 
@@ -36,7 +36,7 @@ async function committedIds(taskId: string): Promise<string[]> {
 
 /** Runs reaper passes until every id in `expected()` was delivered; checks nothing else of the task was. */
 async function expectDelivered(taskId: string, extra: string[] = []): Promise<void> {
-  const end = Date.now() + 15_000;
+  const end = clock.ms() + 15_000;
   let missing: string[];
   for (;;) {
     for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
@@ -47,9 +47,9 @@ async function expectDelivered(taskId: string, extra: string[] = []): Promise<vo
       expect(ofTask.map((e) => e.id).sort()).toEqual(expected.filter((id) => !id.includes('.artifact.')).sort());
       return;
     }
-    if (Date.now() > end) throw new Error(`events never delivered: ${missing.join(', ')}`);
+    if (clock.ms() > end) throw new Error(`events never delivered: ${missing.join(', ')}`);
     await svc.runReaper();
-    await sleep(200);
+    await passTime(200);
   }
 }
 
@@ -124,7 +124,7 @@ test('createArtifact and sealTaskGroup', async () => {
     const taskId = slugid();
     await svc.queue().createTask(taskId, taskDef(tq));
     const c = await claimOne(svc, tq, taskId);
-    const expires = new Date(Date.now() + 3600_000).toJSON();
+    const expires = new Date(clock.ms() + 3600_000).toJSON();
     const r = await faulty(() =>
       noRetry(c.credentials).createArtifact(taskId, 0, 'public/ref', { storageType: 'reference', url: 'https://example.com', expires }),
     );
@@ -139,8 +139,8 @@ test('createArtifact and sealTaskGroup', async () => {
     await faulty(() => noRetry().sealTaskGroup(taskGroupId));
     const sealed = !!(await svc.queue().getTaskGroup(taskGroupId)).sealed;
     const id = `${taskGroupId}.sealed`;
-    const end = Date.now() + 15_000;
-    while (sealed && !delivered.has(id) && Date.now() < end) {
+    const end = clock.ms() + 15_000;
+    while (sealed && !delivered.has(id) && clock.ms() < end) {
       await svc.runReaper();
       for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
     }
@@ -154,16 +154,16 @@ test('task-group-resolved: the last report of a group, whatever call fails', asy
     const taskGroupId = slugid();
     // A short deadline: when the report's bookkeeping was cut short, the deadline trigger (kept
     // until it succeeds) repeats it; a report that never committed ends at the deadline instead.
-    const deadline = new Date(Date.now() + 3000).toJSON();
+    const deadline = new Date(clock.ms() + 3000).toJSON();
     await svc.queue().createTask(taskGroupId, taskDef(tq, { taskGroupId, deadline }));
     const c = await claimOne(svc, tq, taskGroupId);
     await faulty(() => noRetry(c.credentials).reportCompleted(taskGroupId, 0));
     const id = `${taskGroupId}.resolved.${taskGroupId}.0`;
-    const end = Date.now() + 15_000;
-    while (!delivered.has(id) && Date.now() < end) {
+    const end = clock.ms() + 15_000;
+    while (!delivered.has(id) && clock.ms() < end) {
       await svc.runReaper();
       for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
-      if (!delivered.has(id)) await sleep(300);
+      if (!delivered.has(id)) await passTime(300);
     }
     expect(delivered.has(id)).toBe(true);
     expect(delivered.get(id)!.payload).toEqual({ version: 1, taskGroupId, schedulerId: expect.any(String) });
@@ -179,11 +179,11 @@ test('deadline resolved by the reaper', async () => {
   await sweep(async (faulty) => {
     const tq = uniqueQueue();
     const taskId = slugid();
-    const deadline = new Date(Date.now() + 1500).toJSON();
+    const deadline = new Date(clock.ms() + 1500).toJSON();
     await svc.queue().createTask(taskId, taskDef(tq, { deadline }));
     await claimOne(svc, tq, taskId);
     // Trigger visibility is whole seconds: wait until it surely shows.
-    await sleep(new Date(deadline).getTime() - Date.now() + 1100);
+    await waitUntil(deadline, 1100);
     await faulty(() => svc.runReaper());
     await reapUntil(svc, async () => (await svc.queue().status(taskId)).status.state === 'exception');
     await expectDelivered(taskId);
@@ -198,7 +198,7 @@ test("the reaper's delivery of an interrupted dispatch", async () => {
     const failingDispatch = jest.spyOn(svc.services.events.dispatcher, 'deliver').mockRejectedValueOnce(new Error('crash before delivery'));
     await q.createTask(taskId, taskDef(uniqueQueue()));
     failingDispatch.mockRestore();
-    await sleep(1100); // the sweep trigger becomes visible
+    await passTime(1100); // the sweep trigger becomes visible
     await faulty(() => svc.runReaper());
     await expectDelivered(taskId);
   });
@@ -206,7 +206,7 @@ test("the reaper's delivery of an interrupted dispatch", async () => {
 
 test('hook changes: hook-created, -updated and -deleted are delivered when the change committed, never when it did not', async () => {
   const bindings = HOOK_EXCHANGES.map((e) => ({ exchange: HOOKS_EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
-  const hookUrls = await eventsClient(svc).createSubscription('hook-changes', { bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
+  const hookUrls = await eventsClient(svc).createSubscription('hook-changes', { bindings, expires: new Date(clock.ms() + 3600_000).toJSON() });
   const hooks = new svc.tc.Hooks({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
   const metadata = { name: 'h', description: 'a hook', owner: 'tester@example.com' };
   const def = (schedule: string[] = []) => ({
@@ -223,11 +223,11 @@ test('hook changes: hook-created, -updated and -deleted are delivered when the c
   /** Reaper passes until `change` of `hookId` arrived (if `committed`), or past the sweep delay (if not). */
   async function expectAnnounced(hookId: string, change: string, committed: boolean): Promise<void> {
     const has = () => seen.some((e) => e.payload.hookId === hookId && e.exchange === HOOKS_EXCHANGE_PREFIX + change);
-    const end = Date.now() + (committed ? 15_000 : 1500);
-    while (!has() && Date.now() < end) {
+    const end = clock.ms() + (committed ? 15_000 : 1500);
+    while (!has() && clock.ms() < end) {
       await svc.runReaper();
       seen.push(...(await drainSubscription(hookUrls)));
-      await sleep(200);
+      await passTime(200);
     }
     expect({ hookId, change, delivered: has() }).toEqual({ hookId, change, delivered: committed });
   }

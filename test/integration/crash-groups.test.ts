@@ -5,8 +5,8 @@
  * resolution keeps the group unresolved; a creator whose group a joiner created first joins it.
  * Users see it in task-group-resolved: published once the last task resolved, never before.
  */
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { claimOne, uniqueQueue, sleep, waitUntil } from '../helpers/work';
+import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
+import { claimOne, uniqueQueue, passTime, waitUntil } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
 import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
@@ -21,7 +21,7 @@ beforeAll(async () => {
     { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
   );
   const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-group-resolved`, routingKeyPattern: '#' }];
-  urls = await eventsClient(svc).createSubscription('groups', { bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
+  urls = await eventsClient(svc).createSubscription('groups', { bindings, expires: new Date(clock.ms() + 3600_000).toJSON() });
 });
 afterAll(async () => svc?.close());
 
@@ -36,7 +36,7 @@ async function resolvedEvents(g: string, passes = 3): Promise<string[]> {
   for (let i = 0; i < passes; i++) {
     await svc.runReaper();
     for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
-    await sleep(200);
+    await passTime(200);
   }
   return [...delivered.keys()].filter((id) => id.startsWith(`${g}.resolved.`));
 }
@@ -45,9 +45,9 @@ async function resolvedEvents(g: string, passes = 3): Promise<string[]> {
 async function lastResolves(g: string, tq: string, taskId: string): Promise<void> {
   const c = await claimOne(svc, tq, taskId);
   await svc.queue(c.credentials).reportCompleted(taskId, 0);
-  const end = Date.now() + 15_000;
+  const end = clock.ms() + 15_000;
   while (!(await resolvedEvents(g, 1)).includes(`${g}.resolved.${taskId}.0`)) {
-    if (Date.now() > end) throw new Error(`task-group-resolved of ${g} never delivered`);
+    if (clock.ms() > end) throw new Error(`task-group-resolved of ${g} never delivered`);
   }
 }
 
@@ -56,7 +56,7 @@ test("the creator's resolution after another task joined does not resolve the gr
     const [g, j] = [slugid(), slugid()];
     const [tq, tqj] = [uniqueQueue(), uniqueQueue()];
     // A short deadline: a close cut short by the fault is repeated by the deadline trigger.
-    const deadline = new Date(Date.now() + 2500).toJSON();
+    const deadline = new Date(clock.ms() + 2500).toJSON();
     await svc.queue().createTask(g, taskDef(tq, { taskGroupId: g, deadline }));
     await svc.queue().createTask(j, taskDef(tqj, { taskGroupId: g }));
     const c = await claimOne(svc, tq, g);

@@ -3,8 +3,8 @@
  * then later passes (on another instance), must converge to exactly one task for the tick, created
  * at the scheduled time, one recorded fire, and the hook advanced to its next tick.
  */
-import { startTestService, startSecondInstance, TestService, slugid } from '../helpers/service';
-import { sleep, uniqueQueue } from '../helpers/work';
+import { startTestService, startSecondInstance, TestService, slugid, clock } from '../helpers/service';
+import { passTime, uniqueQueue } from '../helpers/work';
 import { sweeperFor } from '../helpers/crash';
 import { fireDueHooks } from '../../shared/hooks/schedule';
 import { HookStore } from '../../shared/hooks/store';
@@ -42,18 +42,18 @@ test('a scheduled fire crashed after any storage call is retried without a dupli
     });
     // Make the tick due now instead of at midnight.
     const h = (await store.get('crash', hookId))!;
-    const tick = new Date(Math.floor(Date.now() / 1000) * 1000 - 1000).toJSON();
+    const tick = new Date(Math.floor(clock.ms() / 1000) * 1000 - 1000).toJSON();
     await store.replace({ ...h, nextScheduledDate: tick });
 
     await faulty(() => fireDueHooks(a.services));
 
     // Recovery: later passes, on the other instance, once the crashed claim's lease is over.
-    const end = Date.now() + 15_000;
+    const end = clock.ms() + 15_000;
     for (;;) {
       const cur = (await store.get('crash', hookId))!;
       if (!cur.pendingFire && cur.nextScheduledDate > new Date().toJSON()) break;
-      if (Date.now() > end) throw new Error(`hook never advanced: ${JSON.stringify(cur)}`);
-      await sleep(LEASE_S * 1000 + 100);
+      if (clock.ms() > end) throw new Error(`hook never advanced: ${JSON.stringify(cur)}`);
+      await passTime(LEASE_S * 1000 + 100);
       await fireDueHooks(b.services);
     }
 

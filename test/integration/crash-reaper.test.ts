@@ -5,20 +5,22 @@
  * dependent scheduled once, nothing resolved twice.
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, reapUntil, runSummary, sleep, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { CHECK_POLL_S, claim, claimAny, passTime, reapUntil, runSummary, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
-import { sdkQueue } from '../helpers/storage-sdk';
 import { triggerShardNames } from '../../shared/storage/trigger-shards';
 
-/** Waits until a trigger message is visible in any shard (peeking leases nothing and is not counted on A). */
-async function triggerVisible(queue: 'claim' | 'deadline', timeoutMs = 5000): Promise<void> {
-  const clients = triggerShardNames(b.services.storage.prefix, queue).map((name) => sdkQueue(b.services, name));
-  const visible = async () => (await Promise.all(clients.map((c) => c.peekMessages({ numberOfMessages: 1 })))).some((p) => p.peekedMessageItems.length > 0);
-  const end = Date.now() + timeoutMs;
-  while (!(await visible())) {
-    if (Date.now() > end) throw new Error(`no ${queue} trigger became visible`);
-    await sleep(50);
+/** How long a trigger may take to show: its visibility is whole seconds. */
+const TRIGGER_SHOWS_MS = 5000;
+const STEP_MS = 50;
+
+/** Lets time pass until a trigger message is visible in any shard (peeked through B: leases nothing, outside A's sweep). */
+async function triggerVisible(queue: 'claim' | 'deadline'): Promise<void> {
+  const shards = triggerShardNames(b.services.storage.prefix, queue).map((name) => b.services.storage.queueNamed(name, queue));
+  const visible = async () => (await Promise.all(shards.map((q) => q.peek(1)))).some((p) => p.length > 0);
+  for (let waited = 0; !(await visible()); waited += STEP_MS) {
+    if (waited > TRIGGER_SHOWS_MS) throw new Error(`no ${queue} trigger became visible`);
+    await passTime(STEP_MS);
   }
 }
 
@@ -29,8 +31,8 @@ let c: TestService;
 beforeAll(async () => {
   const env = { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' };
   a = await startTestService(env, { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } });
-  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: '0.5' });
-  c = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: '0.5', QUEUE_CLAIM_TIMEOUT_S: '600' });
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
+  c = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S, QUEUE_CLAIM_TIMEOUT_S: '600' });
 });
 afterAll(async () => {
   await c?.close();
@@ -43,7 +45,7 @@ const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) =>
 const reaperPassOnA = () => runReaper(a.services);
 
 async function claimableOnce(tq: string, taskId: string, runId = 0) {
-  const claims = await claim(c, tq, W1, 32);
+  const claims = await claimAny(c, tq, W1, 32);
   expect(claims.map((x) => `${x.status.taskId}/${x.runId}`)).toEqual([`${taskId}/${runId}`]);
   expect(await claim(c, tq, W2, 32)).toEqual([]);
 }
@@ -56,7 +58,7 @@ async function claimed(retries: number, withDependent: boolean) {
   const dependent = slugid();
   const depQueue = uniqueQueue();
   if (withDependent) await b.queue().createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires: 'all-resolved' }));
-  const [first] = await claim(b, tq, W1, 1);
+  const [first] = await claimAny(b, tq, W1, 1);
   return { tq, taskId, dependent, depQueue, takenUntil: first.takenUntil as string };
 }
 
@@ -96,7 +98,7 @@ test('deadline of a pending task: resolved once, the dependent scheduled once', 
   const ops = await sweep(async (faulty) => {
     const tq = uniqueQueue();
     const taskId = slugid();
-    const deadline = new Date(Date.now() + 1000).toJSON();
+    const deadline = new Date(a.clock.ms() + 1000).toJSON();
     await b.queue().createTask(taskId, taskDef(tq, { deadline }));
     const dependent = slugid();
     const depQueue = uniqueQueue();

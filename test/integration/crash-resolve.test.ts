@@ -4,14 +4,14 @@
  * own retry or, when the client gives up, the reaper's safety net must finish the work.
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, reapUntil, runSummary, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { CHECK_POLL_S, claim, claimAny, reapUntil, runSummary, status, uniqueQueue, W1, W2 } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
 
 let a: TestService;
 let b: TestService;
 beforeAll(async () => {
   a = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { hintLeaseS: 4, triggerLeaseS: 2, resolvedNetDelayS: 1 } });
-  b = await startSecondInstance(a);
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
 });
 afterAll(async () => {
   await b?.close();
@@ -29,14 +29,14 @@ async function runningWithDependent(requires: 'all-completed' | 'all-resolved' =
   const depQueue = uniqueQueue();
   const dependent = slugid();
   await b.queue().createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires }));
-  const [c] = await claim(b, tq, W1, 1);
+  const [c] = await claimAny(b, tq, W1, 1);
   expect(c.status.taskId).toBe(taskId);
   return { tq, taskId, depQueue, dependent, creds: c.credentials };
 }
 
 /** Exactly one claim of taskId/runId for two workers together. */
 async function claimableOnce(tq: string, taskId: string, runId = 0) {
-  const claims = await claim(b, tq, W1, 32);
+  const claims = await claimAny(b, tq, W1, 32);
   expect(claims.map((c) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/${runId}`]);
   expect(await claim(b, tq, W2, 32)).toEqual([]);
 }

@@ -3,8 +3,8 @@
  * and declareWorkerGone; the client's retry must finish the work, and the run stays claimable
  * exactly once (never lost without a hint, never claimable twice).
  */
-import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, runSummary, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, clock } from '../helpers/service';
+import { CHECK_POLL_S, claim, claimAny, runSummary, status, uniqueQueue, W1, W2 } from '../helpers/work';
 import { sweeperFor } from '../helpers/crash';
 
 let a: TestService;
@@ -12,7 +12,7 @@ let b: TestService;
 let ref: any;
 beforeAll(async () => {
   a = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { hintLeaseS: 4, triggerLeaseS: 2, resolvedNetDelayS: 1 } });
-  b = await startSecondInstance(a);
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
   ref = await (await fetch(`${a.rootUrl}/api/references/queue/v1/api.json`)).json();
 });
 afterAll(async () => {
@@ -26,7 +26,7 @@ const queueA = (retries: number) => new (a.tc.createClient(ref, 'queue'))({ root
 
 /** Exactly one claim of taskId/runId for two workers together. */
 async function claimableOnce(tq: string, taskId: string, runId = 0) {
-  const claims = await claim(b, tq, W1, 32);
+  const claims = await claimAny(b, tq, W1, 32);
   expect(claims.map((c) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/${runId}`]);
   expect(await claim(b, tq, W2, 32)).toEqual([]);
 }
@@ -50,7 +50,7 @@ test('declareWorkerGone, client retries: one retry run, claimable once', async (
     const [prov, wt] = tq.split('/');
     const taskId = slugid();
     await b.queue().createTask(taskId, taskDef(tq, { retries: 2 }));
-    expect(await claim(b, tq, W1, 1)).toHaveLength(1);
+    expect(await claimAny(b, tq, W1, 1)).toHaveLength(1);
     const r = await faulty(() => queueA(4).declareWorkerGone(prov, wt, W1.workerGroup, W1.workerId));
     expect(r.error).toBeUndefined();
     expect(await runSummary(b, taskId)).toEqual(['exception/worker-shutdown', 'pending']);
@@ -64,10 +64,10 @@ test("reportCompleted of a concurrency key's holder, client retries: the waiting
   let i = 0;
   await sweep(async (faulty) => {
     const tq = uniqueQueue();
-    const key = `crash-${Date.now()}-${i++}`;
+    const key = `crash-${clock.ms()}-${i++}`;
     const [holder, waiter] = [slugid(), slugid()];
     await b.queue().createTask(holder, taskDef(tq, { concurrencyKey: key }));
-    const [c] = await claim(b, tq, W1, 1);
+    const [c] = await claimAny(b, tq, W1, 1);
     expect(c.status.taskId).toBe(holder);
     await b.queue().createTask(waiter, taskDef(tq, { concurrencyKey: key }));
     expect(await claim(b, tq, W2, 1)).toEqual([]);
@@ -82,12 +82,12 @@ test('suspendRun, client retries: one resumed run with the continuation, claimab
     const tq = uniqueQueue();
     const taskId = slugid();
     await b.queue().createTask(taskId, taskDef(tq));
-    const [c] = await claim(b, tq, W1, 1);
+    const [c] = await claimAny(b, tq, W1, 1);
     const q = new (a.tc.createClient(ref, 'queue'))({ rootUrl: a.rootUrl, credentials: c.credentials, retries: 4 });
     const r = await faulty(() => q.suspendRun(taskId, 0, { continuation: { at: 1 } }));
     expect(r.error).toBeUndefined();
     expect(await runSummary(b, taskId)).toEqual(['exception/suspended', 'pending']);
-    const claims = await claim(b, tq, W2, 32);
+    const claims = await claimAny(b, tq, W2, 32);
     expect(claims.map((x) => [x.runId, x.continuation])).toEqual([[1, { at: 1 }]]);
     expect(await claim(b, tq, W1, 32)).toEqual([]);
   });

@@ -4,7 +4,7 @@
  * follows what expires (an idle pass makes a fixed handful of calls), and it survives a crash
  * after any of its storage calls.
  */
-import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError, clock } from '../helpers/service';
 import { reapUntil, uniqueQueue, waitUntil } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(async () => svc?.close());
 
-const soon = (ms: number) => new Date(Date.now() + ms).toJSON();
+const soon = (ms: number) => new Date(clock.ms() + ms).toJSON();
 
 async function rows(table: 'TaskDeps' | 'Tasks' | 'Expiry', query: Query): Promise<string[]> {
   const page = await svc.services.storage.table(table).page(query, 1000);
@@ -120,7 +120,7 @@ test("a group's rows go together once its last member expires: two calls for the
     // went with the resolution.
     const services = own.services as { now: () => Date };
     const realNow = services.now;
-    services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+    services.now = () => new Date(clock.ms() + GROUP_STEP_SETTLED_MS);
     try {
       await runReaper(own.services); // one pass: its sweep page holds all 7 expiry rows
     } finally {
@@ -162,7 +162,7 @@ test('a task that named its group after itself takes the group along without rea
     await waitUntil(expires, 300);
     const services = own.services as { now: () => Date };
     const realNow = services.now;
-    services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+    services.now = () => new Date(clock.ms() + GROUP_STEP_SETTLED_MS);
     const before = own.services.storage.meter.snapshot().byOp;
     try {
       await runReaper(own.services);
@@ -214,16 +214,22 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
 test('an expired task with edges and a group is cleaned up even if the sweep crashes after any storage call', async () => {
   const b = await startSecondInstance(svc);
   try {
-    // A long-lived dependency; each step's task depends on it, so the sweep touches both partitions.
+    // A long-lived dependency (it outlives every step's hour and more); each step's task depends on
+    // it, so the sweep touches both partitions.
     const dep = slugid();
-    await b.queue().createTask(dep, taskDef(uniqueQueue()));
+    await b.queue().createTask(dep, taskDef(uniqueQueue(), { deadline: soon(4 * 24 * 3600_000) }));
     const ops = await eachStorageCall(
       svc.services.storage.meter,
       async (faulty) => {
-        const expires = soon(1000);
+        // Resolved at its deadline first, and expiring once the resolution's group step is surely done,
+        // so the swept pass is the expiry's alone.
+        const deadline = soon(1000);
+        const expires = soon(1000 + GROUP_STEP_SETTLED_MS + 1000);
         const g = slugid();
         const t = slugid();
-        await b.queue().createTask(t, taskDef(uniqueQueue(), { taskGroupId: g, deadline: expires, expires, dependencies: [dep] }));
+        await b.queue().createTask(t, taskDef(uniqueQueue(), { taskGroupId: g, deadline, expires, dependencies: [dep] }));
+        await waitUntil(deadline, 100);
+        await reapUntil(b, async () => (await b.queue().status(t)).status.state === 'exception');
         await waitUntil(expires, 100);
         await faulty(() => runReaper(svc.services));
         await reapUntil(b, async () => (await rows('Tasks', { partitionKey: t })).length === 0);
@@ -231,7 +237,7 @@ test('an expired task with edges and a group is cleaned up even if the sweep cra
         expect(await groupRows(g)).toEqual([]);
         expect(await partition('TaskDeps', t)).toEqual([]);
         expect(await partition('TaskDeps', dep)).toEqual([]);
-        expect(await rows('Expiry', { rowKey: { lt: new Date().toJSON() } })).toEqual([]);
+        expect(await rows('Expiry', { rowKey: { lt: new Date(clock.ms()).toJSON() } })).toEqual([]);
         expect((await b.queue().status(dep)).status.state).toBe('pending');
       },
       { warm: () => svc.services.events.dispatcher.subscriptions.refresh() },
@@ -259,7 +265,7 @@ test('a group of one that goes with its task is cleaned up even if the sweep cra
         await own.queue().createTask(t, taskDef(uniqueQueue(), { deadline, expires: soon(60_000) }));
         await waitUntil(deadline, 100);
         await reapUntil(own, async () => (await own.queue().status(t)).status.state === 'exception');
-        services.now = () => new Date(Date.now() + GROUP_STEP_SETTLED_MS);
+        services.now = () => new Date(clock.ms() + GROUP_STEP_SETTLED_MS);
         try {
           await faulty(() => runReaper(own.services));
           await reapUntil(own, async () => (await table('Tasks').page({ partitionKey: t }, 10)).items.length === 0);

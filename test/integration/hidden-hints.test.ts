@@ -4,7 +4,7 @@
  * and gives it a fresh one; the old hint, when it comes back, claims nothing.
  */
 import { startTestService, TestService, taskDef } from '../helpers/service';
-import { uniqueQueue, claim, claimOne, sleep, W2 } from '../helpers/work';
+import { uniqueQueue, claim, claimOne, passTime, W2 } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
 import { decodeMessage } from '../../shared/storage/storage';
 import type { Hint } from '../../shared/tasks/pending';
@@ -25,7 +25,7 @@ async function reapPastRepair(): Promise<number> {
   let rehinted = 0;
   for (let i = 0; i < 3; i++) {
     rehinted += (await runReaper(svc.services)).rehinted;
-    await sleep(REPAIR_EVERY_S * 1000 + 100);
+    await passTime(REPAIR_EVERY_S * 1000 + 100);
   }
   return rehinted;
 }
@@ -40,7 +40,7 @@ test('a run whose hint was dequeued for seven days is claimable again after the 
   expect(hidden.map((m) => decodeMessage<Hint>(m)?.taskId)).toEqual([taskId]);
   expect(await claim(svc, taskQueueId, W2)).toEqual([]);
 
-  await sleep(REPAIR_AFTER_S * 1000);
+  await passTime(REPAIR_AFTER_S * 1000);
   expect(await reapPastRepair()).toBe(1);
   const c = await claimOne(svc, taskQueueId, taskId, W2);
   expect(c.runId).toBe(0);
@@ -59,7 +59,7 @@ test('a run whose hint was deleted is repaired too; a run with a visible hint is
   await svc.queue().createTask(fine, taskDef(taskQueueId));
   const fineHint = (await svc.services.tasks.load(fine))!.runs[0].hintId;
 
-  await sleep(REPAIR_AFTER_S * 1000);
+  await passTime(REPAIR_AFTER_S * 1000);
   expect(await reapPastRepair()).toBe(1);
   expect((await svc.services.tasks.load(fine))!.runs[0].hintId).toBe(fineHint);
   const claimed = new Set<string>();
@@ -90,11 +90,11 @@ test('with pending shards, the check looks in every shard: only the run whose hi
     const hints = async () => Promise.all([fine0, fine1].map(async (id) => (await sharded.services.tasks.load(id))!.runs[0].hintId));
     const before = await hints();
 
-    await sleep(REPAIR_AFTER_S * 1000);
+    await passTime(REPAIR_AFTER_S * 1000);
     let rehinted = 0;
     for (let i = 0; i < 3; i++) {
       rehinted += (await runReaper(sharded.services)).rehinted;
-      await sleep(REPAIR_EVERY_S * 1000 + 100);
+      await passTime(REPAIR_EVERY_S * 1000 + 100);
     }
     expect(rehinted).toBe(1);
     expect(await hints()).toEqual(before);

@@ -3,7 +3,7 @@
  * path from a completion is in test/conformance/consumers.test.ts) and the expiry of recorded
  * fires. Events are delivered at least once: a redelivery must not create a second task.
  */
-import { startTestService, TestService, slugid } from '../helpers/service';
+import { startTestService, TestService, slugid, clock } from '../helpers/service';
 import { uniqueQueue } from '../helpers/work';
 import { fireForEvent, eventTime } from '../../shared/hooks/bindings';
 import type { QueueEvent } from '../../shared/events/exchanges';
@@ -104,7 +104,7 @@ test('a binding on a route matches the event of a task with that route (CC routi
 test('recorded fires are removed by the reaper a year later', async () => {
   const group = slugid();
   const def = await boundHook(group);
-  const longAgo = new Date(Date.now() - 366 * 24 * 3600_000).toJSON();
+  const longAgo = new Date(clock.ms() - 366 * 24 * 3600_000).toJSON();
   await recordFire(svc.services, {
     hookGroupId: 'events',
     hookId: def.hookId,

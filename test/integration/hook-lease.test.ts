@@ -3,7 +3,7 @@
  * claim's lease plus one reaper interval (not minutes later), exactly once; a fire slower than
  * the lease keeps its claim by renewing it. Both instances read a controllable clock.
  */
-import { startTestService, startSecondInstance, TestService, slugid } from '../helpers/service';
+import { startTestService, startSecondInstance, TestService, slugid, clock } from '../helpers/service';
 import { uniqueQueue } from '../helpers/work';
 import { fireDueHooks } from '../../shared/hooks/schedule';
 import { HookStore } from '../../shared/hooks/store';
@@ -44,7 +44,7 @@ async function dueHook(): Promise<{ hookId: string; taskGroupId: string; tick: s
   });
   const store = new HookStore(a.services.storage);
   const h = (await store.get('lease', hookId))!;
-  const t0 = Math.floor(Date.now() / 1000) * 1000;
+  const t0 = Math.floor(clock.ms() / 1000) * 1000;
   const tick = new Date(t0 - 1000).toJSON();
   await store.replace({ ...h, nextScheduledDate: tick });
   return { hookId, taskGroupId, tick, t0 };

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claim, reapUntil, uniqueQueue, W1, W2 } from '../helpers/work';
+import { CHECK_POLL_S, claim, reapUntil, uniqueQueue, W1, W2 } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { mapLimit } from '../../shared/limit';
 import { startAzurite, Azurite } from '../../shared/local/azurite';
@@ -30,10 +30,11 @@ async function status(svc: TestService, taskId: string): Promise<any> {
 const MAX_DEPENDENCIES = Number(process.env.MANY_DEPENDENCIES ?? 1500);
 /**
  * The large graph is a load run (minutes of setup and resolving), not a default test: it runs only
- * when MANY_DEPENDENCIES is set. The crash sweeps below, which hold the same guarantees on a small
- * graph, always run.
+ * when MANY_DEPENDENCIES is set, on an Azurite of its own. The crash sweeps below, which hold the
+ * same guarantees on a small graph, always run: on the in-memory store and its clock by default.
  */
-const loadTest = process.env.MANY_DEPENDENCIES ? test : test.skip;
+const LOAD = Boolean(process.env.MANY_DEPENDENCIES);
+const loadTest = LOAD ? test : test.skip;
 /** Client calls at once while setting the graph up. */
 const SETUP_CONCURRENCY = 8;
 /**
@@ -53,21 +54,18 @@ let c: TestService;
 let azurite: Azurite;
 let dir: string | undefined;
 beforeAll(async () => {
-  // An Azurite of its own: thousands of tasks in the suite's shared one would slow every other
-  // test's storage calls past their deadline. On disk: in memory its minutely extent sweep, after
-  // thousands of queue calls, stalls it past the 10 s storage deadline (see startAzurite).
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'many-deps-'));
-  azurite = await startAzurite({ quiet: true, location: dir });
-  a = await startTestService(
-    { QUEUE_STORAGE_CONNECTION: azurite.connectionString, QUEUE_CLAIM_WORK_POLL_S: '1' },
-    { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } },
-  );
-  b = await startSecondInstance(a, { QUEUE_STORAGE_CONNECTION: azurite.connectionString });
-  c = await startSecondInstance(
-    a,
-    { QUEUE_STORAGE_CONNECTION: azurite.connectionString },
-    { tuning: { ...a.services.tuning, syncDependencies: 4, resolvedNetDelayS: 1 } },
-  );
+  const storage: Record<string, string> = {};
+  if (LOAD) {
+    // An Azurite of its own: thousands of tasks in the suite's shared one would slow every other
+    // test's storage calls past their deadline. On disk: in memory its minutely extent sweep, after
+    // thousands of queue calls, stalls it past the 10 s storage deadline (see startAzurite).
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'many-deps-'));
+    azurite = await startAzurite({ quiet: true, location: dir });
+    storage.QUEUE_STORAGE_CONNECTION = azurite.connectionString;
+  }
+  a = await startTestService({ ...storage, QUEUE_CLAIM_WORK_POLL_S: '1' }, { tuning: { hintLeaseS: 4, triggerLeaseS: 2 } });
+  b = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
+  c = await startSecondInstance(a, {}, { tuning: { ...a.services.tuning, syncDependencies: 4, resolvedNetDelayS: 1 } });
 });
 afterAll(async () => {
   await c?.close();
@@ -145,62 +143,56 @@ async function someDependencies(): Promise<{ done: string[]; waiting: string[]; 
 }
 
 for (const retries of [4, 0]) {
-  // Opt-in with the load run: under a loaded machine these sweeps end early (the instances' reaper
-  // timers run inside the armed window and shift its calls); they need the controllable clock.
-  loadTest(
-    `a create tracked in the background, failed after any storage call (request or background) and ${retries ? 'retried' : 'not retried'}, is scheduled exactly once`,
-    async () => {
-      const { done, waiting, claims } = await someDependencies();
-      const made: { taskId: string; tq: string }[] = [];
-      const ops = await eachStorageCall(
-        c.services.storage.meter,
-        async (faulty) => {
-          const taskId = slugid();
-          const tq = uniqueQueue();
-          // Armed until this call's background work is over too: a fault may hit the request or it.
-          const r = await faulty(async () => {
-            try {
-              return await c.queue(undefined, { retries }).createTask(taskId, taskDef(tq, { dependencies: [...done, ...waiting] }));
-            } finally {
-              await idle(c);
-            }
-          });
-          if (retries) expect(r.error).toBeUndefined();
-          made.push({ taskId, tq });
-        },
-        { warm: () => warm(c), max: 150 },
-      );
-      // The request's calls (trigger, row, requirements, checks) and the background's (edges, flag reads, deletes).
-      expect(ops.length).toBeGreaterThan(6 * 3);
-      expect(ops).toEqual(
-        expect.arrayContaining(['resolved.put', 'Tasks.transaction', 'TaskDeps.transaction', 'Tasks.get', 'TaskDeps.upsert', 'TaskDeps.delete']),
-      );
-      // Tracking cut short (in the background, or in a request nobody retried) is finished by its
-      // trigger, on any instance: every task that exists is then listed by each dependency, unscheduled.
-      const existing = (await Promise.all(made.map(async (m) => ((await c.services.tasks.load(m.taskId)) ? m : undefined)))).filter((m) => m !== undefined);
-      if (retries) expect(existing).toHaveLength(made.length);
-      else expect(existing.length).toBeGreaterThan(0);
-      const listing = (id: string) => b.queue().listDependentTasks(id, { limit: 1000 });
-      await reapUntil(
-        b,
-        async () => {
-          const lists = await Promise.all([...done, ...waiting].map(async (id) => new Set((await listing(id)).tasks.map((t: any) => t.status.taskId))));
-          return existing.every((m) => lists.every((l) => l.has(m.taskId)));
-        },
-        60_000,
-      );
-      for (const m of existing) expect((await status(b, m.taskId)).state).toBe('unscheduled');
-      for (const id of waiting) await b.queue(claims.get(id).credentials).reportCompleted(id, 0);
-      // Every task that exists is scheduled exactly once (a create that failed before its row left none).
-      await reapUntil(b, async () => (await Promise.all(existing.map((m) => status(b, m.taskId)))).every((s) => s.state === 'pending'), 60_000);
-      for (const m of existing) {
-        expect((await status(b, m.taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending' })]);
-        expect((await claimAll(m.tq)).map((cl) => cl.status.taskId)).toEqual([m.taskId]);
-        expect(await claim(b, m.tq, W2, 4)).toEqual([]);
-      }
-    },
-    600_000,
-  );
+  test(`a create tracked in the background, failed after any storage call (request or background) and ${retries ? 'retried' : 'not retried'}, is scheduled exactly once`, async () => {
+    const { done, waiting, claims } = await someDependencies();
+    const made: { taskId: string; tq: string }[] = [];
+    const ops = await eachStorageCall(
+      c.services.storage.meter,
+      async (faulty) => {
+        const taskId = slugid();
+        const tq = uniqueQueue();
+        // Armed until this call's background work is over too: a fault may hit the request or it.
+        const r = await faulty(async () => {
+          try {
+            return await c.queue(undefined, { retries }).createTask(taskId, taskDef(tq, { dependencies: [...done, ...waiting] }));
+          } finally {
+            await idle(c);
+          }
+        });
+        if (retries) expect(r.error).toBeUndefined();
+        made.push({ taskId, tq });
+      },
+      { warm: () => warm(c), max: 150 },
+    );
+    // The request's calls (trigger, row, requirements, checks) and the background's (edges, flag reads, deletes).
+    expect(ops.length).toBeGreaterThan(6 * 3);
+    expect(ops).toEqual(
+      expect.arrayContaining(['resolved.put', 'Tasks.transaction', 'TaskDeps.transaction', 'Tasks.get', 'TaskDeps.upsert', 'TaskDeps.delete']),
+    );
+    // Tracking cut short (in the background, or in a request nobody retried) is finished by its
+    // trigger, on any instance: every task that exists is then listed by each dependency, unscheduled.
+    const existing = (await Promise.all(made.map(async (m) => ((await c.services.tasks.load(m.taskId)) ? m : undefined)))).filter((m) => m !== undefined);
+    if (retries) expect(existing).toHaveLength(made.length);
+    else expect(existing.length).toBeGreaterThan(0);
+    const listing = (id: string) => b.queue().listDependentTasks(id, { limit: 1000 });
+    await reapUntil(
+      b,
+      async () => {
+        const lists = await Promise.all([...done, ...waiting].map(async (id) => new Set((await listing(id)).tasks.map((t: any) => t.status.taskId))));
+        return existing.every((m) => lists.every((l) => l.has(m.taskId)));
+      },
+      60_000,
+    );
+    for (const m of existing) expect((await status(b, m.taskId)).state).toBe('unscheduled');
+    for (const id of waiting) await b.queue(claims.get(id).credentials).reportCompleted(id, 0);
+    // Every task that exists is scheduled exactly once (a create that failed before its row left none).
+    await reapUntil(b, async () => (await Promise.all(existing.map((m) => status(b, m.taskId)))).every((s) => s.state === 'pending'), 60_000);
+    for (const m of existing) {
+      expect((await status(b, m.taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending' })]);
+      expect((await claimAll(m.tq)).map((cl) => cl.status.taskId)).toEqual([m.taskId]);
+      expect(await claim(b, m.tq, W2, 4)).toEqual([]);
+    }
+  }, 600_000);
 }
 
 // Last: the reaper works through its 1,500 resolutions for minutes after it, which would slow the

@@ -2,7 +2,7 @@
  * A reaper instance whose clock lags behind the queue service's: triggers it sees early are put
  * back for later, never acted on early and never dropped.
  */
-import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
 import { claim, runSummary, uniqueQueue, waitUntil, W1 } from '../helpers/work';
 import { createApp } from '../../shared/app';
 import { memoryLogger } from '../../shared/log';
@@ -18,13 +18,13 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 test('claim-expiry and deadline triggers seen early are deferred, and the task is untouched', async () => {
-  const lagging = await createApp(svc.services.config, { log: memoryLogger(), now: () => new Date(Date.now() - LAG_MS) }).services();
+  const lagging = await createApp(svc.services.config, { log: memoryLogger(), now: () => new Date(clock.ms() - LAG_MS) }).services();
   const claimed = slugid();
   const tq = uniqueQueue();
   await svc.queue().createTask(claimed, taskDef(tq));
   const [c] = await claim(svc, tq, W1, 1);
   const unscheduled = slugid();
-  const deadline = new Date(Date.now() + 1000).toJSON();
+  const deadline = new Date(clock.ms() + 1000).toJSON();
   await svc.queue().createTask(unscheduled, taskDef(uniqueQueue(), { deadline, dependencies: [unscheduled] }));
   await waitUntil([c.takenUntil, deadline].sort()[1], 1200);
 

@@ -3,8 +3,8 @@
  * triggers (as createTask retries and at-least-once delivery produce): nothing is resolved twice,
  * no task gains an extra run, every dependent is scheduled once and is claimable once.
  */
-import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claim, runSummary, sleep, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError, clock } from '../helpers/service';
+import { claim, passTime, runSummary, status, uniqueQueue, waitUntil, W1, W2 } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
 
 let a: TestService;
@@ -44,7 +44,7 @@ test('overlapping reaper passes on two instances', async () => {
     retrying.push(t);
   }
   // Taken now, after the claims above, with room for the creates below on a busy machine.
-  const deadline = new Date(Date.now() + 5000).toJSON();
+  const deadline = new Date(clock.ms() + 5000).toJSON();
   for (const kind of ['claim', 'claim', 'deadline', 'deadline', 'deadline'] as const) {
     const taskId = slugid();
     const tq = uniqueQueue();
@@ -74,7 +74,7 @@ test('overlapping reaper passes on two instances', async () => {
     const [s1, s2, s3] = await Promise.all([runReaper(a.services), runReaper(b.services), runReaper(a.services)]);
     handled.a += s1.claim + s1.deadline + s3.claim + s3.deadline;
     handled.b += s2.claim + s2.deadline;
-    await sleep(300);
+    await passTime(300);
   }
   // Both instances really took part (each trigger message is leased by one of them at a time).
   expect(handled.a).toBeGreaterThan(0);

@@ -3,7 +3,7 @@
  * (a group of one learns it from its creator's own resolution: test/unit/executor.test.ts and
  * test/integration/crash-groups.test.ts). On Azurite.
  */
-import { startTestService, TestService, slugid } from '../helpers/service';
+import { startTestService, TestService, slugid, clock } from '../helpers/service';
 import { TaskGroups } from '../../shared/tasks/groups';
 
 let svc: TestService;
@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 // One time for all: a member that expires later than the group extends the group's meta row.
-const at = new Date(Date.now() + 3600_000).toJSON();
+const at = new Date(clock.ms() + 3600_000).toJSON();
 const expires = () => at;
 
 test('a group is open while any member is unresolved, empty once all resolved', async () => {
