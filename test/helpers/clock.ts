@@ -10,7 +10,15 @@ export class TestClock {
   /** Whether this file's services read this clock (in-memory store); on Azurite time passes for real. */
   controlled = false;
 
+  /** Services of this file running on Azurite, on real time: the clock may not move while one runs. */
+  realTimeServices = 0;
+
   readonly now = (): Date => new Date(this.ms());
+
+  /** Whether the clock was moved: a service on real time would then disagree with the others. */
+  get moved(): boolean {
+    return this.offsetMs > 0;
+  }
 
   ms(): number {
     return Date.now() + this.offsetMs;
@@ -19,6 +27,7 @@ export class TestClock {
   /** Moves the clock `ms` forward. */
   advance(ms: number): void {
     if (!this.controlled) throw new Error('this file runs on Azurite, where time passes for real: use passTime()');
+    if (this.realTimeServices > 0 && ms > 0) throw new Error('a service of this file runs on Azurite, on real time: close it before moving the clock');
     if (ms > 0) this.offsetMs += ms;
   }
 
