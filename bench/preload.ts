@@ -19,6 +19,7 @@ import { closedLoop, ThroughputResult } from './phases';
 import { runReaper } from '../shared/reaper/reaper';
 import { stalePending } from '../shared/ops/indexes';
 import { MAX_DEQUEUE } from '../shared/storage/storage';
+import { rawCeiling, RawResult } from './raw';
 
 /** Tasks built and written per round (bounds the memory the preload itself holds). */
 const CHUNK = 1000;
@@ -162,6 +163,8 @@ function settledMemory(): NodeJS.MemoryUsage {
 export interface AccumulationResult {
   fresh: ThroughputResult;
   loaded: ThroughputResult;
+  /** The raw storage ceiling on the same Azurite right after each loop: its drop is Azurite's own. */
+  raw?: { fresh: RawResult; loaded: RawResult; ratio: number };
   preload: PreloadResult;
   /** loaded / fresh lifecycles per second. */
   ratio: number;
@@ -179,15 +182,21 @@ export interface AccumulationResult {
 export async function accumulation(
   inst: Instance,
   taskQueueId: string,
-  opts: { count: number; concurrency: number; durationMs: number },
+  opts: { count: number; concurrency: number; durationMs: number; rawConnection?: string; rawMs?: number },
 ): Promise<AccumulationResult> {
   const svc = inst.services;
+  const raw = (): Promise<RawResult | undefined> =>
+    opts.rawConnection
+      ? rawCeiling(opts.rawConnection, { concurrency: opts.concurrency, durationMs: opts.rawMs ?? opts.durationMs })
+      : Promise.resolve(undefined);
   const fresh = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
+  const rawFresh = await raw();
   const reaperFresh = await idlePass(svc);
   const staleFresh = await staleQueryMs(svc, taskQueueId);
   const mem0 = settledMemory();
   const preload = await preloadFinished(svc, taskQueueId, opts.count);
   const loaded = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
+  const rawLoaded = await raw();
   const reaperLoaded = await idlePass(svc);
   const staleLoaded = await staleQueryMs(svc, taskQueueId);
   const mem1 = settledMemory();
@@ -196,6 +205,8 @@ export async function accumulation(
     loaded,
     preload,
     ratio: fresh.perSecond > 0 ? round(loaded.perSecond / fresh.perSecond, 3) : NaN,
+    raw: rawFresh &&
+      rawLoaded && { fresh: rawFresh, loaded: rawLoaded, ratio: rawFresh.perSecond > 0 ? round(rawLoaded.perSecond / rawFresh.perSecond, 3) : NaN },
     reaper: { fresh: reaperFresh, loaded: reaperLoaded },
     staleQueryMs: { fresh: staleFresh, loaded: staleLoaded },
     heapUsedBytes: { fresh: mem0.heapUsed, loaded: mem1.heapUsed },
