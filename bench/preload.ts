@@ -18,13 +18,15 @@ import { meterWindow, round } from './stats';
 import { closedLoop, ThroughputResult } from './phases';
 import { runReaper } from '../shared/reaper/reaper';
 import { stalePending } from '../shared/ops/indexes';
-import { MAX_DEQUEUE } from '../shared/storage/storage';
+import { MAX_DEQUEUE, StorageTimeout } from '../shared/storage/storage';
 import { rawCeiling, RawResult } from './raw';
 
 /** Tasks built and written per round (bounds the memory the preload itself holds). */
 const CHUNK = 1000;
 /** Parallel storage calls while preloading (more only queues up at Azurite and risks call deadlines). */
 const CONCURRENCY = 12;
+/** A preload write that passes the storage deadline is made this many times in all before the phase fails. */
+const PRELOAD_ATTEMPTS = 4;
 /** One task group per this many tasks, as a scheduler's decision task would make. */
 const GROUP_SIZE = 100;
 
@@ -92,10 +94,13 @@ export interface PreloadResult {
   tasks: number;
   seconds: number;
   perSecond: number;
+  /** Writes made again after passing the storage deadline. */
+  timeouts: number;
 }
 
 export async function preloadFinished(svc: Services, taskQueueId: string, count: number): Promise<PreloadResult> {
   const t0 = performance.now();
+  let timeouts = 0;
   const start = Date.now() - count * 20;
   for (let done = 0; done < count; done += CHUNK) {
     const n = Math.min(CHUNK, count - done);
@@ -122,14 +127,24 @@ export async function preloadFinished(svc: Services, taskQueueId: string, count:
     });
     const uniqueGroups = [...new Map(groupRows.map((r) => [`${r.partitionKey}/${r.rowKey}`, r])).values()];
     const writes = [...taskWrites, ...batches('Indexes', indexRows), ...batches('Expiry', expiryRows), ...batches('Tasks', uniqueGroups)];
-    await mapLimit(writes, CONCURRENCY, (w) => svc.storage.table(w.table).transact(w.actions));
+    await mapLimit(writes, CONCURRENCY, async (w) => {
+      // Upserts only, so a write that timed out (Azurite stalls as it fills) is simply made again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await svc.storage.table(w.table).transact(w.actions);
+        } catch (err) {
+          if (!(err instanceof StorageTimeout) || attempt >= PRELOAD_ATTEMPTS) throw err;
+          timeouts++;
+        }
+      }
+    });
     if (process.env.BENCH_VERBOSE) console.error(`[preload] ${done + n} tasks, ${round((performance.now() - t0) / 1000, 1)} s`);
     // The preload's garbage (request bodies, SDK pipelines) would otherwise grow the heap, and the
     // process's RSS peak, far past what the service itself holds (~35 MB live).
     (globalThis as { gc?: () => void }).gc?.();
   }
   const seconds = (performance.now() - t0) / 1000;
-  return { tasks: count, seconds: round(seconds, 1), perSecond: round(count / seconds, 0) };
+  return { tasks: count, seconds: round(seconds, 1), perSecond: round(count / seconds, 0), timeouts };
 }
 
 export interface ReaperPassCost {

@@ -490,7 +490,14 @@ async function main(): Promise<void> {
       ...(acc
         ? [
             { metric: `(h) lifecycles/s, fresh store`, value: String(acc.fresh.perSecond) },
-            { metric: `(h) preload ${acc.preload.tasks} finished tasks`, value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s)` },
+            {
+              metric: `(h) preload ${acc.preload.tasks} finished tasks (writes made again after the storage deadline)`,
+              value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s; ${acc.preload.timeouts})`,
+            },
+            {
+              metric: '(h) client errors, fresh / stored (a request past the storage deadline answers 5xx)',
+              value: `${acc.fresh.errors.count} / ${acc.loaded.errors.count}`,
+            },
             { metric: `(h) lifecycles/s, ${acc.preload.tasks} tasks stored`, value: String(acc.loaded.perSecond) },
             {
               metric: '(h) stored / fresh throughput',
