@@ -558,6 +558,7 @@ async function main(): Promise<void> {
       );
     }
     if (events) console.log(table(`(g) storage tx per lifecycle with one subscription, by op (${events.lifecycles} lifecycles)`, opRows(evPer!)));
+    if (loopFgPer) console.log(table(`(b) storage tx per lifecycle, by op (${loop!.completed} lifecycles)`, opRows(loopFgPer)));
     if (backlog) console.log(table(`(c) drain storage tx per claimed task, by op`, opRows(perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)))));
     if (idleN) {
       console.log(
