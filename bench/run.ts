@@ -527,8 +527,14 @@ async function main(): Promise<void> {
               metric: '(h) storage tx per lifecycle, fresh / stored',
               value: [acc.fresh, acc.loaded].map((r) => String(perUnit(r.storage, Math.max(1, r.completed)).total)).join(' / '),
             },
-            { metric: '(h) idle reaper pass, fresh: ms / storage calls', value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}` },
-            { metric: '(h) idle reaper pass, stored: ms / storage calls', value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}` },
+            {
+              metric: '(h) idle reaper pass, fresh: ms / storage calls',
+              value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}${acc.reaper.fresh.failed ? ` (failed: ${acc.reaper.fresh.failed})` : ''}`,
+            },
+            {
+              metric: '(h) idle reaper pass, stored: ms / storage calls',
+              value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}${acc.reaper.loaded.failed ? ` (failed: ${acc.reaper.loaded.failed})` : ''}`,
+            },
             { metric: '(h) hint-repair query ms, fresh / stored', value: `${acc.staleQueryMs.fresh} / ${acc.staleQueryMs.loaded}` },
             { metric: '(h) bench heap used, fresh / stored', value: `${mb(acc.heapUsedBytes.fresh)} / ${mb(acc.heapUsedBytes.loaded)}` },
             { metric: '(h) bench RSS, fresh / stored', value: `${mb(acc.rssBytes.fresh)} / ${mb(acc.rssBytes.loaded)}` },
