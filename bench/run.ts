@@ -541,7 +541,7 @@ async function main(): Promise<void> {
           ]
         : []),
       {
-        metric: 'host RSS peak (bench process: hosts + clients)',
+        metric: 'host RSS peak (bench process: the service instances; (a), (e), (g) clients)',
         value: mb(hostPeak),
         target: `< ${mb(TARGETS.hostRssBytes)}`,
         verdict: verdict(hostPeak < TARGETS.hostRssBytes),
