@@ -5,7 +5,6 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import * as slugid from 'slugid';
 import { loadConfig } from '../shared/config';
 import type { Services } from '../shared/services';
 import { startApp } from '../shared/app';
@@ -13,15 +12,11 @@ import { startHost, LocalHost } from '../shared/local/host';
 import { freePort } from '../shared/local/azurite';
 import { generateAccessToken } from '../shared/auth/clients';
 import type { Logger } from '../shared/log';
+import { Credentials, QueueFactory, queueFactory } from './client';
+import type { LoadProcess } from './load';
 
-/** The taskcluster-client default agent allows 50 sockets; 50 idle workers plus traffic need more. */
-const CLIENT_MAX_SOCKETS = 256;
-
-export interface Credentials {
-  clientId: string;
-  accessToken: string;
-  certificate?: string;
-}
+export { newTaskId, sleep, taskDef, taskcluster } from './client';
+export type { Credentials } from './client';
 
 /** Secrets shared by instances that serve one deployment (same storage names). */
 export interface Deployment {
@@ -29,6 +24,8 @@ export interface Deployment {
   prefix: string;
   rootAccessToken: string;
   encryptionKey: string;
+  /** The Azurite process behind `connection`, whose CPU the phases read from /proc. */
+  azuritePid?: number;
 }
 
 export interface Instance {
@@ -38,24 +35,19 @@ export interface Instance {
   host: LocalHost;
   log: ReturnType<typeof benchLogger>;
   /** A v87 Queue client; root credentials unless others are given. */
-  queue(credentials?: Credentials): any;
+  queue: QueueFactory;
+  /** The deployment's root credentials (for the load process). */
+  root: Credentials;
+  /** The load generator's process, where the phases that measure CPU run their clients. */
+  load?: LoadProcess;
+  azuritePid?: number;
   close(): Promise<void>;
 }
 
-let tcModule: any;
-
-/** taskcluster-client v87 is ESM; a dynamic import works from this CommonJS output. */
-export async function taskcluster(): Promise<any> {
-  if (!tcModule) {
-    tcModule = (await import('taskcluster-client')).default;
-    tcModule.agents.http.maxSockets = CLIENT_MAX_SOCKETS;
-  }
-  return tcModule;
-}
-
-export function newDeployment(connection: string, label: string): Deployment {
+export function newDeployment(connection: string, label: string, azuritePid?: number): Deployment {
   return {
     connection,
+    azuritePid,
     prefix: `b${label}${crypto.randomBytes(3).toString('hex')}`,
     rootAccessToken: generateAccessToken(),
     encryptionKey: crypto.randomBytes(32).toString('base64'),
@@ -80,7 +72,7 @@ export function benchLogger(name: string): Logger & { warnings: number; errors: 
   return log;
 }
 
-export async function startInstance(name: string, dep: Deployment, env: Record<string, string> = {}): Promise<Instance> {
+export async function startInstance(name: string, dep: Deployment, env: Record<string, string> = {}, load?: LoadProcess): Promise<Instance> {
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const config = loadConfig({
@@ -96,7 +88,6 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
   const services = app.svc;
   // Timers are not scheduled: the reaper runs only when a phase calls it, so counts stay attributable.
   const host = await startHost({ app, port, quiet: true });
-  const tc = await taskcluster();
   const root = { clientId: config.rootClientId, accessToken: dep.rootAccessToken };
   return {
     name,
@@ -104,7 +95,10 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
     services,
     host,
     log,
-    queue: (credentials = root) => new tc.Queue({ rootUrl, credentials, retries: 0 }),
+    queue: await queueFactory(rootUrl, root),
+    root,
+    load,
+    azuritePid: dep.azuritePid,
     close: async () => {
       await app.close();
       await host.close();
@@ -112,35 +106,24 @@ export async function startInstance(name: string, dep: Deployment, env: Record<s
   };
 }
 
-/** A minimal valid task definition. */
-export function taskDef(taskQueueId: string, deadlineInMs = 3600_000): Record<string, unknown> {
-  const now = Date.now();
-  return {
-    taskQueueId,
-    created: new Date(now).toJSON(),
-    deadline: new Date(now + deadlineInMs).toJSON(),
-    payload: { command: ['echo', 'hello'] },
-    metadata: { name: 'bench task', description: 'a benchmark task', owner: 'bench@example.com', source: 'https://example.com/bench' },
-  };
-}
-
-export const newTaskId = (): string => slugid.nice();
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Peak RSS of this process, sampled, plus the kernel's high-water mark for a pid. */
+/**
+ * Peak RSS of this process: the kernel's high-water mark where /proc has it, else sampled. The
+ * sampling would run in the service's process and cost it CPU (up to 5 % of a loop's at 100 ms),
+ * so it runs only where the kernel cannot say.
+ */
 export class RssSampler {
   peak = 0;
-  private timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(intervalMs = 100) {
     this.sample();
+    if (peakRssOf('self') !== undefined) return;
     this.timer = setInterval(() => this.sample(), intervalMs);
     this.timer.unref();
   }
 
   sample(): void {
-    this.peak = Math.max(this.peak, process.memoryUsage().rss);
+    this.peak = Math.max(this.peak, process.memoryUsage.rss(), peakRssOf('self') ?? 0);
   }
 
   stop(): void {

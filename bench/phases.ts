@@ -2,8 +2,10 @@
  * The benchmark phases that drive the service over HTTP with taskcluster-client v87, as workers
  * and task creators would.
  */
-import { Instance, newTaskId, sleep, taskDef } from './harness';
-import { MeterDelta, addDeltas, latencySummary, meterWindow, round, runLoops } from './stats';
+import { Instance, sleep, taskDef, newTaskId } from './harness';
+import { CpuMs, MeterDelta, addDeltas, cpuWindow, latencySummary, meterWindow, round } from './stats';
+import { ERROR_PAUSE_MS, Errors, LoadJob, LoadResult, STEP_TIMEOUT_MS, WORKER, lifecycle, newErrors, noteError, runJob } from './client';
+import { ProfileSummary, profileWindow } from './profile';
 import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
@@ -11,25 +13,10 @@ import { signedSubscriptionUrls } from '../shared/storage/subscription-queues';
 import { queueIdOf } from '../shared/events/subscriptions';
 import { deleteUrlFor, parseQueueMessages, pollUrlFor } from '../worker/protocols/azure-queue';
 
-const WORKER = { workerGroup: 'bench', workerId: 'w' };
-/** Give up on a phase step that should take milliseconds but hangs (e.g. a lost hint). */
-const STEP_TIMEOUT_MS = 30_000;
+export type { Errors } from './client';
+
 /** Lifecycles (e) runs at most to put a hint in every pending shard (16 shards: all used with p > 0.99). */
 const IDLE_WARMUP_MAX = 200;
-/** After an unexpected error, pause briefly so a failing loop does not spin. */
-const ERROR_PAUSE_MS = 50;
-
-export interface Errors {
-  count: number;
-  first: string[];
-}
-
-function noteError(errors: Errors, err: unknown): void {
-  errors.count++;
-  if (errors.first.length < 3) errors.first.push(String((err as Error)?.message ?? err).split('\n')[0]);
-}
-
-const newErrors = (): Errors => ({ count: 0, first: [] });
 
 async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -40,22 +27,13 @@ async function waitFor(cond: () => boolean, timeoutMs = STEP_TIMEOUT_MS): Promis
 }
 
 /**
- * createTask → claimWork (tasks: 1, until it gets one) → reportCompleted with the claim's
- * credentials. Each closed loop is its own worker, as real workers claim one after another.
- * With `creator`, the task is created through that instance (another instance of the app).
+ * Runs a load job in the instance's load process when it has one (then this process's CPU over
+ * the job is the service's), else here. Returns the job's result and the CPU spent meanwhile.
  */
-async function lifecycle(inst: Instance, root: any, taskQueueId: string, deadlineInMs?: number, workerId = WORKER.workerId, creator = root): Promise<void> {
-  await creator.createTask(newTaskId(), taskDef(taskQueueId, deadlineInMs));
-  // Bounded, so a phase ends even when hints go missing (e.g. a create that failed half-way).
-  const until = Date.now() + STEP_TIMEOUT_MS;
-  for (;;) {
-    if (Date.now() > until) throw new Error(`no task to claim from ${taskQueueId} within ${STEP_TIMEOUT_MS / 1000} s`);
-    const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, workerId, tasks: 1 });
-    if (!tasks.length) continue;
-    const c = tasks[0];
-    await inst.queue(c.credentials).reportCompleted(c.status.taskId, c.runId);
-    return;
-  }
+async function drive(inst: Instance, job: LoadJob): Promise<LoadResult & { cpu: CpuMs }> {
+  const cpu = cpuWindow(inst.azuritePid, inst.load?.pid);
+  const r = inst.load ? await inst.load.run(job) : await runJob(job);
+  return { ...r, cpu: cpu.stop() };
 }
 
 // ---- (a) pickup latency ----
@@ -78,7 +56,7 @@ export async function pickupLatency(claimer: Instance, creator: Instance, taskQu
   const creatorRoot = creator.queue();
   const poller = pollersOf(claimer.services).get(taskQueueId);
   // Warm up: a first task created on the claiming instance records the priority there.
-  await lifecycle(claimer, root, taskQueueId);
+  await lifecycle(claimer.queue, taskQueueId);
   const latencies: number[] = [];
   const errors = newErrors();
   for (let i = 0; i < samples; i++) {
@@ -111,6 +89,8 @@ export interface ThroughputResult {
   seconds: number;
   perSecond: number;
   storage: MeterDelta;
+  /** CPU over the loop: this process (the service alone when the load has its own), the load's, Azurite's. */
+  cpu: CpuMs;
   errors: Errors;
 }
 
@@ -125,32 +105,31 @@ export async function closedLoop(
   taskQueueId: string,
   opts: { concurrency: number; durationMs?: number; count?: number; deadlineInMs?: number; creator?: Instance },
 ): Promise<ThroughputResult> {
-  const root = inst.queue();
-  const creatorRoot = opts.creator?.queue() ?? root;
   const creatorMeter = opts.creator && meterWindow(opts.creator.services.storage.meter);
-  const errors = newErrors();
-  let started = 0;
-  let completed = 0;
-  const stopAt = opts.durationMs === undefined ? Infinity : Date.now() + opts.durationMs;
   const meter = meterWindow(inst.services.storage.meter);
-  const t0 = performance.now();
-  await runLoops(opts.concurrency, async (loop) => {
-    if (Date.now() >= stopAt || (opts.count !== undefined && started >= opts.count)) return false;
-    started++;
-    try {
-      await lifecycle(inst, root, taskQueueId, opts.deadlineInMs, `w${loop}`, creatorRoot);
-      completed++;
-    } catch (err) {
-      noteError(errors, err);
-      await sleep(ERROR_PAUSE_MS);
-    }
-    return true;
+  const r = await drive(inst, {
+    kind: 'loop',
+    rootUrl: inst.rootUrl,
+    credentials: inst.root,
+    creatorUrl: opts.creator?.rootUrl,
+    taskQueueId,
+    concurrency: opts.concurrency,
+    durationMs: opts.durationMs,
+    count: opts.count,
+    deadlineInMs: opts.deadlineInMs,
   });
-  const seconds = (performance.now() - t0) / 1000;
   // The lifecycles' index writes, queued off their requests' path, belong in this window.
   await Promise.all([inst.services.indexes.settled(), opts.creator?.services.indexes.settled()]);
   const storage = creatorMeter ? addDeltas(meter.stop(), creatorMeter.stop()) : meter.stop();
-  return { concurrency: opts.concurrency, completed, seconds: round(seconds), perSecond: round(completed / seconds, 1), storage, errors };
+  return {
+    concurrency: opts.concurrency,
+    completed: r.done,
+    seconds: round(r.seconds),
+    perSecond: round(r.done / r.seconds, 1),
+    storage,
+    cpu: r.cpu,
+    errors: r.errors,
+  };
 }
 
 // ---- (c) backlog drain ----
@@ -165,6 +144,9 @@ export interface BacklogResult {
   claimedPerSecond: number;
   meanBatch: number;
   drainStorage: MeterDelta;
+  /** CPU over the drain (see ThroughputResult.cpu). */
+  drainCpu: CpuMs;
+  drainProfile?: ProfileSummary;
   errors: Errors;
 }
 
@@ -172,56 +154,32 @@ export interface BacklogResult {
 export async function backlogDrain(
   inst: Instance,
   taskQueueId: string,
-  opts: { tasks: number; createConcurrency: number; loops: number; batch: number },
+  opts: { tasks: number; createConcurrency: number; loops: number; batch: number; profileFile?: string },
 ): Promise<BacklogResult> {
-  const root = inst.queue();
-  const errors = newErrors();
-  let created = 0;
-  const c0 = performance.now();
-  await runLoops(opts.createConcurrency, async () => {
-    if (created >= opts.tasks) return false;
-    created++;
-    try {
-      await root.createTask(newTaskId(), taskDef(taskQueueId));
-    } catch (err) {
-      created--;
-      noteError(errors, err);
-      await sleep(ERROR_PAUSE_MS);
-    }
-    return true;
-  });
-  const createSeconds = (performance.now() - c0) / 1000;
-
-  let claimed = 0;
-  let batches = 0;
-  let drainedAt = 0;
+  const base = { rootUrl: inst.rootUrl, credentials: inst.root, taskQueueId, tasks: opts.tasks };
+  const created = await drive(inst, { ...base, kind: 'create', concurrency: opts.createConcurrency });
+  await inst.services.indexes.settled();
   const meter = meterWindow(inst.services.storage.meter);
-  const d0 = performance.now();
-  await runLoops(opts.loops, async () => {
-    if (claimed >= opts.tasks) return false;
-    try {
-      const { tasks } = await root.claimWork(taskQueueId, { ...WORKER, tasks: opts.batch });
-      if (!tasks.length) return false; // the poll window passed without work: the backlog is gone
-      claimed += tasks.length;
-      batches++;
-      if (claimed >= opts.tasks && !drainedAt) drainedAt = performance.now();
-    } catch (err) {
-      noteError(errors, err);
-      await sleep(ERROR_PAUSE_MS);
-    }
-    return true;
-  });
-  const drainSeconds = ((drainedAt || performance.now()) - d0) / 1000;
+  const profile = profileWindow(opts.profileFile);
+  const drained = await drive(inst, { ...base, kind: 'drain', loops: opts.loops, batch: opts.batch });
+  const drainProfile = await profile.stop();
+  const errors = newErrors();
+  for (const e of [created.errors, drained.errors]) {
+    errors.count += e.count;
+    errors.first.push(...e.first.slice(0, 3 - errors.first.length));
+  }
   return {
     tasks: opts.tasks,
-    createPerSecond: round(opts.tasks / createSeconds, 1),
+    createPerSecond: round(created.done / created.seconds, 1),
     drainLoops: opts.loops,
     claimBatch: opts.batch,
-    claimed,
-    drainSeconds: round(drainSeconds),
-    claimedPerSecond: round(claimed / drainSeconds, 1),
-    meanBatch: round(claimed / Math.max(1, batches), 1),
+    claimed: drained.done,
+    drainSeconds: round(drained.seconds),
+    claimedPerSecond: round(drained.done / drained.seconds, 1),
+    meanBatch: round(drained.done / Math.max(1, drained.batches), 1),
     drainStorage: meter.stop(),
+    drainCpu: drained.cpu,
+    drainProfile,
     errors,
   };
 }
@@ -303,7 +261,7 @@ export async function idlePolling(
   // every shard (a poller polls the shards hints were put in), so the idle cost is the busy queue's.
   const shards = inst.services.pending.shardCount(taskQueueId);
   for (let i = 0; i < IDLE_WARMUP_MAX; i++) {
-    await lifecycle(inst, root, taskQueueId);
+    await lifecycle(inst.queue, taskQueueId);
     if ((await inst.services.pending.usedQueues(taskQueueId, true)).length >= shards) break;
   }
   const errors = newErrors();
@@ -404,7 +362,7 @@ export async function eventLatency(inst: Instance, taskQueueId: string, lifecycl
     }
   };
   const root = inst.queue();
-  await lifecycle(inst, root, taskQueueId); // warm-up: pending queue, caches
+  await lifecycle(inst.queue, taskQueueId); // warm-up: pending queue, caches
   await receive();
   const latencies: number[] = [];
   const errors = newErrors();

@@ -8,8 +8,8 @@ import { dropPrefix } from '../shared/local/azurite';
 import { createStorage, StorageConflict, StorageTimeout } from '../shared/storage/storage';
 import { encodeTask, taskRowKey, TaskRecord } from '../shared/tasks/model';
 import { GROUP_PREFIX, groupRowKey } from '../shared/tasks/groups';
-import { newTaskId, sleep, taskDef } from './harness';
-import { round, runLoops } from './stats';
+import { newTaskId, runLoops, sleep, taskDef } from './client';
+import { round } from './stats';
 
 /** The sequence mirrored from createTask, claimWork (one hint) and reportCompleted today. */
 export const RAW_SEQUENCE = [

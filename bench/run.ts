@@ -11,6 +11,8 @@ import { dropPrefix, startAzurite } from '../shared/local/azurite';
 import { Deployment, newDeployment, peakRssOf, RssSampler, startInstance, Instance } from './harness';
 import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pickupLatency } from './phases';
 import { rawCeiling, RAW_SEQUENCE } from './raw';
+import { startLoad } from './load';
+import { profileWindow } from './profile';
 import { addDeltas, cpuWindow, perUnit, round } from './stats';
 import { costPerMillionLifecycles, costRows, idleRows, idleWorkerMonth } from './cost';
 import { AZURE_PRICES, PRICES_AS_OF, PRICES_REGION, PRICES_SOURCE } from './prices';
@@ -40,6 +42,8 @@ const TARGETS = {
   /** "Independent of waiting workers": 50 idle workers may cost at most this factor of 1. */
   idleRatioMax: 1.5,
   throughputVsRawMin: 0.5,
+  /** The service's own CPU per lifecycle (3 requests, about 12 storage calls) on this machine kind. */
+  serviceCpuMsPerLifecycle: 4,
   hostRssBytes: 300 * 1024 * 1024,
   /** Issue 12: commit to visible in a matching subscription queue. */
   eventP50Ms: 200,
@@ -61,7 +65,8 @@ const SIZES = {
   throughputMs: 15_000,
   crossThroughputMs: 10_000,
   rawMs: 10_000,
-  backlogTasks: 500,
+  /** As in the side-by-side measurement against Taskcluster (docs/performance.md). */
+  backlogTasks: 400,
   backlogLoops: 4,
   backlogBatch: 32,
   /** Measured after one warm-up lifecycle per worker (bench/phases.ts lifecycleCost). */
@@ -112,6 +117,8 @@ async function main(): Promise<void> {
   phase('starting embedded Azurite');
   const azurite = await startAzurite();
   const conn = azurite.connectionString;
+  // The clients run in a process of their own, so this one's CPU is the service's (bench/load.ts).
+  const load = await startLoad();
 
   /** Runs one phase if selected; a failure is printed and recorded, and the run goes on. */
   const step = async <T>(id: string, title: string, fn: () => Promise<T>): Promise<T | undefined> => {
@@ -145,12 +152,13 @@ async function main(): Promise<void> {
     env: Record<string, string>,
     fn: (insts: Instance[], dep: Deployment) => Promise<T>,
     connection = conn,
+    azuritePid = azurite.pid,
   ): Promise<T | undefined> => {
-    const dep = newDeployment(connection, label);
+    const dep = newDeployment(connection, label, azuritePid);
     const mine: Instance[] = [];
     try {
       for (const n of names) {
-        const i = await startInstance(n, dep, env);
+        const i = await startInstance(n, dep, env, load);
         mine.push(i);
         logs.push(i.log);
       }
@@ -178,10 +186,11 @@ async function main(): Promise<void> {
       );
       const loop = await step('b', `closed-loop lifecycles, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, async () => {
         A.services.storage.meter.trackPartitions();
-        // The service runs in this process beside the load generator: process.cpuUsage counts both.
-        const cpu = cpuWindow(azurite.pid);
+        // BENCH_CPU_PROFILE=<path prefix>: a CPU profile of this process (the service alone) over this loop.
+        const profile = profileWindow(process.env.BENCH_CPU_PROFILE && `${process.env.BENCH_CPU_PROFILE}-b.cpuprofile`);
         const r = await closedLoop(A, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
-        return { ...r, cpu: cpu.stop(), busiest: busiestRates(A.services.storage.meter.partitions!, r.seconds, BUSIEST_TOP) };
+        const top = await profile.stop();
+        return { ...r, profile: top, busiest: busiestRates(A.services.storage.meter.partitions!, r.seconds, BUSIEST_TOP) };
       });
       // Item 6's second instance: tasks created on B, claimed and reported on A.
       const crossLoop = await step(
@@ -196,6 +205,7 @@ async function main(): Promise<void> {
           createConcurrency: SIZES.concurrency,
           loops: SIZES.backlogLoops,
           batch: SIZES.backlogBatch,
+          profileFile: process.env.BENCH_CPU_PROFILE && `${process.env.BENCH_CPU_PROFILE}-c.cpuprofile`,
         });
         // Create and drain together: the per-queue rates show how the hints spread over the pending shards.
         return { ...r, busiest: busiestRates(A.services.storage.meter.partitions!, r.tasks / r.createPerSecond + r.drainSeconds, BUSIEST_TOP) };
@@ -271,9 +281,16 @@ async function main(): Promise<void> {
               { QUEUE_CLAIM_WORK_POLL_S: '5' },
               ([H]) =>
                 step('h', `accumulation: ${SIZES.accumulationMs / 1000} s loop, preload ${SIZES.preloadTasks} finished tasks, the loop again`, () =>
-                  accumulation(H, 'bench/acc', { count: SIZES.preloadTasks, concurrency: SIZES.concurrency, durationMs: SIZES.accumulationMs }),
+                  accumulation(H, 'bench/acc', {
+                    count: SIZES.preloadTasks,
+                    concurrency: SIZES.concurrency,
+                    durationMs: SIZES.accumulationMs,
+                    rawConnection: hAzurite.connectionString,
+                    rawMs: SIZES.rawMs,
+                  }),
                 ),
               hAzurite.connectionString,
+              hAzurite.pid,
             );
           } finally {
             hAzuritePeak = peakRssOf(hAzurite.pid);
@@ -306,14 +323,17 @@ async function main(): Promise<void> {
     const idleN = idle?.results[idle.results.length - 1];
     const idleRatio = idle1 && idleN && idle1.transactionsPerSecond > 0 ? idleN.transactionsPerSecond / idle1.transactionsPerSecond : NaN;
     const loopFgPer = loop && perUnit(loop.storage, Math.max(1, loop.completed));
+    const per = (ms: number | undefined, n: number) => (ms === undefined ? undefined : round(ms / Math.max(1, n)));
     const cpuPer = loop && {
-      self: round(loop.cpu.selfMs / Math.max(1, loop.completed)),
-      azurite: loop.cpu.childMs === undefined ? undefined : round(loop.cpu.childMs / Math.max(1, loop.completed)),
+      service: round(loop.cpu.selfMs / Math.max(1, loop.completed)),
+      load: per(loop.cpu.loadMs, loop.completed),
+      azurite: per(loop.cpu.childMs, loop.completed),
+      raw: raw && per(raw.cpu.selfMs, raw.lifecycles),
     };
     const lifecycleDollars =
       cost &&
       cpuPer &&
-      costPerMillionLifecycles({ opsPerLifecycle: totalPer!.byOp, cpuMsPerLifecycle: cpuPer.self, requestsPerLifecycle: REQUESTS_PER_LIFECYCLE });
+      costPerMillionLifecycles({ opsPerLifecycle: totalPer!.byOp, cpuMsPerLifecycle: cpuPer.service, requestsPerLifecycle: REQUESTS_PER_LIFECYCLE });
     // What one more waiting worker adds, by op: (e)'s last count minus its first, per added worker.
     const idleAdded =
       idle1 && idleN && idleN.workers > idle1.workers
@@ -362,8 +382,21 @@ async function main(): Promise<void> {
             },
             { metric: '(b) lifecycles completed', value: `${loop.completed} in ${loop.seconds} s` },
             { metric: '(b) storage tx per lifecycle (foreground)', value: String(loopFgPer!.total) },
-            { metric: '(b) CPU ms per lifecycle, bench process (service in-process + load generator)', value: String(cpuPer!.self) },
-            ...(cpuPer!.azurite === undefined ? [] : [{ metric: '(b) CPU ms per lifecycle, Azurite', value: String(cpuPer!.azurite) }]),
+            {
+              metric: '(b) service CPU ms per lifecycle (its own process; load generator apart)',
+              value: String(cpuPer!.service),
+              target: `<= ${TARGETS.serviceCpuMsPerLifecycle}`,
+              verdict: verdict(cpuPer!.service <= TARGETS.serviceCpuMsPerLifecycle),
+            },
+            ...(cpuPer!.raw === undefined
+              ? []
+              : [
+                  {
+                    metric: '(b) service CPU per lifecycle / (f) storage-SDK CPU per raw lifecycle',
+                    value: `${round(cpuPer!.service / Math.max(0.01, cpuPer!.raw), 2)}x`,
+                  },
+                ]),
+            { metric: '(b) CPU ms per lifecycle, load generator / Azurite', value: `${cpuPer!.load ?? '?'} / ${cpuPer!.azurite ?? '?'}` },
           ]
         : []),
       ...(crossLoop
@@ -392,6 +425,20 @@ async function main(): Promise<void> {
             { metric: `(c) drain: claimed/s (${backlog.drainLoops} loops x ${backlog.claimBatch})`, value: String(backlog.claimedPerSecond) },
             { metric: '(c) claimed, mean batch', value: `${backlog.claimed}, ${backlog.meanBatch}` },
             { metric: '(c) storage tx per claimed task (drain)', value: String(round(backlog.drainStorage.total / Math.max(1, backlog.claimed))) },
+            {
+              metric: '(c) drain CPU ms per claimed task: service / load generator / Azurite',
+              value: [backlog.drainCpu.selfMs, backlog.drainCpu.loadMs, backlog.drainCpu.childMs]
+                .map((ms) => (ms === undefined ? '?' : String(round(ms / Math.max(1, backlog.claimed)))))
+                .join(' / '),
+            },
+            ...(raw
+              ? [
+                  {
+                    metric: '(c) drain claimed/s vs (f) raw lifecycles/s',
+                    value: `${round((backlog.claimedPerSecond / Math.max(0.1, raw.perSecond)) * 100, 1)}%`,
+                  },
+                ]
+              : []),
           ]
         : []),
       ...(cost
@@ -443,7 +490,14 @@ async function main(): Promise<void> {
       ...(acc
         ? [
             { metric: `(h) lifecycles/s, fresh store`, value: String(acc.fresh.perSecond) },
-            { metric: `(h) preload ${acc.preload.tasks} finished tasks`, value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s)` },
+            {
+              metric: `(h) preload ${acc.preload.tasks} finished tasks (writes made again after the storage deadline)`,
+              value: `${acc.preload.seconds} s (${acc.preload.perSecond}/s; ${acc.preload.timeouts})`,
+            },
+            {
+              metric: '(h) client errors, fresh / stored (a request past the storage deadline answers 5xx)',
+              value: `${acc.fresh.errors.count} / ${acc.loaded.errors.count}`,
+            },
             { metric: `(h) lifecycles/s, ${acc.preload.tasks} tasks stored`, value: String(acc.loaded.perSecond) },
             {
               metric: '(h) stored / fresh throughput',
@@ -451,15 +505,43 @@ async function main(): Promise<void> {
               target: `>= ${TARGETS.loadedVsFreshMin * 100}%`,
               verdict: verdict(acc.ratio >= TARGETS.loadedVsFreshMin),
             },
-            { metric: '(h) idle reaper pass, fresh: ms / storage calls', value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}` },
-            { metric: '(h) idle reaper pass, stored: ms / storage calls', value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}` },
+            ...(acc.raw
+              ? [
+                  {
+                    metric: '(h) raw ceiling on the same Azurite, fresh / stored (lifecycles/s)',
+                    value: `${acc.raw.fresh.perSecond} / ${acc.raw.loaded.perSecond} = ${round(acc.raw.ratio * 100, 1)}%`,
+                  },
+                ]
+              : []),
+            {
+              metric: '(h) service CPU ms per lifecycle, fresh / stored',
+              value: `${round(acc.fresh.cpu.selfMs / Math.max(1, acc.fresh.completed))} / ${round(acc.loaded.cpu.selfMs / Math.max(1, acc.loaded.completed))}`,
+            },
+            {
+              metric: '(h) Azurite CPU ms per lifecycle, fresh / stored',
+              value: [acc.fresh, acc.loaded]
+                .map((r) => (r.cpu.childMs === undefined ? '?' : String(round(r.cpu.childMs / Math.max(1, r.completed)))))
+                .join(' / '),
+            },
+            {
+              metric: '(h) storage tx per lifecycle, fresh / stored',
+              value: [acc.fresh, acc.loaded].map((r) => String(perUnit(r.storage, Math.max(1, r.completed)).total)).join(' / '),
+            },
+            {
+              metric: '(h) idle reaper pass, fresh: ms / storage calls',
+              value: `${acc.reaper.fresh.ms} / ${acc.reaper.fresh.calls}${acc.reaper.fresh.failed ? ` (failed: ${acc.reaper.fresh.failed})` : ''}`,
+            },
+            {
+              metric: '(h) idle reaper pass, stored: ms / storage calls',
+              value: `${acc.reaper.loaded.ms} / ${acc.reaper.loaded.calls}${acc.reaper.loaded.failed ? ` (failed: ${acc.reaper.loaded.failed})` : ''}`,
+            },
             { metric: '(h) hint-repair query ms, fresh / stored', value: `${acc.staleQueryMs.fresh} / ${acc.staleQueryMs.loaded}` },
             { metric: '(h) bench heap used, fresh / stored', value: `${mb(acc.heapUsedBytes.fresh)} / ${mb(acc.heapUsedBytes.loaded)}` },
             { metric: '(h) bench RSS, fresh / stored', value: `${mb(acc.rssBytes.fresh)} / ${mb(acc.rssBytes.loaded)}` },
           ]
         : []),
       {
-        metric: 'host RSS peak (bench process: hosts + clients)',
+        metric: 'host RSS peak (bench process: the service instances; (a), (e), (g) clients)',
         value: mb(hostPeak),
         target: `< ${mb(TARGETS.hostRssBytes)}`,
         verdict: verdict(hostPeak < TARGETS.hostRssBytes),
@@ -482,6 +564,7 @@ async function main(): Promise<void> {
       );
     }
     if (events) console.log(table(`(g) storage tx per lifecycle with one subscription, by op (${events.lifecycles} lifecycles)`, opRows(evPer!)));
+    if (loopFgPer) console.log(table(`(b) storage tx per lifecycle, by op (${loop!.completed} lifecycles)`, opRows(loopFgPer)));
     if (backlog) console.log(table(`(c) drain storage tx per claimed task, by op`, opRows(perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)))));
     if (idleN) {
       console.log(
@@ -490,6 +573,16 @@ async function main(): Promise<void> {
           Object.entries(idleN.byOp).map(([op, v]) => ({ metric: op, value: String(v) })),
         ),
       );
+    }
+    for (const [id, pf] of [
+      ['b', loop?.profile],
+      ['c', backlog?.drainProfile],
+    ] as const) {
+      if (!pf) continue;
+      const pctRows = (xs: { name: string; pct: number }[]): Row[] => xs.map((x) => ({ metric: x.name, value: `${x.pct}%` }));
+      console.log(table(`(${id}) service CPU profile by component (${pf.totalMs} ms sampled; ${pf.file})`, pctRows(pf.components)));
+      console.log(table(`(${id}) service CPU profile, self time by code area`, pctRows(pf.areas)));
+      console.log(table(`(${id}) service CPU profile, self time by function`, pctRows(pf.functions)));
     }
     if (loop) console.log(table(`(b) busiest table partitions and queues, measured over ${loop.seconds} s (${PENDING_SHARDS} pending shard(s))`, loop.busiest));
     if (backlog) console.log(table(`(c) busiest table partitions and queues, create + drain (${PENDING_SHARDS} pending shard(s))`, backlog.busiest));
@@ -584,6 +677,7 @@ async function main(): Promise<void> {
     console.log('\n' + JSON.stringify(summary));
   } finally {
     // Every instance was closed with its deployment.
+    await load.stop();
     await azurite.stop();
   }
 }

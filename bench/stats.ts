@@ -52,15 +52,6 @@ export function addDeltas(a: MeterDelta, b: MeterDelta): MeterDelta {
   return { total: a.total + b.total, byOp };
 }
 
-/** Runs `body(loop)` on `concurrency` parallel loops, each until its body returns false. */
-export async function runLoops(concurrency: number, body: (loop: number) => Promise<boolean>): Promise<void> {
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, loop) => {
-      while (await body(loop));
-    }),
-  );
-}
-
 /** Sample count and p50/p95/max of latencies in ms, rounded to 0.1 ms. */
 export function latencySummary(latencies: number[]): { samples: number; p50Ms: number; p95Ms: number; maxMs: number } {
   return {
@@ -85,15 +76,28 @@ export function processCpuMs(pid: number): number | undefined {
 /** Linux's USER_HZ (clock ticks per second in /proc/<pid>/stat), 100 on every usual kernel. */
 const CLOCK_TICKS_PER_S = 100;
 
-/** CPU ms spent by this process (process.cpuUsage) and by `childPid`, over a window. */
-export function cpuWindow(childPid?: number): { stop(): { selfMs: number; childMs?: number } } {
+export interface CpuMs {
+  /** This process: the service alone when the load runs in its own process (bench/load.ts). */
+  selfMs: number;
+  /** The load generator's process. */
+  loadMs?: number;
+  /** Azurite's process. */
+  childMs?: number;
+}
+
+/** CPU ms spent by this process (process.cpuUsage), the load process and Azurite, over a window. */
+export function cpuWindow(childPid?: number, loadPid?: number): { stop(): CpuMs } {
   const self0 = process.cpuUsage();
   const child0 = childPid === undefined ? undefined : processCpuMs(childPid);
+  const load0 = loadPid === undefined ? undefined : processCpuMs(loadPid);
+  const since = (pid: number | undefined, before: number | undefined) => {
+    const after = pid === undefined ? undefined : processCpuMs(pid);
+    return before !== undefined && after !== undefined ? after - before : undefined;
+  };
   return {
     stop() {
       const d = process.cpuUsage(self0);
-      const child1 = childPid === undefined ? undefined : processCpuMs(childPid);
-      return { selfMs: (d.user + d.system) / 1000, childMs: child0 !== undefined && child1 !== undefined ? child1 - child0 : undefined };
+      return { selfMs: (d.user + d.system) / 1000, childMs: since(childPid, child0), loadMs: since(loadPid, load0) };
     },
   };
 }

@@ -56,11 +56,20 @@ export function generateAccessToken(): string {
   return slugid.v4() + slugid.v4();
 }
 
+/** The roles as one read saw them: for expansion, and in full for the API. */
+interface RolesSnapshot {
+  at: number;
+  roles: Role[];
+  full: RoleRecord[];
+}
+
 const CLIENT_RK = 'client';
 const ROLE_RK = 'role';
 
 export class ClientStore {
-  private rolesCache: { at: number; roles: Role[]; full: RoleRecord[] } | undefined;
+  private rolesCache: RolesSnapshot | undefined;
+  /** The roles read under way (see rolesSnapshot). */
+  private rolesReading: Promise<RolesSnapshot> | undefined;
   private clientCache = new Map<string, { at: number; client: Client | undefined }>();
   private readonly statics: Map<string, Client>;
   private readonly now: () => Date;
@@ -215,7 +224,21 @@ export class ClientStore {
   // ---- roles ----
 
   private async loadRoles(fresh = false): Promise<RoleRecord[]> {
-    if (!fresh && this.rolesCache && Date.now() - this.rolesCache.at < AUTH_CACHE_MS) return this.rolesCache.full;
+    return (await this.rolesSnapshot(fresh)).full;
+  }
+
+  /** The cached roles, or one read of them that requests finding the cache stale at once share. */
+  private rolesSnapshot(fresh = false): Promise<RolesSnapshot> {
+    const cached = this.rolesCache;
+    if (!fresh && cached && Date.now() - cached.at < AUTH_CACHE_MS) return Promise.resolve(cached);
+    if (fresh) return this.readRoles();
+    const shared = (this.rolesReading ??= this.readRoles().finally(() => {
+      if (this.rolesReading === shared) this.rolesReading = undefined;
+    }));
+    return shared;
+  }
+
+  private async readRoles(): Promise<RolesSnapshot> {
     const out: RoleRecord[] = [];
     for await (const r of rows(this.storage.table('Roles'), { rowKey: ROLE_RK })) {
       out.push({
@@ -229,7 +252,13 @@ export class ClientStore {
     }
     out.sort((a, b) => (a.roleId < b.roleId ? -1 : a.roleId > b.roleId ? 1 : 0));
     this.rolesCache = { at: Date.now(), roles: out.map((r) => ({ roleId: r.roleId, scopes: r.scopes })), full: out };
-    return out;
+    return this.rolesCache;
+  }
+
+  /** After a role change: a read under way may predate it, so the next request reads again. */
+  private forgetRoles(): void {
+    this.rolesCache = undefined;
+    this.rolesReading = undefined;
   }
 
   async roles(fresh = false): Promise<RoleRecord[]> {
@@ -237,8 +266,7 @@ export class ClientStore {
   }
 
   async expand(scopes: string[]): Promise<string[]> {
-    await this.loadRoles();
-    return expandScopes(scopes, this.rolesCache!.roles);
+    return expandScopes(scopes, (await this.rolesSnapshot()).roles);
   }
 
   async role(roleId: string): Promise<RoleRecord | undefined> {
@@ -278,13 +306,13 @@ export class ClientStore {
       const stored = await table.get(encodeKey(roleId), ROLE_RK);
       if (stored?.writeId !== row.writeId) throw conflict(`role ${roleId} was changed meanwhile; retry`);
     }
-    this.rolesCache = undefined;
+    this.forgetRoles();
     return { roleId, description, scopes, created: row.created, lastModified: now, etag: '' };
   }
 
   async deleteRole(roleId: string): Promise<void> {
     await this.storage.table('Roles').delete(encodeKey(roleId), ROLE_RK);
-    this.rolesCache = undefined;
+    this.forgetRoles();
   }
 
   private rowToRole(r: Record<string, unknown>): RoleRecord {

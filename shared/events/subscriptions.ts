@@ -113,8 +113,17 @@ export function unionBindings(a: Binding[], b: Binding[]): Binding[] {
   return out;
 }
 
+/** The subscriptions and hook bindings as one read saw them. */
+interface Snapshot {
+  at: number;
+  list: Subscription[];
+  hooks: HookBindings[];
+}
+
 export class Subscriptions {
-  private cache?: { at: number; list: Subscription[]; hooks: HookBindings[] };
+  private cache?: Snapshot;
+  /** The re-read under way: requests that find the list stale at once share it (one query, not one each). */
+  private refreshing?: Promise<Snapshot>;
 
   constructor(
     private readonly storage: Storage,
@@ -169,7 +178,7 @@ export class Subscriptions {
       // The write's retry may have met its own success (its answer was lost): the row names our queue.
       const stored = await this.table.get(PK, encodeKey(def.subscriptionId));
       if (stored && queueIdOf(decode(stored)) === queueIdOf(def)) {
-        this.cache = undefined;
+        this.forget();
         return def;
       }
       // A concurrent create of the same id won: same definition is fine, another is a conflict.
@@ -179,7 +188,7 @@ export class Subscriptions {
       }
       throw conflict(`subscription ${def.subscriptionId} is being created concurrently; retry`);
     }
-    this.cache = undefined;
+    this.forget();
     return def;
   }
 
@@ -189,7 +198,7 @@ export class Subscriptions {
     const r = await this.table.get(PK, encodeKey(subscriptionId));
     if (!r) return false;
     const existed = await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
-    this.cache = undefined;
+    this.forget();
     await deleteSubscriptionQueue(this.storage, queueIdOf(decode(r)));
     return existed;
   }
@@ -205,7 +214,7 @@ export class Subscriptions {
     const current = r && queueIdOf(decode(r)) === queueId;
     if (current && new Date(r.expires as string) > this.now()) return;
     if (current) await this.table.delete(PK, encodeKey(subscriptionId), r.etag);
-    this.cache = undefined;
+    this.forget();
     await deleteSubscriptionQueue(this.storage, queueId);
   }
 
@@ -226,6 +235,10 @@ export class Subscriptions {
    * (tests use it to start from the same state every time).
    */
   async refresh(): Promise<Subscription[]> {
+    return (await this.read()).list;
+  }
+
+  private async read(): Promise<Snapshot> {
     const at = Date.now();
     const list: Subscription[] = [];
     const hooks: HookBindings[] = [];
@@ -234,12 +247,16 @@ export class Subscriptions {
       else if (r.partitionKey === HOOK_BINDINGS_PK) hooks.push(decodeHookBindings(r));
     }
     this.cache = { at, list, hooks };
-    return list;
+    return this.cache;
   }
 
-  private async fresh(): Promise<{ list: Subscription[]; hooks: HookBindings[] }> {
-    if (!this.cache || Date.now() - this.cache.at > SUBSCRIPTION_CACHE_MS) await this.refresh();
-    return this.cache!;
+  private fresh(): Promise<Snapshot> {
+    const cached = this.cache;
+    if (cached && Date.now() - cached.at <= SUBSCRIPTION_CACHE_MS) return Promise.resolve(cached);
+    const shared = (this.refreshing ??= this.read().finally(() => {
+      if (this.refreshing === shared) this.refreshing = undefined;
+    }));
+    return shared;
   }
 
   /**
@@ -261,7 +278,13 @@ export class Subscriptions {
 
   /** Forget the cached list (after a change this instance made). */
   invalidate(): void {
+    this.forget();
+  }
+
+  /** A read under way may predate the change: later requests read again. */
+  private forget(): void {
     this.cache = undefined;
+    this.refreshing = undefined;
   }
 
   /**
