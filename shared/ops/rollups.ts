@@ -3,8 +3,8 @@
  * runs became pending and running and left those states, how long runs waited (scheduled → started,
  * as a histogram, so instances' minutes add up), and resolutions by state.
  *
- * Cheap by construction: each instance tallies the transitions it writes in memory (the observer
- * sees every task write) and upserts one row per task queue and minute, plus one for all task
+ * Cheap by construction: each instance tallies the transitions it writes in memory (each task
+ * write's plan carries its tally, shared/ops/read-models.ts) and upserts one row per task queue and minute, plus one for all task
  * queues, once the minute is over (ROLLUP_FLUSH_MS). Nothing is written per task write. A row is
  * keyed by minute and instance, so a repeated flush replaces the same row (correct when an earlier
  * attempt already succeeded) and instances never contend. Table `Rollups`:
@@ -158,15 +158,12 @@ export class Rollups {
     private readonly flushMs = ROLLUP_FLUSH_MS,
   ) {}
 
-  /** Notes a task write (called after it took effect). */
-  observe(before: TaskRecord | undefined, after: TaskRecord | undefined): void {
-    if (!after) return;
-    const t = transitionTally(before, after);
-    if (!t) return;
+  /** Adds a task write's tally (its plan's, shared/plans/plan.ts) to the current minute. */
+  add(taskQueueId: string, t: MinuteTally): void {
     const minute = minuteKey(this.now().getTime());
     let m = this.minutes.get(minute);
     if (!m) this.minutes.set(minute, (m = new Map()));
-    for (const pk of [rollupPk(after.definition.taskQueueId), ALL_PK]) {
+    for (const pk of [rollupPk(taskQueueId), ALL_PK]) {
       let into = m.get(pk);
       if (!into) m.set(pk, (into = emptyTally()));
       add(into, t);
