@@ -141,7 +141,7 @@ export class TaskStore {
   }
 
   /**
-   * Deletes the task row and the rows of its partition `with` names (its history: their keys, or
+   * Deletes the task row and the rows of its partition that `rows` names (its history: their keys, or
    * the range to read them from). They go in entity-group transactions, the task row in the last
    * one: a crash in between leaves a task without history, never history without a task.
    * `alongWith`: other keys of the partition (a group of one's rows) that go all together in the
