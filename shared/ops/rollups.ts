@@ -19,7 +19,8 @@
 import crypto from 'node:crypto';
 import { Entity, Storage, deleteRows, rowBatches, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
-import type { Run, TaskRecord } from '../tasks/model';
+import type { TaskRecord } from '../tasks/model';
+import type { HistoryEntry } from './history';
 
 /** One minute, the rollups' resolution. */
 export const ROLLUP_MINUTE_MS = 60_000;
@@ -89,28 +90,27 @@ function waitBucket(ms: number): number {
   return i === -1 ? WAIT_BOUNDS_MS.length : i;
 }
 
-/** What one task write changed, per tally field (runs matched by runId). */
-export function transitionTally(before: TaskRecord | undefined, after: TaskRecord): MinuteTally | undefined {
+/** What one task write changed, per tally field: from its history entries (each run's change of state; a reclaim changes none). */
+export function transitionTally(entries: Pick<HistoryEntry, 'runId' | 'from' | 'to'>[], after: TaskRecord): MinuteTally | undefined {
   const t = emptyTally();
-  const old = new Map<number, Run>((before?.runs ?? []).map((r) => [r.runId, r]));
   let any = false;
-  for (const r of after.runs) {
-    const was = old.get(r.runId)?.state;
-    if (was === r.state) continue;
+  for (const e of entries) {
+    if (e.runId === undefined || e.from === e.to) continue;
     any = true;
-    if (was === 'pending') t.pendingOut++;
-    if (was === 'running') t.runningOut++;
-    if (r.state === 'pending') t.pendingIn++;
-    if (r.state === 'running') {
+    if (e.from === 'pending') t.pendingOut++;
+    if (e.from === 'running') t.runningOut++;
+    if (e.to === 'pending') t.pendingIn++;
+    if (e.to === 'running') {
       t.runningIn++;
-      if (r.started) {
+      const r = after.runs[e.runId];
+      if (r?.started) {
         const wait = Math.max(0, Date.parse(r.started) - Date.parse(r.scheduled));
         t.waitN++;
         t.waitSumMs += wait;
         t.w[waitBucket(wait)]++;
       }
     }
-    if ((RESOLVED as readonly string[]).includes(r.state)) t[r.state as Resolved]++;
+    if ((RESOLVED as readonly string[]).includes(e.to)) t[e.to as Resolved]++;
   }
   return any ? t : undefined;
 }

@@ -1,11 +1,12 @@
 /**
  * The one place that says what a task write does (the Plan of shared/tasks/plan.ts): pure, from
  * the row before, the transition's step, the time and the actor. Besides the step's own effects it
- * derives, from the runs before and after:
+ * derives, from the runs before and after (the history entries, then what follows from them):
  *   - the history rows (shared/ops/history.ts), numbered on from the row's history count;
  *   - the events (shared/events/exchanges.ts), one per history entry that has one, stored on its
  *     history row (the outbox), and the trigger that can guard them until delivered;
- *   - the operator index changes (shared/ops/indexes.ts) and the chart tally (shared/ops/rollups.ts);
+ *   - the operator index changes (shared/ops/indexes.ts) and, from the history entries, the chart
+ *     tally (shared/ops/rollups.ts);
  *   - the log lines: a `task-transition` per history entry, and the step's own.
  */
 import type { Effect, EffectOf } from '../tasks/effects';
@@ -69,7 +70,7 @@ export function planWrite(before: TaskRecord | undefined, step: Step, now: Date,
     index: indexOps(before, task),
     repair: repairOps(before, task),
     deleted: false,
-    tally: transitionTally(before, task),
+    tally: transitionTally(entries, task),
   };
   const transitions = entries.map(({ event, ...e }) => ({ event: 'task-transition', fields: { taskId, taskQueueId, transition: event, ...e } }));
   return {

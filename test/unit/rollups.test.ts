@@ -6,6 +6,7 @@
 import { MemoryStorage } from '../../shared/storage/memory';
 import { ALL_PK, Rollups, histogramQuantile, readChart, rollupPk, transitionTally, WAIT_BOUNDS_MS } from '../../shared/ops/rollups';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
+import { transitions } from '../../shared/ops/history';
 
 const T0 = Date.parse('2026-01-01T10:00:00.000Z');
 
@@ -17,9 +18,12 @@ function task(taskQueueId: string, runs: Partial<Run>[]): TaskRecord {
   } as unknown as TaskRecord;
 }
 
-/** A task write as its plan notes it (shared/plans/plan.ts: the tally of the runs before and after). */
+/** What a write from `before` to `after` tallies, from its history entries as its plan derives them (shared/plans/plan.ts). */
+const tally = (before: TaskRecord | undefined, after: TaskRecord) => transitionTally(transitions(before, after), after);
+
+/** A task write as its plan notes it. */
 function observe(r: Rollups, before: TaskRecord | undefined, after: TaskRecord): void {
-  const t = transitionTally(before, after);
+  const t = tally(before, after);
   if (t) r.add(after.definition.taskQueueId, t);
 }
 
@@ -27,12 +31,12 @@ test('a transition counts the runs that entered and left pending and running, th
   const pending = task('p/w', [{ state: 'pending' }]);
   const running = task('p/w', [{ state: 'running', started: new Date(T0 + 3000).toJSON() }]);
   const failedRetried = task('p/w', [{ state: 'failed' }, { state: 'pending' }]);
-  expect(transitionTally(undefined, pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
-  const started = transitionTally(pending, running)!;
+  expect(tally(undefined, pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
+  const started = tally(pending, running)!;
   expect(started).toMatchObject({ pendingOut: 1, runningIn: 1, waitN: 1, waitSumMs: 3000 });
   expect(started.w[WAIT_BOUNDS_MS.indexOf(5000)]).toBe(1);
-  expect(transitionTally(running, failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
-  expect(transitionTally(running, running)).toBeUndefined();
+  expect(tally(running, failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
+  expect(tally(running, running)).toBeUndefined();
 });
 
 test('histogram quantiles are bucket bounds', () => {
