@@ -16,7 +16,9 @@ import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
 import { WorkerRegistry } from './ops/workers';
-import { IndexWrites, opsObserver } from './ops/observer';
+import { IndexWrites, ReadModels } from './ops/read-models';
+import { currentActor } from './ops/actor';
+import { planner } from './plans/plan';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { ROLLUP_FLUSH_MS, Rollups } from './ops/rollups';
 import { EventRecorder, taskEventEffects } from './events/recorder';
@@ -169,15 +171,18 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS, background });
   const groups = new TaskGroups(storage);
   const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields), tuning.rollupFlushMs);
-  const observer = opsObserver(storage, log, now, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
+  const readModels = new ReadModels(storage, log, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
   return {
     config,
     tuning,
     storage,
     clients,
     authenticator: new Authenticator(clients, now),
-    tasks: new TaskStore(storage, observer),
-    indexes: observer,
+    tasks: new TaskStore(storage),
+    plan: planner,
+    readModels,
+    actor: currentActor,
+    indexes: readModels,
     rollups,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards, now),
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),

@@ -4,11 +4,12 @@
  * Object API and credentials for that one object).
  */
 import * as slugid from 'slugid';
-import type { Storage } from '../storage/storage';
-import type { TaskStore } from '../tasks/store';
+import type { TaskDeps } from '../tasks/deps';
+import { execute } from '../tasks/executor';
+import { markUploads } from '../tasks/transitions';
 import { conflict, inputError } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
-import { normalizeDate, TaskRecord } from '../tasks/model';
+import { normalizeDate } from '../tasks/model';
 import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, isPresent, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
@@ -24,10 +25,7 @@ export const EXCEPTION_UPLOAD_GRACE_MS = 25 * 60 * 1000;
 /** ETag races on one artifact row settle within a few attempts. */
 const MAX_WRITE_ATTEMPTS = 5;
 
-export interface CreateArtifactDeps {
-  storage: Storage;
-  tasks: TaskStore;
-  now: () => Date;
+export interface CreateArtifactDeps extends TaskDeps {
   /** Signs object artifacts' upload credentials. */
   clients: { issuer: Issuer };
   /** artifact-created events (absent: none are published). */
@@ -160,7 +158,7 @@ export async function createArtifact(
   if (input.contentLength !== undefined) wanted.contentLength = input.contentLength;
 
   // The run is marked before its first upload row exists, so the run's resolution knows to commit it.
-  if (input.storageType === 's3' && !run.uploads) await markUploads(d.tasks, taskId, runId, task);
+  if (input.storageType === 's3' && !run.uploads) await execute(d, taskId, (t) => markUploads(t, { runId }), task);
   // The index row first: a crash after it leaves a harmless hint, never an artifact that never expires.
   await noteExpiry(d.storage, runKey(taskId, runId), expires, now);
   // artifact-created is not a task write: its sweep trigger carries the event and is put before the
@@ -213,18 +211,4 @@ async function save(store: ArtifactStore, wanted: ArtifactRecord): Promise<Artif
     if (await store.replace(next)) return next;
   }
   throw conflict(`artifact ${wanted.name} is being changed concurrently; retry`);
-}
-
-/** Marks the run as having uploads (one guarded write per run, on its first s3 artifact). */
-async function markUploads(tasks: TaskStore, taskId: string, runId: number, known: TaskRecord): Promise<void> {
-  await tasks.modify(
-    taskId,
-    (t) => {
-      const r = t.runs[runId];
-      if (!r || r.uploads) return false;
-      r.uploads = true;
-      return true;
-    },
-    known,
-  );
 }

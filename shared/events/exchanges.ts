@@ -1,12 +1,12 @@
 /**
  * The queue's events, as Taskcluster publishes them (services/queue/src/exchanges.js and
  * schemas/v1/*-message.yml): exchange names, payloads, routing keys and `route.<route>` CCs.
- * Everything here is pure: the events of a task write are derived from the task record before and
- * after it, numbered like the task's history, so the same transition always yields the same event
+ * Everything here is pure: the events of a task write are made from its history entries (its plan,
+ * shared/plans/plan.ts) and numbered like them, so the same transition always yields the same event
  * (same id, same seq) however often it is recomputed or re-sent.
  */
 import { TaskRecord, Run, taskStatus, TaskStatus } from '../tasks/model';
-import { transitions } from '../ops/history';
+import type { HistoryEntry } from '../ops/history';
 
 /** The prefix taskcluster-client's QueueEvents puts before every exchange name. */
 export const EXCHANGE_PREFIX = 'exchange/taskcluster-queue/v1/';
@@ -117,17 +117,16 @@ function definedStatus(t: TaskRecord): TaskStatus {
 const RESOLVED_EXCHANGE: Record<string, TaskExchange> = { completed: 'task-completed', failed: 'task-failed', exception: 'task-exception' };
 
 /**
- * The events of one task write, in the order of its transitions (a retried run's exception before
- * the new run's pending). Their seq is the transition's history sequence (shared/ops/history.ts):
+ * The events of one task write, from its history entries, in their order (a retried run's
+ * exception before the new run's pending). Their seq is the entry's (shared/ops/history.ts):
  * reclaims have history but no event, so seqs can skip numbers but never repeat or go back.
  * `status` is the task's status after the write, as Taskcluster sends it.
  */
-export function taskEvents(before: TaskRecord | undefined, after: TaskRecord): QueueEvent[] {
-  let seq = before?.historySeq ?? 0;
+export function taskEvents(entries: Pick<HistoryEntry, 'seq' | 'event' | 'runId' | 'from' | 'to'>[], after: TaskRecord): QueueEvent[] {
   const out: QueueEvent[] = [];
   const tags = { task: { tags: after.definition.tags ?? {} } };
-  for (const tr of transitions(before, after)) {
-    seq++;
+  for (const tr of entries) {
+    const seq = tr.seq;
     const run = tr.runId === undefined ? undefined : after.runs[tr.runId];
     switch (tr.event) {
       case 'created':

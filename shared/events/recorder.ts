@@ -3,21 +3,21 @@
  *
  *   before the write   `prepare*`  decide the guard: the write's claim-expiry or deadline trigger,
  *                                  or a sweep trigger put now (only if events have somewhere to go)
- *   with the write     `outbox`    the events ride on the transition's history rows
+ *   with the write     outbox      the events ride on the transition's history rows (its plan puts them there)
  *   after the commit   `deliver` / `delivered`  deliver, then drop the sweep trigger
  *   reaper             `sweep`     deliver what a crash between commit and delivery left
  *
- * Task writes reach them as executor effects (`taskEvents`, the TaskEvents port of
- * shared/tasks/deps.ts); createArtifact and sealTaskGroup call them directly.
+ * Task writes reach them through the executor (`taskEvents`, the TaskEvents port of
+ * shared/tasks/deps.ts), with the events their plan derived; createArtifact and sealTaskGroup call
+ * them directly.
  */
-import type { Storage, Entity } from '../storage/storage';
+import type { Storage } from '../storage/storage';
 import { taskStatus, type Run, type TaskRecord } from '../tasks/model';
-import type { RepeatedCall, TaskEvents, WriteEvents, WritePuts } from '../tasks/deps';
+import type { RepeatedCall, TaskEvents, WriteEvents } from '../tasks/deps';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
   QueueEvent,
-  taskEvents,
   artifactEvent,
   announcesArtifact,
   groupSealedEvent,
@@ -30,7 +30,7 @@ import {
   taskRoutingKey,
   hookChangedEvent,
 } from './exchanges';
-import { SweepTrigger, attachToHistoryRows, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
+import { SweepTrigger, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
 import type { EventDispatcher } from './dispatch';
 
 /** A task's events fit one page: at most 50 runs of a handful of events each. */
@@ -64,24 +64,16 @@ export interface PreparedEvents {
 const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
 
 /**
- * Run endings not reported by the run's worker: nothing proves the worker got its claim, so the
- * claim's event is sent again (a worker declared gone: before the write, shared/tasks/resolve.ts).
+ * A task write's events as its plan derived them (shared/plans/plan.ts), with what can guard them
+ * until delivered: `claim`, the run whose claim-expiry trigger does (see PreparedEvents.guard;
+ * `alsoClaimOf`: its claim's event is delivered again too), else `deadline`, the deadline trigger
+ * the write puts (createTask, rerunTask), else a sweep trigger of their own.
  */
-const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired']);
-
-/**
- * The run whose claim-expiry trigger guards the events of the write `before` → `after`, if any:
- * a run claimed by the write (its trigger exists before the write, and stays until the run ends),
- * or a running run it ends (its trigger is dropped only after this write's delivery). A run's
- * claim and end are guarded by the same trigger; it delivers both again if it fires (`redeliverRun`).
- */
-export function claimGuard(before: TaskRecord | undefined, after: TaskRecord, putsClaim = false): { runId: number; ended: boolean } | undefined {
-  for (const a of after.runs) {
-    const b = before?.runs[a.runId];
-    if (b?.state === 'pending' && a.state === 'running' && (putsClaim || a.claimTrigger)) return { runId: a.runId, ended: false };
-    if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') return { runId: a.runId, ended: true };
-  }
-  return undefined;
+export interface TaskEventPlan {
+  taskId: string;
+  events: QueueEvent[];
+  claim?: { runId: number; alsoClaimOf?: number };
+  deadline: boolean;
 }
 
 /** Where the events an idempotent repeat publishes again would go (their exchange, routing key and CCs). */
@@ -157,23 +149,18 @@ export class EventRecorder {
   // ---- tasks ----
 
   /**
-   * A task write's events, computed from the rows before and after (so before the history
-   * observer bumps `after.historySeq`: both number from `before`), and their guard: a run's
-   * claim-expiry trigger (`claimGuard`), else the deadline trigger the write puts (`puts.deadline`:
-   * createTask, rerunTask; one update after delivery instead of a sweep trigger's put and delete),
-   * else a sweep trigger.
+   * A task write's planned events and their guard, if anyone listens: the run's claim-expiry
+   * trigger, else the deadline trigger the write puts (one update after delivery instead of a
+   * sweep trigger's put and delete), else a sweep trigger.
    */
-  async prepareTask(before: TaskRecord | undefined, after: TaskRecord, puts: WritePuts = { deadline: false, claim: false }): Promise<PreparedEvents> {
-    const events = taskEvents(before, after);
+  async prepareTask(p: TaskEventPlan): Promise<PreparedEvents> {
+    const { events, taskId, claim } = p;
     const seqs = events.map((e) => e.seq);
-    const guard = claimGuard(before, after, puts.claim);
-    if ((guard || puts.deadline) && (await this.dispatcher.interested(events))) {
-      if (!guard) return { events, deadlineSweep: { seqs, delayS: this.opts.sweepDelayS() } };
-      const reason = after.runs[guard.runId].reasonResolved;
-      const alsoClaimOf = guard.ended && reason && ENDED_WITHOUT_WORKER.has(reason) ? guard.runId : undefined;
-      return { events, guard: { taskId: after.taskId, seqs }, ...(alsoClaimOf === undefined ? {} : { alsoClaimOf }) };
+    if ((claim || p.deadline) && (await this.dispatcher.interested(events))) {
+      if (!claim) return { events, deadlineSweep: { seqs, delayS: this.opts.sweepDelayS() } };
+      return { events, guard: { taskId, seqs }, ...(claim.alsoClaimOf === undefined ? {} : { alsoClaimOf: claim.alsoClaimOf }) };
     }
-    return this.prepare(events, () => ({ kind: 'task', taskId: after.taskId, seqs }));
+    return this.prepare(events, () => ({ kind: 'task', taskId, seqs }));
   }
 
   /** The recorded events of run `runId`: its claim's task-running, and its end (with the pending run that may follow it). */
@@ -325,15 +312,14 @@ function sweepOf(p: PreparedEvents): SweepTrigger | undefined {
   return undefined;
 }
 
-/** The executor's view of the recorder (shared/tasks/deps.ts): a task write's events as its effects. */
+/** The executor's view of the recorder (shared/tasks/deps.ts): a task write's planned events, guarded and delivered. */
 export function taskEventEffects(recorder: EventRecorder): TaskEvents {
   const of = (w: WriteEvents) => w as PreparedEvents & WriteEvents;
   return {
-    async prepare(before, after, puts) {
-      const p = await recorder.prepareTask(before, after, puts);
+    async prepare(planned) {
+      const p = await recorder.prepareTask(planned as unknown as TaskEventPlan);
       return Object.assign(p, { guarded: !!p.guard });
     },
-    outbox: (w, rows: Entity[]) => attachToHistoryRows(rows, of(w).events),
     deliver: (w) => recorder.delivered(of(w)),
   };
 }

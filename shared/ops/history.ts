@@ -1,10 +1,10 @@
 /**
  * Task history: one row per run transition (who, when, from which state, why), stored in the
  * task's own partition and written in the same entity-group transaction as the task row, so the
- * history and the task's state can never disagree. Entries are derived by comparing the runs
- * before and after a write, so callers of TaskStore need no changes.
+ * history and the task's state can never disagree. A write's entries are part of its plan
+ * (shared/plans/plan.ts), which derives them from the runs before and after it with `historyRows`.
  */
-import { allRows, readPage, type Entity, type Storage } from '../storage/storage';
+import { readPage, type Entity, type KeyRange, type Storage } from '../storage/storage';
 import { priorityOf, type Run, type TaskRecord } from '../tasks/model';
 import { prefixRange } from './keys';
 
@@ -73,7 +73,7 @@ export function transitions(before: TaskRecord | undefined, after: TaskRecord): 
   return out;
 }
 
-/** Numbers the transitions from the task's current sequence and builds their rows; bumps `after.historySeq`. */
+/** Numbers the transitions from the task's current sequence and builds their rows; bumps `after.historySeq` (the planner's own copy). */
 export function historyRows(
   before: TaskRecord | undefined,
   after: TaskRecord,
@@ -99,7 +99,8 @@ export async function readHistory(
   return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
 }
 
-/** Every history row key of a task (to delete them with the task). */
-export async function historyKeys(storage: Storage, taskId: string): Promise<string[]> {
-  return (await allRows(storage.table('Tasks'), { partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['RowKey'] })).map((r) => r.rowKey);
+/** The row keys of a task's history: from its count when known, else the range that holds them (to delete them with the task). */
+export function historyKeys(task: TaskRecord | undefined): string[] | KeyRange {
+  const n = task?.historySeq;
+  return n ? Array.from({ length: n }, (_, i) => historyRowKey(task.taskId, i + 1)) : prefixRange(HISTORY_PREFIX);
 }

@@ -3,8 +3,8 @@
  * runs became pending and running and left those states, how long runs waited (scheduled → started,
  * as a histogram, so instances' minutes add up), and resolutions by state.
  *
- * Cheap by construction: each instance tallies the transitions it writes in memory (the observer
- * sees every task write) and upserts one row per task queue and minute, plus one for all task
+ * Cheap by construction: each instance tallies the transitions it writes in memory (each task
+ * write's plan carries its tally, shared/ops/read-models.ts) and upserts one row per task queue and minute, plus one for all task
  * queues, once the minute is over (ROLLUP_FLUSH_MS). Nothing is written per task write. A row is
  * keyed by minute and instance, so a repeated flush replaces the same row (correct when an earlier
  * attempt already succeeded) and instances never contend. Table `Rollups`:
@@ -19,7 +19,8 @@
 import crypto from 'node:crypto';
 import { Entity, Storage, deleteRows, rowBatches, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
-import type { Run, TaskRecord } from '../tasks/model';
+import type { TaskRecord } from '../tasks/model';
+import type { HistoryEntry } from './history';
 
 /** One minute, the rollups' resolution. */
 export const ROLLUP_MINUTE_MS = 60_000;
@@ -89,28 +90,27 @@ function waitBucket(ms: number): number {
   return i === -1 ? WAIT_BOUNDS_MS.length : i;
 }
 
-/** What one task write changed, per tally field (runs matched by runId). */
-export function transitionTally(before: TaskRecord | undefined, after: TaskRecord): MinuteTally | undefined {
+/** What one task write changed, per tally field: from its history entries (each run's change of state; a reclaim changes none). */
+export function transitionTally(entries: Pick<HistoryEntry, 'runId' | 'from' | 'to'>[], after: TaskRecord): MinuteTally | undefined {
   const t = emptyTally();
-  const old = new Map<number, Run>((before?.runs ?? []).map((r) => [r.runId, r]));
   let any = false;
-  for (const r of after.runs) {
-    const was = old.get(r.runId)?.state;
-    if (was === r.state) continue;
+  for (const e of entries) {
+    if (e.runId === undefined || e.from === e.to) continue;
     any = true;
-    if (was === 'pending') t.pendingOut++;
-    if (was === 'running') t.runningOut++;
-    if (r.state === 'pending') t.pendingIn++;
-    if (r.state === 'running') {
+    if (e.from === 'pending') t.pendingOut++;
+    if (e.from === 'running') t.runningOut++;
+    if (e.to === 'pending') t.pendingIn++;
+    if (e.to === 'running') {
       t.runningIn++;
-      if (r.started) {
+      const r = after.runs[e.runId];
+      if (r?.started) {
         const wait = Math.max(0, Date.parse(r.started) - Date.parse(r.scheduled));
         t.waitN++;
         t.waitSumMs += wait;
         t.w[waitBucket(wait)]++;
       }
     }
-    if ((RESOLVED as readonly string[]).includes(r.state)) t[r.state as Resolved]++;
+    if ((RESOLVED as readonly string[]).includes(e.to)) t[e.to as Resolved]++;
   }
   return any ? t : undefined;
 }
@@ -158,15 +158,12 @@ export class Rollups {
     private readonly flushMs = ROLLUP_FLUSH_MS,
   ) {}
 
-  /** Notes a task write (called after it took effect). */
-  observe(before: TaskRecord | undefined, after: TaskRecord | undefined): void {
-    if (!after) return;
-    const t = transitionTally(before, after);
-    if (!t) return;
+  /** Adds a task write's tally (its plan's, shared/plans/plan.ts) to the current minute. */
+  add(taskQueueId: string, t: MinuteTally): void {
     const minute = minuteKey(this.now().getTime());
     let m = this.minutes.get(minute);
     if (!m) this.minutes.set(minute, (m = new Map()));
-    for (const pk of [rollupPk(after.definition.taskQueueId), ALL_PK]) {
+    for (const pk of [rollupPk(taskQueueId), ALL_PK]) {
       let into = m.get(pk);
       if (!into) m.set(pk, (into = emptyTally()));
       add(into, t);

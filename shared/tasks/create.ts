@@ -7,7 +7,7 @@ import * as slugid from 'slugid';
 import { PRIORITIES, Priority } from './vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import { TaskDeps } from './deps';
-import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, isResolved, normalizeDate, taskState, taskStatus } from './model';
+import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus } from './model';
 import type { TriggerRef } from './triggers';
 import { create, dependentAdded, schedule } from './transitions';
 import { execute, executeCreate } from './executor';
@@ -122,14 +122,14 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   const background = definition.dependencies.length > (d.tuning?.syncDependencies ?? SYNC_DEPENDENCIES);
   // Put before the row: whatever happens to this call or to the background work, the tracking is finished.
   const net = background ? await d.triggers.tracking(taskId) : undefined;
-  if (await executeCreate(d, step)) {
-    if (step.next.runs.length > 0) return taskStatus(step.next);
+  const outcome = await executeCreate(d, step);
+  let task = step.next;
+  if ('created' in outcome) {
+    task = outcome.created;
+    if (task.runs.length > 0) return taskStatus(task);
   } else {
-    const existing = await d.tasks.load(taskId);
+    const { existing } = outcome;
     if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
-    // Our group rows went in first: take back an open row the task does not have (read after it was written).
-    if (existing.definition.taskGroupId !== taskGroupId) await d.groups.removeMember(taskGroupId, taskId, true, definition.created);
-    else if (isResolved(taskState(existing))) await d.groups.close(taskGroupId, taskId);
     if (!isDeepStrictEqual(existing.definition, definition)) {
       throw conflict(`taskId ${taskId} already used by another task with a different definition`);
     }
@@ -139,7 +139,6 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     // (idempotently) while the task is still waiting for them.
     if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);
   }
-  const task = step.next;
   if (background) return trackInBackground(d, task, net!);
   const tracked = await trackDependencies(d, task, taskTracking(d));
   if (tracked.missing.length || tracked.expiring.length) {

@@ -9,6 +9,7 @@
  * moment is seen either by this check or by its own resolution (both serialize on its row's ETag).
  */
 import { TaskDeps } from './deps';
+import { deleteTask } from './delete';
 import { TaskRecord, isResolved, taskState } from './model';
 import { mapLimit } from '../limit';
 import { MAX_TABLE_PAGE, firstRow, readPage, rowBatches } from '../storage/storage';
@@ -137,7 +138,7 @@ export async function linkRequired(d: TaskDeps, task: TaskRecord, tracking: Trac
  */
 export async function removeTracked(d: TaskDeps, task: TaskRecord, linked: boolean): Promise<void> {
   const table = d.storage.table('TaskDeps');
-  await d.tasks.delete(task.taskId);
+  await deleteTask(d, task.taskId);
   if (linked) await mapLimit(others(task), EDGE_CONCURRENCY, (r) => table.delete(r, depKey(task.taskId, r)));
   await mapLimit(task.definition.dependencies, EDGE_CONCURRENCY, (r) => table.delete(task.taskId, reqKey(r, task.taskId)));
 }

@@ -1,7 +1,7 @@
 /**
  * What the task domain functions need, passed in as one argument.
  */
-import type { Entity, Storage } from '../storage/storage';
+import type { Storage } from '../storage/storage';
 import type { TaskRecord } from './model';
 import type { TaskStore } from './store';
 import type { PendingQueues } from './pending';
@@ -10,6 +10,7 @@ import type { TaskGroups } from './groups';
 import type { ExpiryIndex } from './expiry';
 import type { Logger } from '../log';
 import type { Priority } from './vocabulary';
+import type { Planner, PlannedEvents, ReadModelWrites } from './plan';
 
 /**
  * The transition an idempotent repeat repeats: a createTask (its task-defined, and run 0's
@@ -28,26 +29,21 @@ export interface WriteEvents {
   guarded: boolean;
 }
 
-/** Triggers a write puts before it (its `before` effects), which can guard its events. */
-export interface WritePuts {
-  deadline: boolean;
-  claim: boolean;
-}
-
-/**
- * Events as effects of task writes: derived purely from the rows before and after, recorded on the
- * write's history rows (same transaction), delivered after the commit.
- */
+/** Events as effects of task writes: planned with the write, recorded on its history rows (same transaction), delivered after the commit. */
 export interface TaskEvents {
   /**
-   * Before the write (and its `before` effects): the events and how they are guarded until
+   * Before the write (and its `before` effects): how its planned events are guarded until
    * delivered (the claim-expiry or deadline trigger the write puts, or a sweep trigger put now).
    */
-  prepare(before: TaskRecord | undefined, after: TaskRecord, puts: WritePuts): Promise<WriteEvents>;
-  /** The outbox: adds the events to the write's history rows. */
-  outbox(w: WriteEvents, historyRows: Entity[]): void;
+  prepare(events: PlannedEvents): Promise<WriteEvents>;
   /** After the commit: true if delivered. Throws only if a guarded write's events are neither delivered nor swept (its guard must stay). */
   deliver(w: WriteEvents): Promise<boolean>;
+}
+
+/** The operator read models (shared/ops/read-models.ts): a plan's index and rollup writes, after the row. */
+export interface ReadModels {
+  /** Queued; resolves once the request need not wait longer (a deletion's are written by then: its row goes next). */
+  write(w: ReadModelWrites): Promise<void>;
 }
 
 /** The task whose hint a wake is about: pollers look first at the pending queue its hint went to. */
@@ -84,8 +80,14 @@ export interface TaskDeps {
    * shared/events/recorder.ts); throws if that could not be delivered.
    */
   groupResolved?: (g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number }, empty: boolean) => Promise<void>;
+  /** Turns a transition's step into the plan of its write (shared/plans/plan.ts). */
+  plan: Planner;
   /** Events of task writes; without, writes publish nothing (tools, benches of the bare store). */
   taskEvents?: TaskEvents;
+  /** Operator read models; without, none are kept. */
+  readModels?: ReadModels;
+  /** Who acts in this invocation (shared/ops/actor.ts): named in history rows; counts the run transitions it makes. */
+  actor?: () => { actor?: string; transitions: number } | undefined;
   /** A claim was replayed to a worker that may have missed it: its events are delivered again (shared/events/recorder.ts). */
   redeliverRun?: (taskId: string, runId: number) => Promise<unknown>;
   /** An idempotent repeat of a createTask, report or cancel publishes that transition's events again (shared/events/recorder.ts). */

@@ -1,20 +1,16 @@
 /**
  * Side effects of a task transition, as data. A transition (transitions.ts) returns them beside the
- * next task row; the executor (executor.ts) performs them around the row's ETag-guarded write, by
- * phase:
+ * next task row; its plan (plan.ts) orders them around the row's ETag-guarded write, by phase, and
+ * the executor (executor.ts) performs them:
  *  - `before`: must exist whenever the new state exists (a pending run's hint, a running run's
  *    claim-expiry trigger, an unresolved task's deadline trigger, a resolution's safety net). Put
  *    before the write, so a crash leaves at most a stale message, never a state without its message.
- *  - `with`: rows of the task's own partition written in the same entity-group transaction as the
- *    task row (history rows are added by the store's observer, and the write's events by the
- *    executor onto them: the outbox).
  *  - `after`: cleanup and dispatch once the write took effect (deliver its events, drop triggers,
- *    wake pollers, commit uploads, propagate to dependents, delete the safety net, log). Lost in a crash, they are
+ *    wake pollers, commit uploads, propagate to dependents, delete the safety net). Lost in a crash, they are
  *    redone by a client retry (an idempotent repeat owes them again) or a trigger.
  * An effect's identity is its content: the executor performs a `before` effect once per call even
  * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
  */
-import type { Entity } from '../storage/storage';
 import type { DeadlineSweep, TriggerRef } from './triggers';
 import type { Priority } from './vocabulary';
 
@@ -47,9 +43,6 @@ export type Effect =
   | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string; created: string }
   /** The task is unresolved again (rerun): its group's open row exists before the row says so. */
   | { phase: 'before'; kind: 'reopen-group'; taskGroupId: string; taskId: string; expires: string }
-  // ---- with ----
-  /** A row of the task's partition, written in the task row's transaction. */
-  | { phase: 'with'; kind: 'row'; entity: Entity }
   // ---- after ----
   | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: TriggerRef }
   /** Pollers of this instance look again, first at the pending queue the task's hint went to. */
@@ -79,6 +72,7 @@ export type Effect =
       alone?: true;
       folded?: true;
     }
+  /** A structured log line, written once the write took effect (its plan's `log`). */
   | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
 
 export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
@@ -117,7 +111,6 @@ export const effect = {
     created,
   }),
   reopenGroup: (taskGroupId: string, taskId: string, expires: string): Effect => ({ phase: 'before', kind: 'reopen-group', taskGroupId, taskId, expires }),
-  row: (entity: Entity): Effect => ({ phase: 'with', kind: 'row', entity }),
   dropTrigger: (trigger: 'claim' | 'deadline', ref: TriggerRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
   wake: (taskQueueId: string, taskId: string, priority: Priority): Effect => ({ phase: 'after', kind: 'wake', taskQueueId, taskId, priority }),
   commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),

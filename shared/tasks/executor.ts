@@ -1,24 +1,26 @@
 /**
- * The one executor of task transitions: load (or use a known row) -> transition -> the write's
- * events and their guard (`TaskEvents`, derived from the rows before and after) -> `before`
- * effects (side by side) -> ETag-guarded write with the `with` rows and the events on its history
- * rows -> delivery of the events and the `after` effects (side by side with the operator index
- * writes; after the delivery when a trigger they drop guards it). On an ETag race it
- * reloads and recomputes the transition and its effects; a `before` effect already performed in
- * an earlier attempt (same content: ids and `now` are fixed per call) is not performed again.
- * Crash ordering lives here: whatever a state needs exists before the row says so.
+ * The one executor of task writes: it carries out plans (plan.ts) and nothing else. Its loop:
+ * load the row, apply the transition, plan the write, perform the plan's `before` effects, write
+ * the row with the plan's rows (ETag-guarded), then the plan's `after` effects, events, read-model
+ * writes and log lines (`finish`). On an ETag race it loads again and recomputes; a `before` effect
+ * already performed in an earlier attempt (same content: ids and `now` are fixed per call) is not
+ * performed again. Crash ordering lives here: whatever a state needs exists before the row says so.
+ * Three throughput steps act in the loop, each named with its saving: `cachedRow`, `early` and
+ * `groupFold` (plan.ts `foldGroupClose`).
  */
 import * as slugid from 'slugid';
 import { TaskDeps, WriteEvents } from './deps';
 import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
-import { MAX_MODIFY_ATTEMPTS } from './store';
-import { TaskRecord } from './model';
+import { TaskRecord, isResolved, taskState } from './model';
+import { Plan, foldGroupClose } from './plan';
 import type { TriggerRef } from './triggers';
-import type { Entity, TableAction } from '../storage/storage';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
 import { EXPIRY_KIND_GROUP } from './groups';
+
+/** ETag races on one task are short-lived; a handful of retries settles them. */
+const MAX_WRITE_ATTEMPTS = 10;
 
 /**
  * Dependencies the expiry row carries, so that a task row that never got written (a refused or
@@ -39,11 +41,7 @@ type Performed = Map<string, TriggerRef | undefined>;
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
-  /**
-   * A `before` effect the caller started already, side by side with the task read (claimWork puts
-   * the claim-expiry trigger while the row loads). Used if the transition owes the same effect;
-   * otherwise it is a stale trigger, which its handler finds nothing to do for.
-   */
+  /** A `before` effect the caller started already, side by side with the task read (see `early`). */
   early?: { effect: Effect; ref: Promise<TriggerRef | undefined> };
   /** Runs once the outcome stands (row written, or an idempotent repeat), side by side with the `after` effects. */
   alongside?: () => Promise<void>;
@@ -61,108 +59,168 @@ export async function execute(
   options: ExecuteOptions = {},
 ): Promise<Executed | Refusal | Later | undefined> {
   const performed: Performed = new Map();
-  const { early, alongside } = options;
-  early?.ref.catch(() => undefined); // awaited below when needed; a refusal never looks at it
-  const afterAll = (effects: Effect[], task: TaskRecord, w?: WriteEvents) =>
-    withEvents(d, w, task, () => Promise.all([performAfter(d, effects, task, performed), alongside?.()]).then(() => undefined));
-  // The row as this instance last saw it saves the read when still current: the guarded write
-  // proves it, and anything but a write is decided again on a fresh read.
-  let current = known ?? d.tasks.recentRow?.(taskId);
-  let unproven = !known && current !== undefined;
-  // A write with the group's close folded in failed on a row this ETag was current for: if the
-  // task row is unchanged, the group's condition failed (someone joined), so the next try does not fold.
-  let foldFailedAt: string | undefined;
-  let fold = true;
-  for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
-    if (!current || attempt > 0) {
-      current = await d.tasks.load(taskId);
-      unproven = false;
-    }
+  const row = cachedRow(d, taskId, known);
+  const fold = groupFold(d);
+  const adoptEarly = early(options.early, performed);
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+    const current = await row.load();
     if (!current) return undefined;
-    if (foldFailedAt !== undefined && current.etag === foldFailedAt) fold = false;
-    foldFailedAt = undefined;
     const result = transition(current);
-    if (unproven && (isRefusal(result) || isLater(result) || result.next === current)) {
-      current = undefined;
-      continue;
-    }
+    if (row.unproven(result)) continue;
     if (isRefusal(result) || isLater(result)) return result;
-    if (result.next === current) {
-      await afterAll(result.effects, current);
+    const p = fold.plan(current, planOf(d, current, result));
+    if (!p.task) {
+      await finish(d, p, current, undefined, performed, options.alongside);
       return { task: current, changed: false };
     }
-    if (early && !performed.has(effectKey(early.effect)) && result.effects.some((e) => effectKey(e) === effectKey(early.effect))) {
-      performed.set(effectKey(early.effect), await early.ref);
-    }
-    const next = result.next;
-    const prepared = await prepareEvents(d, current, next, result.effects);
-    const { w } = prepared;
-    await performBefore(d, { next, effects: prepared.effects }, performed);
-    const rows = prepared.effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-    // A group of one's close goes in the resolution's own transaction (the group's rows share the task's partition).
-    const closing = fold
-      ? prepared.effects.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group' && !!e.alone && e.taskGroupId === taskId)
-      : undefined;
-    const actions = closing ? d.groups.closeActions(closing.taskGroupId) : [];
-    const effects = closing ? prepared.effects.map((e) => (e === closing ? { ...closing, folded: true as const } : e)) : prepared.effects;
-    const written = await d.tasks.replace(current, next, rows, () => afterAll(effects, next, w), outboxOf(d, w), actions);
-    if (written !== 'written' && closing) {
-      foldFailedAt = current.etag;
-      continue;
-    }
-    if (written === 'etag') continue;
+    await adoptEarly(p);
+    const { guarded, w } = await guardEvents(d, p);
+    await performBefore(d, guarded, performed);
+    const written = await d.tasks.replace(current, p.task, p.rows, p.groupRows);
+    if (fold.failed(written, current, p) || written === 'etag') continue;
     if (written === 'missing') return undefined;
-    return { task: next, changed: true };
+    await finish(d, p, p.task, w, performed, options.alongside);
+    return { task: p.task, changed: true };
   }
   throw new Error(`task ${taskId}: too many concurrent modifications`);
 }
 
+/** The plan of `step` over `before`, at this call's time and actor. */
+function planOf(d: TaskDeps, before: TaskRecord | undefined, step: Step): Plan {
+  return d.plan.write(before, step, d.now(), d.actor?.()?.actor);
+}
+
 /**
- * Creates a task row from `create`'s step. False when the taskId is taken (nothing `after` is done).
- * A task that starts its own group creates the group in its row's transaction (same partition);
- * if that fails and the task row is not there, the group existed already (a member came first):
- * it joins as any member does, before its row is written.
+ * Step "cached row": the first attempt starts from the row as this instance last wrote or read it
+ * (TaskStore.recentRow), when the caller knows none. The ETag-guarded write proves it current;
+ * anything but a write (refusal, later, repeat) is decided again on a fresh read. Saves the row
+ * read of a request that follows this instance's own write of the task (storage-count, simple
+ * lifecycle: claimWork 5 and reportCompleted 4 calls, 6 and 5 without; the report's critical path
+ * 2 calls, 3 without). It also carries a re-armed deadline trigger's new receipt to the report,
+ * which then deletes the trigger (without: it fires later, a read and a delete).
  */
-export async function executeCreate(d: TaskDeps, step: Step): Promise<boolean> {
+function cachedRow(d: TaskDeps, taskId: string, known: TaskRecord | undefined) {
+  let current = known ?? d.tasks.recentRow?.(taskId);
+  let unproven = !known && current !== undefined;
+  let first = true;
+  return {
+    async load(): Promise<TaskRecord | undefined> {
+      if (!first || !current) {
+        current = await d.tasks.load(taskId);
+        unproven = false;
+      }
+      first = false;
+      return current;
+    },
+    /** The cached row led to no write: decide again on a fresh read. */
+    unproven(result: Result): boolean {
+      return unproven && (isRefusal(result) || isLater(result) || result.next === current);
+    },
+  };
+}
+
+/**
+ * Step "early": claimWork puts the claim-expiry trigger while the row loads; used if the plan owes
+ * the same effect (otherwise it is a stale trigger, which its handler finds nothing to do for).
+ * When the row is read (a claim on another instance than the create's), it takes the put off
+ * claimWork's critical path: 4 calls one after another, 5 without (storage-count, cached row off).
+ */
+function early(started: ExecuteOptions['early'], performed: Performed): (p: Plan) => Promise<void> {
+  started?.ref.catch(() => undefined); // awaited only when owed; a refusal never looks at it
+  return async (p) => {
+    const key = started && effectKey(started.effect);
+    if (key && !performed.has(key) && p.before.some((e) => effectKey(e) === key)) performed.set(key, await started.ref);
+  };
+}
+
+/**
+ * Step "fold" across attempts (plan.ts `foldGroupClose`): a write that carried the group's close
+ * failed on a row whose ETag is still current, so the group's condition failed (someone joined):
+ * the next attempt does not fold.
+ */
+function groupFold(d: TaskDeps) {
+  let failedAt: string | undefined;
+  let on = true;
+  return {
+    plan(current: TaskRecord, p: Plan): Plan {
+      if (failedAt !== undefined && current.etag === failedAt) on = false;
+      failedAt = undefined;
+      return on && p.foldable ? foldGroupClose(p, d.groups.closeActions(p.foldable.taskGroupId)) : p;
+    },
+    failed(written: string, current: TaskRecord, p: Plan): boolean {
+      if (written === 'written' || !p.groupRows.length) return false;
+      failedAt = current.etag;
+      return true;
+    },
+  };
+}
+
+/**
+ * The write's events and their guard (shared/events/recorder.ts): a deadline trigger the plan
+ * puts anyway may carry their sweep.
+ */
+async function guardEvents(d: TaskDeps, p: Plan): Promise<{ guarded: Plan; w?: WriteEvents }> {
+  if (!d.taskEvents || !p.events) return { guarded: p };
+  const w = await d.taskEvents.prepare(p.events);
+  const sweep = w.deadlineSweep;
+  if (!sweep) return { guarded: p, w };
+  return { guarded: { ...p, before: p.before.map((e) => (e.kind === 'put-deadline-trigger' ? { ...e, sweep } : e)) }, w };
+}
+
+/** Once the outcome stands: the plan's log lines, read-model writes, events and `after` effects. */
+async function finish(
+  d: TaskDeps,
+  p: Plan,
+  task: TaskRecord,
+  w: WriteEvents | undefined,
+  performed: Performed,
+  alongside?: () => Promise<void>,
+): Promise<void> {
+  const ctx = d.actor?.();
+  if (ctx) ctx.transitions += p.transitions;
+  for (const line of p.log) d.log.info(line.event, line.fields);
+  const after = () => Promise.all([performAfter(d, p.after, task, performed), alongside?.()]).then(() => undefined);
+  await Promise.all([p.readModel && d.readModels?.write(p.readModel), withEvents(d, w, task, after)]);
+}
+
+/** What executeCreate did: the task as written, or the task that holds the taskId already (undefined: gone meanwhile). */
+export type Created = { created: TaskRecord } | { existing: TaskRecord | undefined };
+
+/**
+ * Creates a task row from `create`'s step. A task that starts its own group creates the group in
+ * its row's transaction (same partition); if that fails and the task row is not there, the group
+ * existed already (a member came first): it joins as any member does, before its row is written.
+ * When the taskId is taken, nothing `after` is done, and group rows this call added that the
+ * existing task does not own are taken back.
+ */
+export async function executeCreate(d: TaskDeps, step: Step): Promise<Created> {
   const performed: Performed = new Map();
-  const { w, effects } = await prepareEvents(d, undefined, step.next, step.effects);
-  const rows = effects.flatMap((e) => (e.kind === 'row' ? [e.entity] : []));
-  const insert = (actions?: TableAction[]) =>
-    d.tasks.insert(step.next, rows, () => withEvents(d, w, step.next, () => performAfter(d, effects, step.next, performed)), outboxOf(d, w), actions);
-  const join = effects.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
+  const p = planOf(d, undefined, step);
+  const task = p.task!;
+  const { guarded, w } = await guardEvents(d, p);
+  const join = guarded.before.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
+  const done = async () => {
+    await finish(d, p, task, w, performed);
+    return { created: task };
+  };
   if (join && join.taskGroupId === join.taskId) {
-    await performBefore(d, { next: step.next, effects: effects.filter((e) => e !== join) }, performed);
-    step.next.groupAlone = true;
-    if (await insert(d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return true;
-    delete step.next.groupAlone;
-    if (await d.tasks.load(join.taskId)) return false;
+    await performBefore(d, { ...guarded, before: guarded.before.filter((e) => e !== join) }, performed);
+    task.groupAlone = true;
+    if (await d.tasks.insert(task, p.rows, d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return done();
+    delete task.groupAlone;
+    const existing = await d.tasks.load(join.taskId);
+    if (existing) return { existing };
     await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true);
     performed.set(effectKey(join), undefined);
   }
-  await performBefore(d, { next: step.next, effects }, performed);
-  return insert();
-}
-
-/**
- * The write's events (shared/events/recorder.ts), derived from the rows before and after, and
- * how they are guarded: a deadline trigger the write puts anyway carries their sweep.
- */
-async function prepareEvents(
-  d: TaskDeps,
-  before: TaskRecord | undefined,
-  next: TaskRecord,
-  effects: Effect[],
-): Promise<{ w?: WriteEvents; effects: Effect[] }> {
-  if (!d.taskEvents) return { effects };
-  const puts = { deadline: effects.some((e) => e.kind === 'put-deadline-trigger'), claim: effects.some((e) => e.kind === 'put-claim-trigger') };
-  const w = await d.taskEvents.prepare(before, next, puts);
-  const sweep = w.deadlineSweep;
-  if (!sweep) return { w, effects };
-  return { w, effects: effects.map((e) => (e.kind === 'put-deadline-trigger' ? { ...e, sweep } : e)) };
-}
-
-function outboxOf(d: TaskDeps, w: WriteEvents | undefined): ((rows: Entity[]) => void) | undefined {
-  return w && ((rows) => d.taskEvents!.outbox(w, rows));
+  await performBefore(d, guarded, performed);
+  if (await d.tasks.insert(task, p.rows)) return done();
+  const existing = await d.tasks.load(task.taskId);
+  const def = task.definition;
+  // Our group rows went in first: take back an open row the existing task does not have.
+  if (existing && existing.definition.taskGroupId !== def.taskGroupId) await d.groups.removeMember(def.taskGroupId, task.taskId, true, def.created);
+  else if (existing && isResolved(taskState(existing))) await d.groups.close(def.taskGroupId, task.taskId);
+  return { existing };
 }
 
 /**
@@ -197,17 +255,16 @@ async function withEvents(d: TaskDeps, w: WriteEvents | undefined, task: TaskRec
  * each once per call; trigger refs go into the row they guard. If one fails, the row is not
  * written, and what the others put is at most a stale message or index row, as after a crash.
  */
-async function performBefore(d: TaskDeps, step: Pick<Step, 'next' | 'effects'>, performed: Performed): Promise<void> {
+async function performBefore(d: TaskDeps, p: Plan, performed: Performed): Promise<void> {
   const todo = new Map<string, Effect>();
-  for (const e of step.effects) if (e.phase === 'before' && !performed.has(effectKey(e))) todo.set(effectKey(e), e);
+  for (const e of p.before) if (!performed.has(effectKey(e))) todo.set(effectKey(e), e);
   const settled = await Promise.allSettled([...todo].map(async ([key, e]) => performed.set(key, await before(d, e))));
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
-  for (const e of step.effects) {
-    if (e.phase !== 'before') continue;
+  for (const e of p.before) {
     const ref = performed.get(effectKey(e));
-    if (e.kind === 'put-claim-trigger') step.next.runs[e.runId].claimTrigger = ref;
-    else if (e.kind === 'put-deadline-trigger') step.next.deadlineTrigger = ref;
+    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = ref;
+    else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref;
   }
 }
 
@@ -250,8 +307,7 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
  * bookkeeping, then the deadline trigger's drop (the trigger guards the bookkeeping). A chain stops
  * at its first failure, so its guard stays.
  */
-async function performAfter(d: TaskDeps, effects: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
-  const after = effects.filter((e) => e.phase === 'after');
+async function performAfter(d: TaskDeps, after: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
   const chains = [
     (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net',
     (e: Effect) => e.kind === 'close-group' || (e.kind === 'drop-trigger' && e.trigger === 'deadline'),
@@ -292,9 +348,6 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
       // Folded into the write: its open row went with it, on the condition that nobody joined.
       if (!e.folded) await d.groups.close(e.taskGroupId, e.taskId);
       await d.groupResolved?.(e, !!e.folded);
-      return;
-    case 'log':
-      d.log.info(e.event, e.fields);
       return;
     default:
       throw new Error(`not an after effect: ${e.kind}`);

@@ -7,6 +7,7 @@
 import { deleteRows, rowBatches } from '../storage/storage';
 import { isResolved, taskState } from './model';
 import type { TaskDeps } from './deps';
+import { deleteTask } from './delete';
 import { depKey } from './dependencies';
 
 /**
@@ -65,8 +66,8 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
   // it when its row is due too, in the task row's transaction (same partition), which fails if
   // anyone joined; the group's row then reads what is left (expireGroup).
   if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo))
-    return d.tasks.delete(taskId, t, d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved));
-  await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? d.tasks.delete(taskId, t) : undefined]);
+    return deleteTask(d, taskId, t, d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved));
+  await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? deleteTask(d, taskId, t) : undefined]);
   return false;
 }
 

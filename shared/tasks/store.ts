@@ -1,13 +1,12 @@
 /**
- * Loading and changing task rows. Every change is a read-modify-write guarded by the row's ETag;
- * the modifier re-checks its preconditions on each attempt, so concurrent actors never both win.
+ * Loading and writing task rows, with the other rows of the task's partition that go in the same
+ * entity-group transaction. Every change is guarded by the row's ETag; what to write, and the
+ * retries after a lost race, are the executor's (executor.ts carries out a write's plan).
  */
 import crypto from 'node:crypto';
-import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, deleteRows } from '../storage/storage';
+import { Entity, KeyRange, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
 import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
 
-/** ETag races on one task are short-lived; a handful of retries settles them. */
-export const MAX_MODIFY_ATTEMPTS = 10;
 /**
  * Task rows this instance read or wrote last, kept so its next transition of the task (the claim
  * after a create, the report after a claim) skips the read: at most this many rows...
@@ -23,32 +22,13 @@ function rowBytes(row: Entity): number {
   return n;
 }
 
-/**
- * Hooks around task writes (shared/ops/observer.ts): rows for the task's own partition written in
- * the same entity-group transaction as the task row (history), then a follow-up after the write
- * took effect (indexes; must not throw). Events are the executor's (shared/tasks/executor.ts).
- */
-export interface TaskObserver {
-  /** May set `after.historySeq`; rows must be in partition `after.taskId`. */
-  rowsFor(before: TaskRecord | undefined, after: TaskRecord): Entity[];
-  written(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void>;
-  /** Row keys to delete with the task (its history). */
-  extraKeys?(taskId: string, known?: TaskRecord): Promise<string[]>;
-}
-
-/** Adds the write's events to the history rows the observer made for it (shared/tasks/executor.ts). */
-export type Outbox = (historyRows: Entity[]) => void;
-
 /** A task row with the id of the write that stores it (see TaskStore.ownWrite). */
 function withWriteId(row: Entity): Entity {
   return { ...row, writeId: crypto.randomUUID() };
 }
 
 export class TaskStore {
-  constructor(
-    private readonly storage: Storage,
-    private readonly observer?: TaskObserver,
-  ) {}
+  constructor(private readonly storage: Storage) {}
 
   /** Least recently used first (a Map keeps insertion order). */
   private readonly recent = new Map<string, TaskRecord>();
@@ -98,14 +78,11 @@ export class TaskStore {
   /**
    * Inserts a new task row with `rows` of its partition; returns false if the taskId is taken (or,
    * with `actions`, other actions of its partition in the same transaction, one of them failed).
-   * `alongside` runs once the row is written, side by side with the observer's follow-up.
    */
-  async insert(t: TaskRecord, rows: Entity[] = [], alongside?: () => Promise<void>, outbox?: Outbox, actions: TableAction[] = []): Promise<boolean> {
-    // History rows first: they number the row's history (encodeTask must see it).
-    const extra = [...this.historyRows(undefined, t, outbox), ...rows];
+  async insert(t: TaskRecord, rows: Entity[] = [], actions: TableAction[] = []): Promise<boolean> {
     const row = withWriteId(encodeTask(t));
     try {
-      t.etag = await this.write(t.taskId, row, extra, undefined, actions);
+      t.etag = await this.write(t.taskId, row, rows, undefined, actions);
       this.keep(t, row);
     } catch (err) {
       if (!(err instanceof StorageConflict)) throw err;
@@ -113,29 +90,18 @@ export class TaskStore {
       if (!own) return false;
       t.etag = own;
     }
-    await Promise.all([this.observer?.written(undefined, t), alongside?.()]);
     return true;
   }
 
   /**
    * Replaces `current` by `next` if the row still has `current`'s ETag, with `rows` of its
    * partition in the same transaction (and `actions`, which may fail it too). Sets `next.etag`;
-   * 'etag' when another write came first, 'missing' when the task (or a row `actions` need) is
-   * gone. `alongside` runs once the row is written, side by side with the observer's follow-up.
+   * 'etag' when another write came first, 'missing' when the task (or a row `actions` need) is gone.
    */
-  async replace(
-    current: TaskRecord,
-    next: TaskRecord,
-    rows: Entity[] = [],
-    alongside?: () => Promise<void>,
-    outbox?: Outbox,
-    actions: TableAction[] = [],
-  ): Promise<'written' | 'etag' | 'missing'> {
-    // History rows first: they number the row's history (encodeTask must see it).
-    const extra = [...this.historyRows(current, next, outbox), ...rows];
+  async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = [], actions: TableAction[] = []): Promise<'written' | 'etag' | 'missing'> {
     const row = withWriteId(encodeTask(next));
     try {
-      next.etag = await this.write(current.taskId, row, extra, current.etag!, actions);
+      next.etag = await this.write(current.taskId, row, rows, current.etag!, actions);
       this.keep(next, row);
     } catch (err) {
       this.recent.delete(current.taskId);
@@ -144,7 +110,6 @@ export class TaskStore {
       if (!own) return err.reason;
       next.etag = own;
     }
-    await Promise.all([this.observer?.written(current, next), alongside?.()]);
     return 'written';
   }
 
@@ -158,12 +123,6 @@ export class TaskStore {
     if (!stored || stored.writeId !== row.writeId) return undefined;
     this.keep(decodeTask(stored), stored);
     return stored.etag;
-  }
-
-  private historyRows(before: TaskRecord | undefined, after: TaskRecord, outbox?: Outbox): Entity[] {
-    const rows = this.observer?.rowsFor(before, after) ?? [];
-    outbox?.(rows);
-    return rows;
   }
 
   /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows and `actions` in one transaction. */
@@ -182,39 +141,16 @@ export class TaskStore {
   }
 
   /**
-   * Applies `fn` to the current row and writes it back if `fn` returns true, re-reading on ETag
-   * races (task transitions go through shared/tasks/executor.ts instead; this is for repairs).
-   * Returns the final record (changed or not), or undefined if the task does not exist.
-   */
-  async modify(taskId: string, fn: (t: TaskRecord) => boolean, first?: TaskRecord): Promise<{ task: TaskRecord; changed: boolean } | undefined> {
-    let current = first;
-    for (let attempt = 0; attempt < MAX_MODIFY_ATTEMPTS; attempt++) {
-      if (!current || attempt > 0) current = await this.load(taskId);
-      if (!current) return undefined;
-      const copy: TaskRecord = structuredClone(current);
-      if (!fn(copy)) return { task: current, changed: false };
-      const written = await this.replace(current, copy);
-      if (written === 'etag') continue;
-      if (written === 'missing') return undefined;
-      return { task: copy, changed: true };
-    }
-    throw new Error(`task ${taskId}: too many concurrent modifications`);
-  }
-
-  /**
-   * Deletes the task row and its history: a just-created task whose dependencies were missing, or
-   * an expired one (`known` saves a read). The rows share the task's partition, so they go in
-   * entity-group transactions, the task row in the last one: a crash in between leaves a task
-   * without history, never history without a task. Its index rows go first, while the task row
-   * still exists to say which they are, so a repeat after a crash finds them again.
+   * Deletes the task row and the rows of its partition that `rows` names (its history: their keys, or
+   * the range to read them from). They go in entity-group transactions, the task row in the last
+   * one: a crash in between leaves a task without history, never history without a task.
    * `alongWith`: other keys of the partition (a group of one's rows) that go all together in the
    * task row's transaction or not at all: true if they went.
    */
-  async delete(taskId: string, known?: TaskRecord, alongWith: string[] = []): Promise<boolean> {
+  async delete(taskId: string, rows: string[] | KeyRange = [], alongWith: string[] = []): Promise<boolean> {
     this.recent.delete(taskId);
-    const before = this.observer ? (known ?? (await this.load(taskId))) : undefined;
-    if (before) await this.observer!.written(before, undefined);
-    const keys = [...((await this.observer?.extraKeys?.(taskId, before)) ?? []), taskRowKey(taskId)];
+    const listed = Array.isArray(rows) ? rows : (await allRows(this.table, { partitionKey: taskId, rowKey: rows, select: ['RowKey'] })).map((r) => r.rowKey);
+    const keys = [...listed, taskRowKey(taskId)];
     if (!alongWith.length) {
       await deleteRows(this.table, taskId, keys);
       return false;

@@ -2,8 +2,8 @@
  * The task lifecycle as a state machine: one pure function per transition,
  * `(task, input, now) -> { next, effects } | refusal | later`. No I/O, no clock reads, no
  * randomness: ids (hintId) and `now` are chosen by the caller once per call, so a recomputation
- * after an ETag race is deterministic. The executor (executor.ts) loads, applies, performs the
- * effects (effects.ts) and writes.
+ * after an ETag race is deterministic. The executor (executor.ts) loads, applies, plans the write
+ * (plan.ts: the effects of effects.ts, history, events, read models), performs and writes it.
  *
  * The task's state is its last run's state ('unscheduled' without runs); `=` is an idempotent repeat:
  *
@@ -25,6 +25,7 @@
  *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
+ *   markUploads     bookkeeping only: the run's uploads = true (before its first s3 artifact)
  *
  * An idempotent repeat returns the task unchanged with the effects it still owes (propagation,
  * upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
@@ -541,5 +542,14 @@ export function dependentAdded(task: TaskRecord): Step {
   if (task.hasDependents) return same(task);
   const next = copy(task);
   next.hasDependents = true;
+  return { next, effects: [] };
+}
+
+/** The run's first s3 artifact is about to be created: its resolution must commit uploads (shared/artifacts/create.ts). */
+export function markUploads(task: TaskRecord, input: { runId: number }): Step {
+  const r = task.runs[input.runId];
+  if (!r || r.uploads) return same(task);
+  const next = copy(task);
+  next.runs[input.runId].uploads = true;
   return { next, effects: [] };
 }

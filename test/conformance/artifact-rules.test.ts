@@ -10,6 +10,7 @@ import { ArtifactBlobs, blobNameFor } from '../../shared/artifacts/blobs';
 import { ArtifactStore } from '../../shared/artifacts/store';
 import { indexKeys } from '../../shared/artifacts/expiry';
 import { runKey } from '../../shared/artifacts/model';
+import { execute } from '../../shared/tasks/executor';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -94,9 +95,10 @@ describe('createArtifact checks', () => {
       }),
     ).toEqual({ storageType: 'error' });
     // 26 minutes after the exception: closed.
-    await svc.services.tasks.modify(exc.taskId, (t) => {
-      t.runs[0].resolved = new Date(Date.now() - 26 * 60_000).toJSON();
-      return true;
+    await execute(svc.services, exc.taskId, (t) => {
+      const next = structuredClone(t);
+      next.runs[0].resolved = new Date(Date.now() - 26 * 60_000).toJSON();
+      return { next, effects: [] };
     });
     await expectError(exc.wq.createArtifact(exc.taskId, 0, 'public/logs/too-late', s3()), 409, 'RequestConflict');
   });

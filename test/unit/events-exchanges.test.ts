@@ -3,15 +3,16 @@
  * payloads, routing keys and CCs Taskcluster documents, and stable ids and sequence numbers.
  */
 import {
-  taskEvents,
   artifactEvent,
   groupSealedEvent,
   groupResolvedEvent,
   groupPriorityChangedEvent,
   taskRoutingKey,
   EXCHANGE_PREFIX,
+  type QueueEvent,
 } from '../../shared/events/exchanges';
 import { historyRows } from '../../shared/ops/history';
+import { planWrite } from '../../shared/plans/plan';
 import type { TaskRecord } from '../../shared/tasks/model';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -57,6 +58,12 @@ function step(before: TaskRecord | undefined, change: (t: TaskRecord) => void, b
   const after: TaskRecord = JSON.parse(JSON.stringify(before ?? base));
   change(after);
   return { before, after };
+}
+
+/** The events of the write `before` → `after`, as its plan derives them. */
+function taskEvents(before: TaskRecord | undefined, after: TaskRecord): QueueEvent[] {
+  const { events } = planWrite(before, { next: after, effects: [] }, new Date(T0), undefined).events as unknown as { events: QueueEvent[] };
+  return events;
 }
 
 function commit(before: TaskRecord | undefined, after: TaskRecord): TaskRecord {

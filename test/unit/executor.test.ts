@@ -1,11 +1,11 @@
 /**
- * The executor (shared/tasks/executor.ts) with recording fakes for its dependencies (no storage):
- * effect order around the write, recomputation after an ETag race without repeating `before`
- * effects, and refusals that perform nothing.
+ * The executor (shared/tasks/executor.ts) carrying out real plans (shared/plans/plan.ts), with
+ * recording fakes for its dependencies (no storage): effect order around the write, recomputation
+ * after an ETag race without repeating `before` effects, and refusals that perform nothing.
  */
 import { execute, executeCreate } from '../../shared/tasks/executor';
 import * as T from '../../shared/tasks/transitions';
-import { effect } from '../../shared/tasks/effects';
+import { planner } from '../../shared/plans/plan';
 import type { TaskDeps } from '../../shared/tasks/deps';
 import type { TaskRecord } from '../../shared/tasks/model';
 
@@ -46,13 +46,17 @@ function fakes(
   opts: { races?: TaskRecord[]; groupFails?: boolean; foldFails?: boolean; events?: { deadline?: boolean; deliverFails?: boolean } } = {},
 ) {
   const calls: string[] = [];
+  /** The rows of each write's transaction besides the task row (its history rows). */
+  const writes: { rowKey: string; entry?: string; event?: string }[][] = [];
   let stored = initial;
   const races = [...(opts.races ?? [])];
   let n = 0;
   const d = {
+    plan: planner,
     now: () => NOW,
     config: { claimTimeoutS: 1200, maxTaskDeadlineDays: 5, deadlineDelayS: 0 },
-    log: { info: (e: string) => calls.push(`log ${e}`), warn: () => undefined, error: () => undefined, request: () => undefined },
+    // A line per history entry (task-transition) on every write; the others are the transitions' own.
+    log: { info: (e: string) => e === 'task-transition' || calls.push(`log ${e}`), warn: () => undefined, error: () => undefined, request: () => undefined },
     wake: (q: string) => calls.push(`wake ${q}`),
     uploads: { commit: async (taskId: string, runId: number) => void calls.push(`commit ${taskId}/${runId}`) },
     pending: { put: async (_q: string, _p: string, taskId: string, runId: number, hintId: string) => void calls.push(`hint ${taskId}/${runId} ${hintId}`) },
@@ -80,12 +84,11 @@ function fakes(
     },
     // A write's events: the guard the recorder would choose (claim or deadline trigger), the outbox, the delivery.
     taskEvents: opts.events && {
-      prepare: async (_b: TaskRecord | undefined, _a: TaskRecord, puts: { deadline: boolean; claim: boolean }) => {
-        const deadlineSweep = opts.events!.deadline && puts.deadline ? { seqs: [1, 2], delayS: 60 } : undefined;
+      prepare: async (planned: { deadline: boolean }) => {
+        const deadlineSweep = opts.events!.deadline && planned.deadline ? { seqs: [1, 2], delayS: 60 } : undefined;
         calls.push('events.prepare');
         return { guarded: !deadlineSweep, ...(deadlineSweep ? { deadlineSweep } : {}) };
       },
-      outbox: (_w: unknown, rows: { event?: string }[]) => rows.forEach((r) => (r.event = 'e')),
       deliver: async () => {
         calls.push('events.deliver');
         if (opts.events!.deliverFails) throw new Error('delivery failed');
@@ -98,30 +101,16 @@ function fakes(
         calls.push('amend');
         amend(stored);
       },
-      insert: async (
-        t: TaskRecord,
-        rows: { rowKey: string; event?: string }[] = [],
-        alongside?: () => Promise<void>,
-        outbox?: (rows: { rowKey: string; event?: string }[]) => void,
-      ) => {
-        const history = [{ rowKey: 'h1' } as { rowKey: string; event?: string }];
-        outbox?.(history);
-        calls.push(['insert', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : ''))].join(' '));
+      insert: async (t: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
+        writes.push(rows);
+        calls.push(['insert', ...(actions.length ? ['+group'] : [])].join(' '));
         stored = { ...structuredClone(t), etag: 'e0' };
-        await alongside?.();
+        t.etag = 'e0';
         return true;
       },
-      replace: async (
-        current: TaskRecord,
-        next: TaskRecord,
-        rows: { rowKey: string; event?: string }[] = [],
-        alongside?: () => Promise<void>,
-        outbox?: (rows: { rowKey: string; event?: string }[]) => void,
-        actions: unknown[] = [],
-      ) => {
-        const history = outbox ? [{ rowKey: 'h' } as { rowKey: string; event?: string }] : [];
-        outbox?.(history);
-        calls.push(['write', ...[...history, ...rows].map((r) => r.rowKey + (r.event ? '+event' : '')), ...(actions.length ? ['+group'] : [])].join(' '));
+      replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
+        writes.push(rows);
+        calls.push(['write', ...(actions.length ? ['+group'] : [])].join(' '));
         // The group's condition failed (someone joined): the transaction fails, the task row is unchanged.
         if (actions.length && opts.foldFails) return 'missing';
         const race = races.shift();
@@ -132,12 +121,11 @@ function fakes(
         if (current.etag !== stored.etag) return 'etag';
         stored = { ...structuredClone(next), etag: `${current.etag}'` };
         next.etag = stored.etag;
-        await alongside?.();
         return 'written';
       },
     },
   };
-  return { d: d as unknown as TaskDeps, calls, stored: () => stored };
+  return { d: d as unknown as TaskDeps, calls, writes, stored: () => stored };
 }
 
 const claimInput = { runId: 0, worker: W, via: { hintId: 'h0', replayWithinS: 60 }, claimTimeoutS: 1200 };
@@ -212,16 +200,15 @@ test('a refusal performs nothing and writes nothing', async () => {
   expect(f.calls).toEqual([]);
 });
 
-test('`with` rows go into the write of the task row, on every attempt', async () => {
+test("history rows go into the task row's transaction, numbered on from the row each attempt read", async () => {
   const t = pendingTask();
-  const f = fakes(t, { races: [{ ...structuredClone(t), retriesLeft: 0 }] });
-  const withOutbox = (x: TaskRecord): T.Result => {
-    const s = T.dependentAdded(x);
-    return { next: s.next, effects: [effect.row({ partitionKey: 'T1', rowKey: `outbox-${x.retriesLeft}` })] };
-  };
-  await execute(f.d, 'T1', withOutbox, t);
-  expect(f.calls).toEqual(['write outbox-1', 'load', 'write outbox-0']);
-  expect(f.stored().hasDependents).toBe(true);
+  // The race's write added history: the retry numbers on from there.
+  const f = fakes(t, { races: [{ ...structuredClone(t), historySeq: 5 }] });
+  await execute(f.d, 'T1', (x) => T.claim(x, claimInput, NOW), t);
+  expect(f.calls).toEqual(['claim.put 0', 'write', 'load', 'write']);
+  const seqs = f.writes.map((rows) => rows.map((r) => JSON.parse(r.entry!).seq));
+  expect(seqs).toEqual([[1], [6]]);
+  expect(f.stored().historySeq).toBe(6);
 });
 
 test("events: on the write's history rows; a guarded delivery precedes the after effects, and its failure keeps the guard", async () => {
@@ -231,22 +218,24 @@ test("events: on the write's history rows; a guarded delivery precedes the after
   // The claim-expiry trigger guards the report's events: it is dropped only after they were delivered.
   const f = fakes(running, { events: {} });
   await execute(f.d, 'T1', report, running);
-  expect(f.calls.slice(0, 3)).toEqual(['events.prepare', 'write h+event', 'events.deliver']);
+  expect(f.calls.slice(0, 3)).toEqual(['events.prepare', 'write', 'events.deliver']);
+  // Its one history row (the resolution) carries task-completed: the outbox.
+  expect(f.writes[0].map((r) => r.event && JSON.parse(r.event).exchange)).toEqual([expect.stringMatching(/task-completed$/)]);
   expect(f.calls.indexOf('claim.drop c1')).toBeGreaterThan(f.calls.indexOf('events.deliver'));
   const failing = fakes(running, { events: { deliverFails: true } });
   await expect(execute(failing.d, 'T1', report, running)).rejects.toThrow('delivery failed');
-  expect(failing.calls).toEqual(['events.prepare', 'write h+event', 'events.deliver']);
+  expect(failing.calls).toEqual(['events.prepare', 'write', 'events.deliver']);
 });
 
 test('events of a create: its deadline trigger carries their sweep and is re-armed once they were delivered', async () => {
   const t = pendingTask();
   const step = T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW);
   const f = fakes(t, { events: { deadline: true } });
-  expect(await executeCreate(f.d, step)).toBe(true);
+  expect(await executeCreate(f.d, step)).toEqual({ created: expect.objectContaining({ taskId: 'T1' }) });
   expect(f.calls.filter((c) => c.startsWith('deadline') || c.startsWith('events') || c.startsWith('insert') || c === 'amend')).toEqual([
     'events.prepare',
     'deadline.put sweep 1,2',
-    'insert h1+event',
+    'insert +group',
     'events.deliver',
     'deadline.rearm d1',
     'amend',

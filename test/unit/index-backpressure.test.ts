@@ -1,10 +1,11 @@
 /**
  * Index writes are off the request path until a partition falls INDEX_BACKLOG_MAX actions behind;
- * then a task write's index follow-up waits for its own write (shared/ops/observer.ts).
+ * then a task write's index follow-up waits for its own write (shared/ops/read-models.ts).
  */
 import { MemoryStorage } from '../../shared/storage/memory';
 import { INDEX_BACKLOG_MAX, IndexBatcher, QUEUES_PK, queuePk } from '../../shared/ops/indexes';
-import { opsObserver } from '../../shared/ops/observer';
+import { ReadModels } from '../../shared/ops/read-models';
+import { planWrite } from '../../shared/plans/plan';
 import type { TaskRecord } from '../../shared/tasks/model';
 import type { Logger } from '../../shared/log';
 
@@ -28,7 +29,9 @@ function pendingTask(taskId: string): TaskRecord {
       expires: new Date(Date.now() + 2 * HOUR_MS).toJSON(),
       created: now,
       metadata: { name: 'build', description: '', owner: '', source: 'https://x' },
-    } as TaskRecord['definition'],
+      routes: [],
+      tags: {},
+    } as unknown as TaskRecord['definition'],
   };
 }
 
@@ -59,12 +62,15 @@ async function setup() {
   }) as typeof storage.table;
   // Lingering an hour: only full transactions (or a flush) go out.
   const batcher = new IndexBatcher(storage, HOUR_MS);
-  return { storage, batcher, open, observer: opsObserver(storage, quiet, () => new Date(), batcher) };
+  const readModels = new ReadModels(storage, quiet, batcher);
+  // A new task's read-model writes, as its plan makes them.
+  const written = (t: TaskRecord) => readModels.write(planWrite(undefined, { next: t, effects: [] }, new Date(), undefined).readModel!);
+  return { storage, batcher, open, observer: { written } };
 }
 
 test('a task write does not wait for its index write while the partition keeps up', async () => {
   const { batcher, observer, open } = await setup();
-  expect(await settledSoon(observer.written(undefined, pendingTask('taskA')))).toBe(true);
+  expect(await settledSoon(observer.written(pendingTask('taskA')))).toBe(true);
   expect(batcher.backlogged(queuePk(TQ))).toBe(false);
   open();
   await batcher.settled();
@@ -78,7 +84,7 @@ test('behind by INDEX_BACKLOG_MAX actions, a task write waits until its index wr
   const filler = Array.from({ length: count }, (_, i) => ({ op: 'upsert' as const, row: { partitionKey: pk, rowKey: `z~${String(i).padStart(5, '0')}` } }));
   const queued = Promise.all(Array.from({ length: count / 100 }, (_, k) => batcher.apply(pk, filler.slice(k * 100, (k + 1) * 100))));
   expect(batcher.backlogged(pk)).toBe(true);
-  const waiting = observer.written(undefined, pendingTask('taskB'));
+  const waiting = observer.written(pendingTask('taskB'));
   expect(await settledSoon(waiting)).toBe(false);
   open();
   await batcher.settled();

@@ -6,6 +6,7 @@
 import { MemoryStorage } from '../../shared/storage/memory';
 import { ALL_PK, Rollups, histogramQuantile, readChart, rollupPk, transitionTally, WAIT_BOUNDS_MS } from '../../shared/ops/rollups';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
+import { transitions } from '../../shared/ops/history';
 
 const T0 = Date.parse('2026-01-01T10:00:00.000Z');
 
@@ -17,16 +18,25 @@ function task(taskQueueId: string, runs: Partial<Run>[]): TaskRecord {
   } as unknown as TaskRecord;
 }
 
+/** What a write from `before` to `after` tallies, from its history entries as its plan derives them (shared/plans/plan.ts). */
+const tally = (before: TaskRecord | undefined, after: TaskRecord) => transitionTally(transitions(before, after), after);
+
+/** A task write as its plan notes it. */
+function observe(r: Rollups, before: TaskRecord | undefined, after: TaskRecord): void {
+  const t = tally(before, after);
+  if (t) r.add(after.definition.taskQueueId, t);
+}
+
 test('a transition counts the runs that entered and left pending and running, the wait, and resolutions', () => {
   const pending = task('p/w', [{ state: 'pending' }]);
   const running = task('p/w', [{ state: 'running', started: new Date(T0 + 3000).toJSON() }]);
   const failedRetried = task('p/w', [{ state: 'failed' }, { state: 'pending' }]);
-  expect(transitionTally(undefined, pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
-  const started = transitionTally(pending, running)!;
+  expect(tally(undefined, pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
+  const started = tally(pending, running)!;
   expect(started).toMatchObject({ pendingOut: 1, runningIn: 1, waitN: 1, waitSumMs: 3000 });
   expect(started.w[WAIT_BOUNDS_MS.indexOf(5000)]).toBe(1);
-  expect(transitionTally(running, failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
-  expect(transitionTally(running, running)).toBeUndefined();
+  expect(tally(running, failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
+  expect(tally(running, running)).toBeUndefined();
 });
 
 test('histogram quantiles are bucket bounds', () => {
@@ -52,11 +62,11 @@ test('a minute costs one upsert per task queue plus one for all; the chart reads
   for (let i = 0; i < 20; i++) {
     const p = task('p/a', [{ state: 'pending' }]);
     const c = task('p/a', [{ state: 'running', started: new Date(T0 + (i < 18 ? 200 : 20_000)).toJSON() }]);
-    r.observe(undefined, p);
-    r.observe(p, c);
-    r.observe(c, task('p/a', [{ state: i === 0 ? 'failed' : 'completed' }]));
+    observe(r, undefined, p);
+    observe(r, p, c);
+    observe(r, c, task('p/a', [{ state: i === 0 ? 'failed' : 'completed' }]));
   }
-  r.observe(undefined, task('p/b', [{ state: 'pending' }]));
+  observe(r, undefined, task('p/b', [{ state: 'pending' }]));
   const calls = () => Object.fromEntries(Object.entries(storage.meter.snapshot().byOp).filter(([k]) => k.startsWith('Rollups.') && k !== 'Rollups.create'));
   // The running minute is not written until it is over, unless asked.
   await r.flush();
@@ -72,7 +82,7 @@ test('a minute costs one upsert per task queue plus one for all; the chart reads
 
   // Another instance's row of the same minute adds up.
   const other = new Rollups(storage, () => new Date(T0 + 10_000));
-  other.observe(undefined, task('p/a', [{ state: 'pending' }]));
+  observe(other, undefined, task('p/a', [{ state: 'pending' }]));
   await other.flush(true);
 
   const chart = await readChart(storage, 'p/a', new Date(now - 3600_000), new Date(now), { pending: 1, running: 0 });
@@ -94,10 +104,10 @@ test('rows older than a day and an hour are pruned', async () => {
   await storage.ensureAll();
   let now = T0;
   const r = new Rollups(storage, () => new Date(now));
-  r.observe(undefined, task('p/a', [{ state: 'pending' }]));
+  observe(r, undefined, task('p/a', [{ state: 'pending' }]));
   await r.flush(true);
   now += 26 * 3600_000;
-  r.observe(undefined, task('p/a', [{ state: 'pending' }]));
+  observe(r, undefined, task('p/a', [{ state: 'pending' }]));
   await r.flush(true);
   const rows = await storage.table('Rollups').page({ partitionKey: rollupPk('p/a') }, 1000);
   expect(rows.items.map((e) => e.rowKey.split('~')[0])).toEqual([new Date(now).toJSON()]);

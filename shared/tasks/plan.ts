@@ -1,0 +1,84 @@
+/**
+ * A plan: everything one task write does, in the order the executor (executor.ts) carries it out.
+ *
+ *   before      effects that must exist before the row says so (hints, triggers, expiry, group)
+ *   task, rows  the ETag-guarded transaction: the task row, its history rows (each carrying the
+ *               write's event: the outbox), and group rows a named step folds in
+ *   after       effects once the write took effect (drops, wakes, propagation, group bookkeeping)
+ *   readModel   operator index and rollup writes, after the row (the task row is the truth)
+ *   events      the write's events, for the events port to guard and deliver
+ *   log         structured log lines of the write
+ *
+ * One pure function makes it from the row before, the transition's step, the time and the actor:
+ * `Planner.write` (shared/plans/plan.ts). It derives history, events and read-model writes from the
+ * step, so nothing else infers them; it reaches the executor as `TaskDeps.plan` because it builds
+ * on the history, events and index modules, which build on this folder.
+ */
+import type { Entity, KeyRange, TableAction } from '../storage/storage';
+import type { Effect, EffectOf } from './effects';
+import type { TaskRecord } from './model';
+import type { Step } from './transitions';
+
+/** The write's events as planned; read only by the events port (shared/events/recorder.ts). */
+export interface PlannedEvents {
+  readonly planned: 'events';
+}
+
+/** The write's operator read-model changes as planned; read only by the read-model port (shared/ops/read-models.ts). */
+export interface ReadModelWrites {
+  readonly planned: 'read-model';
+}
+
+export interface LogLine {
+  event: string;
+  fields: Record<string, unknown>;
+}
+
+export interface Plan {
+  before: Effect[];
+  /** The row to write, with its history count; undefined: the step changed nothing (an idempotent repeat owing only `after`). */
+  task?: TaskRecord;
+  /** Rows of the task's partition in the row's transaction: its history rows, with the events on them. */
+  rows: Entity[];
+  /** Other rows of the task's partition in the same transaction (a named step: `foldGroupClose`, or a group created with its task). */
+  groupRows: TableAction[];
+  /** A group of one's close this write may carry (the task created its group in its own transaction). */
+  foldable?: EffectOf<'close-group'>;
+  after: Effect[];
+  readModel?: ReadModelWrites;
+  events?: PlannedEvents;
+  log: LogLine[];
+  /** Run transitions in the write (the reaper reports them per pass). */
+  transitions: number;
+}
+
+/** What deleting a task (expired, or refused at creation) does besides the row. */
+export interface DeletionPlan {
+  /** Its index rows, removed before the row (the row says which they are); none when the row is gone already. */
+  readModel?: ReadModelWrites;
+  /** Its history rows: their keys, from the row's history count, or the range to read them from. */
+  history: string[] | KeyRange;
+}
+
+export interface Planner {
+  write(before: TaskRecord | undefined, step: Step, now: Date, actor: string | undefined): Plan;
+  deletion(task: TaskRecord | undefined): DeletionPlan;
+}
+
+/**
+ * Plan step "fold": a group of one's close (its open row's delete, on the condition that nobody
+ * joined: `closeActions`) goes in the resolution's own transaction, as the group's rows share the
+ * task's partition. The `after` close then has no call left, and the group is known empty (no read
+ * before task-group-resolved). For a task in its own group (storage-count, simple lifecycle):
+ * reportCompleted 4 calls, 5 without (the close), and 2 on its critical path, 3 without; with a
+ * listener for task-group-resolved, one read (Tasks.query) fewer too.
+ */
+export function foldGroupClose(p: Plan, closeActions: TableAction[]): Plan {
+  const close = p.foldable;
+  if (!close) return p;
+  return {
+    ...p,
+    groupRows: [...p.groupRows, ...closeActions],
+    after: p.after.map((e) => (e === close ? { ...close, folded: true as const } : e)),
+  };
+}

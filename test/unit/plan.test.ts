@@ -1,0 +1,204 @@
+/**
+ * Plans (shared/plans/plan.ts): what one task write does, from the row before and the transition's
+ * step, without storage. History rows, the events on them (the outbox) and their guard, operator
+ * index writes, the chart tally and log lines are all derived here, and only here.
+ */
+import * as T from '../../shared/tasks/transitions';
+import type { Effect } from '../../shared/tasks/effects';
+import { foldGroupClose, type Plan } from '../../shared/tasks/plan';
+import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
+import { planDeletion, planWrite } from '../../shared/plans/plan';
+import { historyRowKey } from '../../shared/ops/history';
+import type { ReadModelPlan } from '../../shared/ops/read-models';
+import type { TaskEventPlan } from '../../shared/events/recorder';
+import { EXCHANGE_PREFIX, type QueueEvent } from '../../shared/events/exchanges';
+import { outboxEvent } from '../../shared/events/outbox';
+
+const NOW = new Date('2030-01-01T00:00:00.000Z');
+const LATER = new Date(NOW.getTime() + 60_000);
+const W = { workerGroup: 'wg', workerId: 'w1' };
+const ref = (id: string) => ({ messageId: id, popReceipt: `pr-${id}` });
+
+function definition(over: Partial<TaskDefinition> = {}): TaskDefinition {
+  return {
+    provisionerId: 'prov',
+    workerType: 'wt',
+    taskQueueId: 'prov/wt',
+    schedulerId: '-',
+    projectId: 'none',
+    taskGroupId: 'T1',
+    dependencies: [],
+    requires: 'all-completed',
+    routes: ['index.x'],
+    priority: 'lowest',
+    retries: 1,
+    created: NOW.toJSON(),
+    deadline: new Date(NOW.getTime() + 3600_000).toJSON(),
+    expires: new Date(NOW.getTime() + 7200_000).toJSON(),
+    scopes: [],
+    payload: {},
+    metadata: { name: 'build', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
+    tags: {},
+    extra: {},
+    ...over,
+  };
+}
+
+const asStep = (r: T.Result): T.Step => {
+  if (!('next' in r)) throw new Error(`expected a step, got ${JSON.stringify(r)}`);
+  return r;
+};
+const events = (p: Plan) => p.events as unknown as TaskEventPlan;
+const readModel = (p: Plan) => p.readModel as unknown as ReadModelPlan;
+const exchanges = (list: QueueEvent[]) => list.map((e) => e.exchange.slice(EXCHANGE_PREFIX.length));
+const kinds = (effects: Effect[]) => effects.map((e) => e.kind);
+/** Index changes as `op rowKey-prefix`. */
+const indexChanges = (p: Plan) => [...readModel(p).index.values()].flat().map((o) => `${o.op} ${o.row.rowKey.split('~')[0]}`);
+
+/** A created task as its create wrote it (history counted), run 0 pending. */
+function created(over: Partial<TaskDefinition> = {}): TaskRecord {
+  const p = planWrite(undefined, T.create({ taskId: 'T1', definition: definition(over), hintId: 'h0' }, NOW), NOW, 'client');
+  return { ...p.task!, deadlineTrigger: ref('deadline') };
+}
+function claimed(base = created()): TaskRecord {
+  const p = planWrite(base, asStep(T.claim(base, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
+  p.task!.runs[0].claimTrigger = ref('claim-0');
+  return p.task!;
+}
+
+describe('createTask', () => {
+  const step = T.create({ taskId: 'T1', definition: definition(), hintId: 'h0' }, NOW);
+  const p = planWrite(undefined, step, NOW, 'client');
+
+  test('before: expiry, group, deadline trigger and hint; after: the wake', () => {
+    expect(kinds(p.before)).toEqual(['record-expiry', 'add-group-member', 'put-deadline-trigger', 'put-hint']);
+    expect(kinds(p.after)).toEqual(['wake']);
+  });
+
+  test('history rows created and scheduled, numbered 1 and 2, naming the actor, each with its event', () => {
+    expect(p.task!.historySeq).toBe(2);
+    expect(p.rows.map((r) => r.rowKey)).toEqual([historyRowKey('T1', 1), historyRowKey('T1', 2)]);
+    expect(p.rows.map((r) => JSON.parse(r.entry as string))).toEqual([
+      expect.objectContaining({ seq: 1, event: 'created', actor: 'client', time: NOW.toJSON() }),
+      expect.objectContaining({ seq: 2, event: 'scheduled', runId: 0, from: null, to: 'pending' }),
+    ]);
+    expect(p.rows.map((r) => outboxEvent(r)?.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined', 'task-pending']);
+  });
+
+  test('events guarded by the deadline trigger the write puts', () => {
+    expect(exchanges(events(p).events)).toEqual(['task-defined', 'task-pending']);
+    expect(events(p).deadline).toBe(true);
+    expect(events(p).claim).toBeUndefined();
+  });
+
+  test('index: the by-name row and the pending row; tally: one run entered pending', () => {
+    expect(indexChanges(p)).toEqual(['upsert n', 'create p']);
+    expect(readModel(p).tally).toMatchObject({ pendingIn: 1 });
+    expect(p.transitions).toBe(1);
+    expect(p.log.map((l) => l.fields.transition)).toEqual(['created', 'scheduled']);
+  });
+
+  test('pure: the step and its row are left as they were', () => {
+    expect(step.next.historySeq).toBeUndefined();
+    expect(p.task).not.toBe(step.next);
+  });
+
+  test('with dependencies: only created, no hint, an unscheduled index row', () => {
+    const q = planWrite(undefined, T.create({ taskId: 'T1', definition: definition({ dependencies: ['D'] }), hintId: 'h0' }, NOW), NOW, undefined);
+    expect(q.rows).toHaveLength(1);
+    expect(indexChanges(q)).toEqual(['upsert n', 'create u']);
+    expect(JSON.parse(q.rows[0].entry as string).actor).toBeUndefined();
+  });
+});
+
+describe('claim and reclaim', () => {
+  test("a claim: history and task-running, guarded by the claim-expiry trigger it puts; the pending row becomes the claimed and the worker's", () => {
+    const before = created();
+    const p = planWrite(before, asStep(T.claim(before, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
+    expect(kinds(p.before)).toEqual(['put-claim-trigger']);
+    expect(p.task!.historySeq).toBe(3);
+    expect(exchanges(events(p).events)).toEqual(['task-running']);
+    expect(events(p).events[0].id).toBe('T1.3');
+    expect(events(p).claim).toEqual({ runId: 0 });
+    expect(indexChanges(p)).toEqual(['remove p', 'create c', 'create w']);
+  });
+
+  test('a reclaim: a history row but no event (Taskcluster publishes none), no index change', () => {
+    const before = claimed();
+    const p = planWrite(before, asStep(T.reclaim(before, { runId: 0, claimTimeoutS: 1200 }, LATER)), LATER, 'worker');
+    expect(p.rows).toHaveLength(1);
+    expect(JSON.parse(p.rows[0].entry as string).event).toBe('reclaimed');
+    expect(events(p).events).toEqual([]);
+    expect(readModel(p).index.size).toBe(0);
+    expect(readModel(p).tally).toBeUndefined();
+  });
+});
+
+describe('resolution', () => {
+  const report = (t: TaskRecord) => asStep(T.report(t, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, LATER));
+
+  test('task-completed guarded by the claim-expiry trigger; resolved and worker rows; the tally', () => {
+    const before = claimed();
+    const p = planWrite(before, report(before), LATER, 'worker');
+    expect(exchanges(events(p).events)).toEqual(['task-completed']);
+    expect(events(p).claim).toEqual({ runId: 0 });
+    expect(indexChanges(p)).toEqual(['remove c', 'upsert r', 'upsert w']);
+    expect(readModel(p).tally).toMatchObject({ runningOut: 1, completed: 1 });
+  });
+
+  test("a group of one's close may fold into the write: the close is then marked folded", () => {
+    const before = { ...claimed(), groupAlone: true as const };
+    const p = planWrite(before, report(before), LATER, 'worker');
+    expect(p.foldable).toEqual(expect.objectContaining({ kind: 'close-group', taskGroupId: 'T1' }));
+    const actions = [{ op: 'delete' as const, partitionKey: 'T1', rowKey: 'open' }];
+    const folded = foldGroupClose(p, actions);
+    expect(folded.groupRows).toEqual(actions);
+    expect(folded.after.find((e) => e.kind === 'close-group')).toEqual(expect.objectContaining({ folded: true }));
+    expect(p.after.find((e) => e.kind === 'close-group')).not.toHaveProperty('folded');
+  });
+
+  test('a member of a larger group is not foldable', () => {
+    const before = claimed(created({ taskGroupId: 'G' }));
+    expect(planWrite(before, report(before), LATER, 'worker').foldable).toBeUndefined();
+  });
+
+  test("a claim expiry redelivers the claim's event too (nothing proves the worker got it); its own log line", () => {
+    const before = claimed();
+    const at = new Date(Date.parse(before.takenUntil) + 1000);
+    const p = planWrite(before, asStep(T.expireClaim(before, { runId: 0, takenUntil: before.takenUntil, hintId: 'h1' }, at)), at, 'reaper');
+    expect(exchanges(events(p).events)).toEqual(['task-exception', 'task-pending']);
+    expect(events(p).claim).toEqual({ runId: 0, alsoClaimOf: 0 });
+    expect(p.log.map((l) => l.event)).toEqual(['task-transition', 'task-transition', 'claim-expired']);
+    expect(p.after.some((e) => e.kind === 'log')).toBe(false);
+    expect(p.transitions).toBe(2);
+  });
+
+  test('an idempotent repeat writes nothing: no row, history, events or index; only what it still owes after', () => {
+    const done = planWrite(claimed(), report(claimed()), LATER, 'worker').task!;
+    const repeat = report(done);
+    expect(repeat.next).toBe(done);
+    const p = planWrite(done, repeat, LATER, 'worker');
+    expect(p.task).toBeUndefined();
+    expect(p.rows).toEqual([]);
+    expect(p.events).toBeUndefined();
+    expect(p.readModel).toBeUndefined();
+    expect(kinds(p.after)).toEqual(['close-group', 'commit-uploads']);
+  });
+});
+
+describe('deletion', () => {
+  test('a known task: its history keys from its count, its index rows purged before the row', () => {
+    const t = claimed();
+    const p = planDeletion(t);
+    expect(p.history).toEqual([1, 2, 3].map((n) => historyRowKey('T1', n)));
+    const rm = p.readModel as unknown as ReadModelPlan;
+    expect(rm.deleted).toBe(true);
+    expect([...rm.index.values()].flat().map((o) => `${o.op} ${o.row.rowKey.split('~')[0]}`)).toEqual(['purge c', 'purge w', 'purge n']);
+  });
+
+  test('a row already gone: the range its history rows are in, nothing for the read models', () => {
+    const p = planDeletion(undefined);
+    expect(p.history).toEqual({ ge: 'h-', lt: 'h-~' });
+    expect(p.readModel).toBeUndefined();
+  });
+});
