@@ -3,7 +3,8 @@
  * throughput, backlog drain, storage transactions per lifecycle (background included), idle
  * polling cost and the raw Azurite ceiling, then prints a table and one JSON line.
  *
- * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h; (i) comes with (d)). A phase
+ * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h, s; (i) comes with (d); (s),
+ * subscribers on the request path, only when named). A phase
  * that fails is reported and the others still run. Each deployment's queues, tables and containers
  * are dropped once its phases are done: Azurite's queue calls scan every message in the account.
  */
@@ -18,6 +19,8 @@ import { mb, table, verdict, Row } from './report';
 import { accumulation } from './preload';
 import { busiestRates, scaleModel, scaleRows } from './scale';
 import { encodeKey } from '../shared/storage/keys';
+import { subscriberCost, subscriberInstance, subscriberRows } from './subscribers';
+import { MEMORY_CONNECTION } from '../shared/storage/storage';
 
 /** HTTP requests of the bench's lifecycle (createTask, claimWork, reportCompleted): one Flex execution each. */
 const REQUESTS_PER_LIFECYCLE = 3;
@@ -75,6 +78,8 @@ const SIZES = {
   idleWindowMs: 8_000,
   preloadTasks: 50_000,
   accumulationMs: 10_000,
+  /** (s): lifecycles per case and store (BENCH_SUBSCRIBER_LIFECYCLES overrides). */
+  subscriberLifecycles: Number(process.env.BENCH_SUBSCRIBER_LIFECYCLES) || 20,
 };
 
 const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
@@ -94,7 +99,7 @@ const ALL_PHASES = 'abcdefgh';
 const selected = new Set(
   (process.env.BENCH_PHASES || ALL_PHASES)
     .toLowerCase()
-    .replace(/[^a-h]/g, '')
+    .replace(/[^a-hs]/g, '')
     .split(''),
 );
 
@@ -281,6 +286,28 @@ async function main(): Promise<void> {
           }
         })()
       : undefined;
+
+    // (s) on the in-memory store (what the service does per subscriber) and on Azurite, each case a deployment of its own.
+    const subscribers = await step(
+      's',
+      `subscribers: lifecycle latency and calls with 0, 1, 100 subscriptions, ${SIZES.subscriberLifecycles} lifecycles each`,
+      async () => {
+        const on = (connection: string) => () => subscriberInstance(connection, (i) => logs.push(i.log));
+        return {
+          memory: await subscriberCost(on(MEMORY_CONNECTION), SIZES.subscriberLifecycles),
+          azurite: await subscriberCost(on(conn), SIZES.subscriberLifecycles),
+        };
+      },
+    );
+    if (subscribers) {
+      console.log(
+        table('(s) subscribers: request path per lifecycle', [
+          ...subscriberRows('memory', subscribers.memory),
+          ...subscriberRows('Azurite', subscribers.azurite),
+        ]),
+      );
+      console.log('\n(s) ' + JSON.stringify(subscribers));
+    }
 
     rss.stop();
     const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);
