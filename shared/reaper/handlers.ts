@@ -65,7 +65,7 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
       return h && definitionDigest(h.definition);
     },
   });
-  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
+  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered, fanout: !!t.fanout });
 }
 
 /** A task's event sweeps run one after another, oldest events first, so each subscription queue receives them in order. */

@@ -144,7 +144,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
       stats.expired += done.length;
     } catch (err) {
       stats.failed++;
-      svc.log.error('expiry-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });
+      svc.log.error('expiry-rows-remove-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });
       return; // they come back first next pass, and their deletes are redone
     }
     // Rows we could not remove would come back first; leave them for the next pass.

@@ -17,6 +17,7 @@
 import type { Entity } from '../storage/storage';
 import type { DeadlineSweep, TriggerRef } from './triggers';
 import type { Priority } from './vocabulary';
+import type { LogEventAt, LogFields } from '../log-events';
 
 export type Effect =
   // ---- before ----
@@ -79,7 +80,10 @@ export type Effect =
       alone?: true;
       folded?: true;
     }
-  | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
+  | ({ phase: 'after'; kind: 'log' } & LogEntry<LogEventAt<'info'>>);
+
+/** A registered info event with its fields (shared/log-events.ts), one member per event. */
+type LogEntry<E extends LogEventAt<'info'>> = E extends LogEventAt<'info'> ? { event: E; fields: LogFields<E> } : never;
 
 export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
 
@@ -133,7 +137,7 @@ export const effect = {
     runId,
     ...(alone ? { alone } : {}),
   }),
-  log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
+  log: <E extends LogEventAt<'info'>>(event: E, fields: LogFields<E>): Effect => ({ phase: 'after', kind: 'log', event, fields }) as Effect,
 };
 
 /** The `put-safety-net` that a `delete-safety-net` deletes (same task and run). */
