@@ -84,6 +84,9 @@ const SIZES = {
 
 const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
 
+/** (s) on the in-memory store: lifecycles take milliseconds, so many more samples cost little and steady the median. */
+const MEMORY_SAMPLES_FACTOR = 5;
+
 /** Pending storage queues per task queue in the phases that measure one busy task queue ((b), (c), (d)). */
 const PENDING_SHARDS = process.env.BENCH_PENDING_SHARDS || '1';
 /** The busiest partitions and queues listed from (b) and (c). */
@@ -288,12 +291,12 @@ async function main(): Promise<void> {
       : undefined;
 
     // (s) on the in-memory store (what the service does per subscriber), then on Azurite; each case a deployment of its own.
-    for (const [store, connection] of [
-      ['memory', MEMORY_CONNECTION],
-      ['Azurite', conn],
+    for (const [store, connection, n] of [
+      ['memory', MEMORY_CONNECTION, SIZES.subscriberLifecycles * MEMORY_SAMPLES_FACTOR],
+      ['Azurite', conn, SIZES.subscriberLifecycles],
     ] as const) {
-      const r = await step('s', `subscribers on ${store}: lifecycles with 0, 1, 100 subscriptions, ${SIZES.subscriberLifecycles} each`, () =>
-        subscriberCost(() => subscriberInstance(connection, (i) => logs.push(i.log)), SIZES.subscriberLifecycles),
+      const r = await step('s', `subscribers on ${store}: lifecycles with 0, 1, 100 subscriptions, ${n} each`, () =>
+        subscriberCost(() => subscriberInstance(connection, (i) => logs.push(i.log)), n),
       );
       if (r) console.log(`${table(`(s) subscribers on ${store}: a lifecycle's requests`, subscriberRows(store, r))}\n(s) ${JSON.stringify(r)}`);
     }

@@ -302,7 +302,7 @@ export function logEventsMarkdown(): string {
     '',
     'Every line the service logs is one JSON object: `time`, `level`, `event` and the fields below. This',
     'page is generated from `shared/log-events.ts`, the registry the logger accepts (a unit test keeps',
-    'them equal). `?` marks a field that may be absent.',
+    'them equal). `?` marks a field that may be absent. The [README](../README.md#operating) has the summary.',
   ];
   for (const level of ['info', 'warn', 'error'] as const) {
     lines.push('', `## ${level}`, '', '| event | what it means | fields |', '|---|---|---|');
