@@ -105,7 +105,7 @@ export async function subscriberInstance(connection: string, started: (i: Instan
   };
   // In memory, through the port (uncounted: outside the meter windows), as a consumer reads.
   const drainInMemory = async () => {
-    for (const sub of await inst.services.events.dispatcher.subscriptions.list()) {
+    for (const sub of (await inst.services.events.dispatcher.subscriptions.active()).filter((x) => x.queueKey)) {
       const q = subscriptionQueue(inst.services.storage, queueIdOf(sub));
       for (let msgs = await q.receive(32, 60); msgs.length; msgs = await q.receive(32, 60))
         await Promise.all(msgs.map((m) => q.delete(m.messageId, m.popReceipt)));
