@@ -13,7 +13,7 @@ import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 import { INLINE_FANOUT } from '../../shared/events/dispatch';
 
 let svc: TestService;
-let subs: { signedPollUrl: string; signedDeleteUrl: string }[] = [];
+const subs: { signedPollUrl: string; signedDeleteUrl: string }[] = [];
 /** Event ids each subscription received (repeats dropped, as consumers do). */
 let received: Set<string>[] = [];
 
