@@ -3,7 +3,8 @@
  * throughput, backlog drain, storage transactions per lifecycle (background included), idle
  * polling cost and the raw Azurite ceiling, then prints a table and one JSON line.
  *
- * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h; (i) comes with (d)). A phase
+ * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h, s; (i) comes with (d); (s),
+ * subscribers on the request path, only when named). A phase
  * that fails is reported and the others still run. Each deployment's queues, tables and containers
  * are dropped once its phases are done: Azurite's queue calls scan every message in the account.
  */
@@ -20,6 +21,8 @@ import { mb, table, verdict, Row } from './report';
 import { accumulation } from './preload';
 import { busiestRates, scaleModel, scaleRows } from './scale';
 import { encodeKey } from '../shared/storage/keys';
+import { subscriberCost, subscriberInstance, subscriberRows } from './subscribers';
+import { MEMORY_CONNECTION } from '../shared/storage/storage';
 
 /** HTTP requests of the bench's lifecycle (createTask, claimWork, reportCompleted): one Flex execution each. */
 const REQUESTS_PER_LIFECYCLE = 3;
@@ -80,9 +83,14 @@ const SIZES = {
   idleWindowMs: 8_000,
   preloadTasks: 50_000,
   accumulationMs: 10_000,
+  /** (s): lifecycles per case and store (BENCH_SUBSCRIBER_LIFECYCLES overrides). */
+  subscriberLifecycles: Number(process.env.BENCH_SUBSCRIBER_LIFECYCLES) || 20,
 };
 
 const phase = (name: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${name}`);
+
+/** (s) on the in-memory store: lifecycles take milliseconds, so many more samples cost little and steady the median. */
+const MEMORY_SAMPLES_FACTOR = 5;
 
 /** Pending storage queues per task queue in the phases that measure one busy task queue ((b), (c), (d)). */
 const PENDING_SHARDS = process.env.BENCH_PENDING_SHARDS || '1';
@@ -99,7 +107,7 @@ const ALL_PHASES = 'abcdefgh';
 const selected = new Set(
   (process.env.BENCH_PHASES || ALL_PHASES)
     .toLowerCase()
-    .replace(/[^a-h]/g, '')
+    .replace(/[^a-hs]/g, '')
     .split(''),
 );
 
@@ -298,6 +306,17 @@ async function main(): Promise<void> {
           }
         })()
       : undefined;
+
+    // (s) on the in-memory store (what the service does per subscriber), then on Azurite; each case a deployment of its own.
+    for (const [store, connection, n] of [
+      ['memory', MEMORY_CONNECTION, SIZES.subscriberLifecycles * MEMORY_SAMPLES_FACTOR],
+      ['Azurite', conn, SIZES.subscriberLifecycles],
+    ] as const) {
+      const r = await step('s', `subscribers on ${store}: lifecycles with 0, 1, 100 subscriptions, ${n} each`, () =>
+        subscriberCost(() => subscriberInstance(connection, (i) => logs.push(i.log)), n),
+      );
+      if (r) console.log(`${table(`(s) subscribers on ${store}: a lifecycle's requests`, subscriberRows(store, r))}\n(s) ${JSON.stringify(r)}`);
+    }
 
     rss.stop();
     const hostPeak = Math.max(rss.peak, peakRssOf('self') ?? 0);

@@ -1,15 +1,18 @@
 /**
- * Structured logs: one JSON line per function invocation and per reaper pass.
+ * Structured logs: one JSON line per event, of the events registered in shared/log-events.ts
+ * (with their level and fields: anything else fails type-checking).
  */
+import type { LogEventAt, LogFields } from './log-events';
+
 export interface Logger {
-  request(fields: { fn: string; method: string; status: number; ms: number; storageCalls: number }): void;
-  info(event: string, fields?: Record<string, unknown>): void;
-  warn(event: string, fields?: Record<string, unknown>): void;
-  error(event: string, fields?: Record<string, unknown>): void;
+  request(fields: LogFields<'request'>): void;
+  info<E extends LogEventAt<'info'>>(event: E, fields: LogFields<E>): void;
+  warn<E extends LogEventAt<'warn'>>(event: E, fields: LogFields<E>): void;
+  error<E extends LogEventAt<'error'>>(event: E, fields: LogFields<E>): void;
 }
 
 export function jsonLogger(write: (line: string) => void = (l) => process.stdout.write(l + '\n'), quiet = false): Logger {
-  const emit = (level: string, event: string, fields?: Record<string, unknown>) => {
+  const emit = (level: string, event: string, fields: object) => {
     if (quiet && level === 'info') return;
     write(JSON.stringify({ time: new Date().toJSON(), level, event, ...fields }));
   };
@@ -24,7 +27,7 @@ export function jsonLogger(write: (line: string) => void = (l) => process.stdout
 /** Collects log records in memory (tests assert on them). */
 export function memoryLogger(): Logger & { records: Record<string, unknown>[] } {
   const records: Record<string, unknown>[] = [];
-  const push = (level: string) => (event: string, fields?: Record<string, unknown>) => records.push({ level, event, ...fields });
+  const push = (level: string) => (event: string, fields: object) => void records.push({ level, event, ...fields });
   return {
     records,
     request: (f) => records.push({ level: 'info', event: 'request', ...f }),

@@ -168,7 +168,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
       : []);
   const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
   const background = new Set<Promise<void>>();
-  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS, background });
+  const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);
   const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields), tuning.rollupFlushMs);
   const readModels = new ReadModels(storage, log, new IndexBatcher(storage, tuning.indexLingerMs), rollups);

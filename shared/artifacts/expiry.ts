@@ -96,7 +96,10 @@ export async function expireArtifacts(d: ExpiryDeps): Promise<{ runs: number; ar
         await deleteIfMatch(table, row.partitionKey, row.rowKey, row.etag);
       } catch (err) {
         stats.failed++;
-        d.log.error('artifact-expiry-failed', { run: row.run, error: String((err as Error)?.message ?? err) });
+        d.log.error('artifact-expiry-failed', {
+          run: typeof row.run === 'string' ? row.run : `object ${String(row.object)}`,
+          error: String((err as Error)?.message ?? err),
+        });
       }
     });
   } catch (err) {

@@ -8,6 +8,7 @@ import type { QueueEvent } from './exchanges';
 import { anyBindingMatches } from './topic';
 import { queueIdOf, SYSTEM_SUBSCRIPTION_ID, type Subscription, type Subscriptions } from './subscriptions';
 import { putSubscriptionMessage } from '../storage/subscription-queues';
+import { mapLimit } from '../limit';
 
 /** Azure queue messages hold 64 KiB of text, and ours are base64 (4 characters per 3 bytes). */
 export const MAX_MESSAGE_JSON_BYTES = Math.floor((64 * 1024 * 3) / 4);
@@ -26,41 +27,13 @@ export function queueMessageOf(e: QueueEvent): QueueEvent & { truncated?: true }
 
 /**
  * Subscriptions a request delivers to itself (in parallel: one round trip). When more match its
- * events, the request delivers only to the system subscription and the sinks, and leaves every
- * subscription to the instance's background work (shared/events/recorder.ts), so a request's
- * cost does not grow with the number of subscribers.
+ * events, the request delivers only to the system subscription and the sinks, and hands the
+ * subscriptions to one fan-out message (shared/events/recorder.ts) that the reaper expands, so
+ * a request's cost does not grow with the number of subscribers.
  */
 export const INLINE_FANOUT = 4;
-/** Background deliveries at once per instance: enough to keep up, few enough to leave storage round trips to requests. */
-const BACKGROUND_CONCURRENCY = 4;
-
-/**
- * Background deliveries: at most BACKGROUND_CONCURRENCY at once per instance, and one after
- * another per subscription, in the order they were queued (a subscription's events keep their order).
- */
-class FanoutLane {
-  private readonly tails = new Map<string, Promise<void>>();
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-
-  run(key: string, fn: () => Promise<void>): Promise<void> {
-    const next = (this.tails.get(key) ?? Promise.resolve()).catch(() => undefined).then(() => this.slot(fn));
-    this.tails.set(key, next);
-    void next.catch(() => undefined).finally(() => this.tails.get(key) === next && this.tails.delete(key));
-    return next;
-  }
-
-  private async slot(fn: () => Promise<void>): Promise<void> {
-    while (this.active >= BACKGROUND_CONCURRENCY) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    try {
-      await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
-}
+/** Subscription queue puts at once when a fan-out message is expanded: a round trip's worth, few enough to leave sockets to the rest of the reaper pass. */
+const FANOUT_CONCURRENCY = 16;
 
 /** Another delivery target besides subscription queues (Event Grid). */
 export interface EventSink {
@@ -69,13 +42,11 @@ export interface EventSink {
 }
 
 export class EventDispatcher {
-  private readonly lane = new FanoutLane();
-
   constructor(
     private readonly storage: Storage,
     readonly subscriptions: Subscriptions,
     private readonly sinks: EventSink[],
-    private readonly now: () => Date,
+    readonly now: () => Date,
   ) {}
 
   /** Whether anything could receive events now (a sink or any subscription). */
@@ -104,22 +75,31 @@ export class EventDispatcher {
 
   /**
    * Delivers `events` to the system subscription and the sinks, and to the subscriptions they
-   * match if there are at most INLINE_FANOUT; otherwise returns the delivery to those
-   * subscriptions, for the caller to run off the request path. Throws if a delivery failed.
+   * match if there are at most INLINE_FANOUT. True when more match: those are left out, for a
+   * fan-out message (`deliverToSubscriptions`). Throws if a delivery failed.
    */
-  async deliverBounded(events: QueueEvent[]): Promise<(() => Promise<void>) | undefined> {
-    if (!events.length) return undefined;
+  async deliverBounded(events: QueueEvent[]): Promise<boolean> {
+    if (!events.length) return false;
     const subs = await this.subscriptions.active();
-    const matching = subs.filter((s) => s.subscriptionId !== SYSTEM_SUBSCRIPTION_ID && events.some((e) => anyBindingMatches(s.bindings, e)));
-    const inline = matching.length <= INLINE_FANOUT ? subs : subs.filter((s) => s.subscriptionId === SYSTEM_SUBSCRIPTION_ID);
+    const wide = subs.filter((s) => s.subscriptionId !== SYSTEM_SUBSCRIPTION_ID && events.some((e) => anyBindingMatches(s.bindings, e))).length > INLINE_FANOUT;
+    const inline = wide ? subs.filter((s) => s.subscriptionId === SYSTEM_SUBSCRIPTION_ID) : subs;
     await Promise.all([...inline.map((s) => this.toSubscription(s, events)), ...this.sinks.map((k) => k.publish(events))]);
-    if (matching.length <= INLINE_FANOUT) return undefined;
-    // Queued now, in the order of the writes: each subscription receives them in that order.
-    const runs = matching.map((s) => this.lane.run(s.subscriptionId, () => this.toSubscription(s, events)));
-    return async () => {
-      const failed = (await Promise.allSettled(runs)).find((r) => r.status === 'rejected');
-      if (failed) throw (failed as PromiseRejectedResult).reason;
-    };
+    return wide;
+  }
+
+  /**
+   * A fan-out message's delivery: `events` into the queue of every subscription they match that
+   * existed when the message was handed off (`at`), a bounded number at once; not the system
+   * subscription's or the sinks, which had them from the request. The list is this instance's,
+   * read at most SUBSCRIPTION_CACHE_MS ago. Throws if any delivery failed.
+   */
+  async deliverToSubscriptions(events: QueueEvent[], at: Date): Promise<void> {
+    if (!events.length) return;
+    const existed = (s: Subscription) => !s.created || new Date(s.created) <= at;
+    const subs = (await this.subscriptions.active()).filter(
+      (s) => s.subscriptionId !== SYSTEM_SUBSCRIPTION_ID && existed(s) && events.some((e) => anyBindingMatches(s.bindings, e)),
+    );
+    await mapLimit(subs, FANOUT_CONCURRENCY, (s) => this.toSubscription(s, events));
   }
 
   private async toSubscription(s: Subscription, events: QueueEvent[]): Promise<void> {

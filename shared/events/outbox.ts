@@ -23,7 +23,7 @@ const HISTORY_PREFIX = 'h-';
 /** Table string properties hold 64 KiB (32 K UTF-16 units); split longer events below that. */
 const OUTBOX_PART_CHARS = 30_000;
 
-export type SweepTrigger =
+export type SweepTrigger = (
   | { kind: 'task'; taskId: string; seqs: number[] }
   | { kind: 'artifact'; taskId: string; runId: number; name: string; event: QueueEvent }
   | { kind: 'group-sealed'; taskGroupId: string; event: QueueEvent }
@@ -32,7 +32,14 @@ export type SweepTrigger =
   /** A hook change: the hook holding the definition of this `digest` proves a create or update; its absence (no digest), a delete. */
   | { kind: 'hook'; hookGroupId: string; hookId: string; event: QueueEvent; digest?: string }
   /** Everything a run's claim-expiry trigger guards (a failed delivery of a guarded write). */
-  | { kind: 'run'; taskId: string; runId: number };
+  | { kind: 'run'; taskId: string; runId: number }
+) & {
+  /**
+   * A fan-out message, put visible at once after the commit (at this time): to the subscriptions
+   * that existed then only, as the request delivered to the system subscription and the sinks.
+   */
+  fanout?: string;
+};
 
 /** Properties that carry `event` on its history row. */
 export function outboxProps(event: QueueEvent): Record<string, string | number> {
@@ -75,6 +82,11 @@ export async function readTaskOutbox(storage: Storage, taskId: string, seqs: num
 
 export async function putSweepTrigger(storage: Storage, body: SweepTrigger, delayS: number): Promise<TriggerRef> {
   return storage.trigger('events').put(body, { visibilityS: delayS });
+}
+
+/** Replaces a sweep trigger's body and shows it after `delayS`; false if its receipt is stale (then it stays as it was). */
+export async function rearmSweepTrigger(storage: Storage, ref: TriggerRef, body: SweepTrigger, delayS: number): Promise<boolean> {
+  return (await storage.trigger('events').rearm(ref.messageId, ref.popReceipt, body, delayS)) !== undefined;
 }
 
 /** Deletes a sweep trigger whose events were delivered; failing to is harmless (it re-delivers them). */

@@ -4,8 +4,10 @@
  *   before the write   `prepare*`  decide the guard: the write's claim-expiry or deadline trigger,
  *                                  or a sweep trigger put now (only if events have somewhere to go)
  *   with the write     outbox      the events ride on the transition's history rows (its plan puts them there)
- *   after the commit   `deliver` / `delivered`  deliver, then drop the sweep trigger
- *   reaper             `sweep`     deliver what a crash between commit and delivery left
+ *   after the commit   `deliver` / `delivered`  deliver, then drop the sweep trigger; more
+ *                                  subscribers than a request serves get one fan-out message
+ *   reaper             `sweep`     deliver what a crash between commit and delivery left, and
+ *                                  expand fan-out messages
  *
  * Task writes reach them through the executor (`taskEvents`, the TaskEvents port of
  * shared/tasks/deps.ts), with the events their plan derived; createArtifact and sealTaskGroup call
@@ -30,7 +32,7 @@ import {
   taskRoutingKey,
   hookChangedEvent,
 } from './exchanges';
-import { SweepTrigger, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents } from './outbox';
+import { SweepTrigger, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents, rearmSweepTrigger } from './outbox';
 import type { EventDispatcher } from './dispatch';
 
 /** A task's events fit one page: at most 50 runs of a handful of events each. */
@@ -39,14 +41,14 @@ const MAX_EVENTS_READ = 1000;
 export interface RecorderOptions {
   /** The sweep fires this long after it was put, if delivery has not deleted it by then. */
   sweepDelayS: () => number;
-  /** Work that outlives its request (a wide fan-out); closing the app waits for it. */
-  background?: Set<Promise<void>>;
 }
 
 /** A change about to be written whose events must be delivered once it commits. */
 export interface PreparedEvents {
   events: QueueEvent[];
   trigger?: TriggerRef;
+  /** The body of `trigger` (it becomes the fan-out message if one is needed). */
+  sweep?: SweepTrigger;
   /** The write's deadline trigger guards them (shared/tasks/triggers.ts DeadlineTrigger.sweep). */
   deadlineSweep?: DeadlineSweep;
   /**
@@ -102,7 +104,8 @@ export class EventRecorder {
   /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
   async prepare(events: QueueEvent[], trigger: (events: QueueEvent[]) => SweepTrigger): Promise<PreparedEvents> {
     if (!(await this.dispatcher.interested(events))) return { events };
-    return { events, trigger: await putSweepTrigger(this.storage, trigger(events), this.opts.sweepDelayS()) };
+    const sweep = trigger(events);
+    return { events, sweep, trigger: await putSweepTrigger(this.storage, sweep, this.opts.sweepDelayS()) };
   }
 
   /**
@@ -115,18 +118,13 @@ export class EventRecorder {
     try {
       const claim = p.alsoClaimOf === undefined || !p.guard ? [] : (await this.runEvents(p.guard.taskId, p.alsoClaimOf)).claim;
       const events = [...claim, ...p.events];
-      const sweep = p.trigger ? undefined : sweepOf(p);
-      const rest = p.trigger || sweep ? await this.dispatcher.deliverBounded(events) : await this.dispatcher.deliver(events);
-      if (!rest) {
-        await dropSweepTrigger(this.storage, p.trigger);
+      const sweep = p.sweep ?? sweepOf(p);
+      if (!sweep) {
+        await this.dispatcher.deliver(events);
         return true;
       }
-      // A wide fan-out: a sweep trigger (the write's own, or one put now) guards it until done.
-      const trigger = p.trigger ?? (await putSweepTrigger(this.storage, sweep!, this.opts.sweepDelayS()));
-      this.inBackground(async () => {
-        await rest();
-        await dropSweepTrigger(this.storage, trigger);
-      }, p);
+      if (await this.dispatcher.deliverBounded(events)) await this.handOff(sweep, p.trigger);
+      else await dropSweepTrigger(this.storage, p.trigger);
       return true;
     } catch (err) {
       this.log.error('event-delivery-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) });
@@ -139,11 +137,17 @@ export class EventRecorder {
     }
   }
 
-  /** Runs `work` after the request; a failure leaves its sweep trigger, which delivers again. */
-  private inBackground(work: () => Promise<void>, p: PreparedEvents): void {
-    const run = work().catch((err) => this.log.error('event-fanout-failed', { ids: p.events.map((e) => e.id), error: String((err as Error)?.message ?? err) }));
-    this.opts.background?.add(run);
-    void run.finally(() => this.opts.background?.delete(run));
+  /**
+   * More subscriptions match than a request delivers to (INLINE_FANOUT): one fan-out message,
+   * visible at once, that the reaper's event sweep expands into their queues (`fanout`: the
+   * request delivered to the system subscription and the sinks). The write's own sweep trigger
+   * becomes it (one call instead of its delete); otherwise one is put. Either way the events stay
+   * guarded: the message is deleted only once every subscription has them.
+   */
+  private async handOff(sweep: SweepTrigger, own?: TriggerRef): Promise<void> {
+    const fanout: SweepTrigger = { ...sweep, fanout: this.dispatcher.now().toJSON() };
+    if (own && (await rearmSweepTrigger(this.storage, own, fanout, 0))) return;
+    await putSweepTrigger(this.storage, fanout, 0);
   }
 
   // ---- tasks ----
@@ -177,11 +181,17 @@ export class EventRecorder {
    * a worker that may have missed it: delivers again what that trigger guards (the claim's event and,
    * once the run ended, the events of the write that ended it), as a crash may have cut them short.
    */
-  async redeliverRun(taskId: string, runId: number): Promise<number> {
+  async redeliverRun(taskId: string, runId: number, fanout?: string): Promise<number> {
     if (!(await this.dispatcher.anyTarget())) return 0;
     const { claim, ended } = await this.runEvents(taskId, runId);
-    await this.dispatcher.deliver([...claim, ...ended]);
+    await this.deliverAll([...claim, ...ended], fanout);
     return claim.length + ended.length;
+  }
+
+  /** Everywhere, or (`fanout`: a fan-out message handed off then) only to the subscriptions that existed then. */
+  private async deliverAll(events: QueueEvent[], fanout?: string): Promise<void> {
+    if (fanout) await this.dispatcher.deliverToSubscriptions(events, new Date(fanout));
+    else await this.dispatcher.deliver(events);
   }
 
   /**
@@ -203,7 +213,8 @@ export class EventRecorder {
           e.exchange === EXCHANGE_PREFIX + 'task-defined' || (which.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
         events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
       }
-      await this.dispatcher.deliver(events);
+      // Events of the task's own history rows: a fan-out message finds them there again.
+      if (await this.dispatcher.deliverBounded(events)) await this.handOff({ kind: 'task', taskId, seqs: events.map((e) => e.seq) });
       return events.length;
     } catch (err) {
       this.log.warn('event-republish-failed', { taskId, error: String((err as Error)?.message ?? err) });
@@ -240,7 +251,8 @@ export class EventRecorder {
     const event = groupResolvedEvent(g.taskGroupId, g.schedulerId, g);
     if (!(await this.dispatcher.interested([event]))) return;
     if (!empty && (await hasOpen(g.taskGroupId))) return;
-    await this.dispatcher.deliver([event]);
+    // The event is the record of itself: a fan-out message carries it.
+    if (await this.dispatcher.deliverBounded([event])) await this.handOff({ kind: 'event', event });
   }
 
   // ---- hooks: the hook row (or its absence, for a delete) proves the write ----
@@ -295,8 +307,8 @@ export class EventRecorder {
       const current = await exists.hook(t.hookGroupId, t.hookId);
       events = (t.digest === undefined ? current === undefined : current === t.digest) ? [t.event] : [];
     } else if (t.kind === 'event') events = [t.event];
-    else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId);
-    await this.dispatcher.deliver(events);
+    else if (t.kind === 'run') return this.redeliverRun(t.taskId, t.runId, t.fanout);
+    await this.deliverAll(events, t.fanout);
     return events.length;
   }
 }

@@ -63,6 +63,8 @@ export interface Subscription {
   queueKey?: string;
   /** Who created it (counted against MAX_SUBSCRIPTIONS_PER_CLIENT). */
   clientId?: string;
+  /** When it was created: a fan-out message handed off before then is not for it. */
+  created?: string;
 }
 
 /** The id of a subscription's queue (shared/storage/subscription-queues.ts); `.` is in no subscription id or slugid, and a valid table key. */
@@ -75,6 +77,7 @@ function decode(r: Record<string, unknown>): Subscription {
     expires: r.expires as string,
     queueKey: (r.queueKey as string) ?? '',
     clientId: (r.clientId as string) ?? '',
+    created: (r.created as string) ?? '',
   };
 }
 
@@ -160,7 +163,7 @@ export class Subscriptions {
       throw conflict(
         `client ${clientId || '(anonymous)'} has ${mine.length} subscriptions, the most one client may hold (${MAX_SUBSCRIPTIONS_PER_CLIENT}); delete unused ones`,
       );
-    const def: Subscription = { ...definitionOf(input), queueKey: slugid.nice(), clientId };
+    const def: Subscription = { ...definitionOf(input), queueKey: slugid.nice(), clientId, created: this.now().toJSON() };
     try {
       await createSubscriptionQueue(this.storage, queueIdOf(def));
     } catch (err) {

@@ -30,21 +30,35 @@ export function bindingProblem(b: Binding): string | undefined {
   return undefined;
 }
 
+/** Patterns split into words, kept: matching runs for every subscription on every write. */
+const patternWords = new Map<string, string[]>();
+/** Enough for every binding of a deployment's subscriptions and hooks; past it the cache starts over. */
+const MAX_CACHED_PATTERNS = 10_000;
+
+function wordsOf(pattern: string): string[] {
+  let p = patternWords.get(pattern);
+  if (!p) {
+    if (patternWords.size >= MAX_CACHED_PATTERNS) patternWords.clear();
+    p = pattern.split('.');
+    patternWords.set(pattern, p);
+  }
+  return p;
+}
+
 /** Whether `pattern` matches `key` under AMQP topic rules. */
 export function topicMatches(pattern: string, key: string): boolean {
-  const p = pattern.split('.');
+  const p = wordsOf(pattern);
   const k = key.split('.');
-  // memo[i][j]: p[i..] matches k[j..]; patterns are short, so the table is tiny.
-  const memo = new Map<number, boolean>();
+  // memo[i * (k.length + 1) + j]: p[i..] matches k[j..] (1 yes, 2 no, 0 not known); patterns are short, so the table is tiny.
+  const memo = new Uint8Array((p.length + 1) * (k.length + 1));
   const go = (i: number, j: number): boolean => {
     const id = i * (k.length + 1) + j;
-    const known = memo.get(id);
-    if (known !== undefined) return known;
+    if (memo[id]) return memo[id] === 1;
     let r: boolean;
     if (i === p.length) r = j === k.length;
     else if (p[i] === '#') r = go(i + 1, j) || (j < k.length && go(i, j + 1));
     else r = j < k.length && (p[i] === '*' || p[i] === k[j]) && go(i + 1, j + 1);
-    memo.set(id, r);
+    memo[id] = r ? 1 : 2;
     return r;
   };
   return go(0, 0);

@@ -114,6 +114,15 @@ export async function startAzurite(opts: { quiet?: boolean; location?: string } 
  * that is done with (the bench between phases). Azurite's queue calls scan every message in the
  * account, so messages a finished phase left behind would slow every later one.
  */
+/** Empties the queues whose names start with `prefix` (a consumer that keeps up: Azurite's queue calls slow with every message the account holds). */
+export async function clearQueues(connectionString: string, prefix: string): Promise<number> {
+  const queues = QueueServiceClient.fromConnectionString(connectionString);
+  const names: string[] = [];
+  for await (const q of queues.listQueues({ prefix })) names.push(q.name);
+  await Promise.all(names.map((n) => queues.getQueueClient(n).clearMessages()));
+  return names.length;
+}
+
 export async function dropPrefix(connectionString: string, prefix: string): Promise<{ queues: number; tables: number; containers: number }> {
   const queues = QueueServiceClient.fromConnectionString(connectionString);
   const tables = TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true });

@@ -17,6 +17,7 @@
  * current exact counts (shared/ops/indexes.ts) minus the later minutes' net changes.
  */
 import crypto from 'node:crypto';
+import type { Logger } from '../log';
 import { Entity, Storage, deleteRows, rowBatches, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import type { TaskRecord } from '../tasks/model';
@@ -154,7 +155,7 @@ export class Rollups {
     private readonly storage: Storage,
     /** The clock that assigns tallies to minutes (tests set it). */
     public now: () => Date,
-    private readonly warn: (event: string, fields: Record<string, unknown>) => void = () => {},
+    private readonly warn: Logger['warn'] = () => {},
     private readonly flushMs = ROLLUP_FLUSH_MS,
   ) {}
 

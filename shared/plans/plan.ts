@@ -11,7 +11,7 @@
  */
 import type { Effect, EffectOf } from '../tasks/effects';
 import type { TaskRecord } from '../tasks/model';
-import type { DeletionPlan, Plan, PlannedEvents, Planner, ReadModelWrites } from '../tasks/plan';
+import type { DeletionPlan, Plan, PlannedEvents, Planner, ReadModelWrites, LogLine } from '../tasks/plan';
 import type { Step } from '../tasks/transitions';
 import { historyKeys, historyRows } from '../ops/history';
 import { indexOps, repairOps } from '../ops/indexes';
@@ -49,7 +49,7 @@ const has = (effects: Effect[], kind: Effect['kind']) => effects.some((e) => e.k
 
 /** The plan of the write of `step` over `before` (undefined: the task is new). */
 export function planWrite(before: TaskRecord | undefined, step: Step, now: Date, actor: string | undefined): Plan {
-  const own = step.effects.filter((e): e is EffectOf<'log'> => e.kind === 'log').map(({ event, fields }) => ({ event, fields }));
+  const own: LogLine[] = step.effects.filter((e): e is EffectOf<'log'> => e.kind === 'log');
   const after = step.effects.filter((e) => e.phase === 'after' && e.kind !== 'log');
   if (before && step.next === before) return { before: [], rows: [], groupRows: [], after, log: own, transitions: 0 };
   const effects = step.effects.filter((e) => e.phase === 'before');
@@ -72,7 +72,7 @@ export function planWrite(before: TaskRecord | undefined, step: Step, now: Date,
     deleted: false,
     tally: transitionTally(entries, task),
   };
-  const transitions = entries.map(({ event, ...e }) => ({ event: 'task-transition', fields: { taskId, taskQueueId, transition: event, ...e } }));
+  const transitions = entries.map(({ event, ...e }): LogLine => ({ event: 'task-transition', fields: { taskId, taskQueueId, transition: event, ...e } }));
   return {
     before: effects,
     task,

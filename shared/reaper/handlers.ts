@@ -65,7 +65,19 @@ export async function handleEventSweep(svc: Services, t: SweepTrigger): Promise<
       return h && definitionDigest(h.definition);
     },
   });
-  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered });
+  if (delivered) svc.log.info('events-swept', { kind: t.kind, delivered, fanout: !!t.fanout });
+}
+
+/** A task's event sweeps run one after another, oldest events first, so each subscription queue receives them in order. */
+export function eventSweepLane(t: SweepTrigger): { key: string; rank: number } | undefined {
+  if (t.kind === 'task') return { key: t.taskId, rank: Math.min(...t.seqs) };
+  if (t.kind === 'artifact') return { key: t.taskId, rank: t.event.seq };
+  // A run's claim and end again, after the rest (it is rare: a guarded delivery that failed).
+  if (t.kind === 'run') return { key: t.taskId, rank: Number.MAX_SAFE_INTEGER };
+  // task-group-resolved after the resolution that caused it: its id is `<taskGroupId>.resolved.<taskId>.<runId>`.
+  const [, resolved, cause] = t.kind === 'event' ? t.event.id.split('.') : [];
+  if (resolved === 'resolved' && cause) return { key: cause, rank: Number.MAX_SAFE_INTEGER - 1 };
+  return undefined;
 }
 
 /**

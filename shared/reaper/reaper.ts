@@ -12,7 +12,16 @@ import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
 import type { TriggerResult } from '../tasks/resolve';
 import { mapLimit } from '../limit';
-import { handleDeadline, handleClaimExpired, handleResolved, handleEventSweep, EXPIRERS, expireTaskWithGroup, pairExpiryRows } from './handlers';
+import {
+  handleDeadline,
+  handleClaimExpired,
+  handleResolved,
+  handleEventSweep,
+  eventSweepLane,
+  EXPIRERS,
+  expireTaskWithGroup,
+  pairExpiryRows,
+} from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
@@ -48,15 +57,26 @@ function retryDelayS(dequeueCount: number, leaseS: number): number {
   return dequeueCount <= 1 ? FIRST_RETRY_S : Math.min(leaseS, 2 ** dequeueCount);
 }
 
-async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Services, body: T) => Promise<TriggerResult>, stats: ReaperStats): Promise<void> {
+/**
+ * Drains a trigger queue's visible messages, a batch at a time, in parallel; messages of one
+ * `lane` (e.g. one task's event deliveries) one after another, by rank.
+ */
+async function drain<T>(
+  svc: Services,
+  queue: TriggerQueue,
+  handle: (svc: Services, body: T) => Promise<TriggerResult>,
+  stats: ReaperStats,
+  lane?: (body: T) => { key: string; rank: number } | undefined,
+): Promise<void> {
   const q = svc.storage.trigger(queue);
   const leaseS = svc.tuning.triggerLeaseS;
   for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
     const msgs: QueueMessage[] = await q.receive(MAX_DEQUEUE, leaseS);
     if (msgs.length === 0) return;
-    await Promise.all(
-      msgs.map(async (m) => {
-        const body = decodeMessage<T>(m);
+    const lanes = new Map<string, { rank: number; run: () => Promise<void> }[]>();
+    const each = msgs.map((m) => {
+      const body = decodeMessage<T>(m);
+      const run = async () => {
         try {
           const result = body ? await handle(svc, body) : undefined;
           if (result && result.retryAfterS > 0) {
@@ -74,10 +94,25 @@ async function drain<T>(svc: Services, queue: TriggerQueue, handle: (svc: Servic
           svc.log.error('reaper-handler-failed', { queue, message: body as unknown as Record<string, unknown>, error: String((err as Error)?.message ?? err) });
           await q.release(m.messageId, m.popReceipt, retryDelayS(m.dequeueCount, leaseS)).catch(() => undefined);
         }
-      }),
-    );
+      };
+      const l = body && lane?.(body);
+      if (!l) return run;
+      lanes.set(l.key, [...(lanes.get(l.key) ?? []), { rank: l.rank, run }]);
+      return undefined;
+    });
+    const inLanes = [...lanes.values()].map(async (runs) => {
+      for (const r of runs.sort((a, b) => a.rank - b.rank)) await r.run();
+    });
+    await Promise.all([...each.map((run) => run?.()), ...inLanes]);
     if (msgs.length < MAX_DEQUEUE) return;
   }
+}
+
+/** The event sweeps alone: fan-out messages and deliveries a crash interrupted (the bench settles events with it). */
+export async function drainEventSweeps(svc: Services): Promise<number> {
+  const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };
+  await drain(svc, 'events', handleEventSweep, stats, eventSweepLane);
+  return stats.events;
 }
 
 /** Removes records whose `expires` has passed, driven by the expiry index. */
@@ -109,7 +144,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
       stats.expired += done.length;
     } catch (err) {
       stats.failed++;
-      svc.log.error('expiry-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });
+      svc.log.error('expiry-rows-remove-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });
       return; // they come back first next pass, and their deletes are redone
     }
     // Rows we could not remove would come back first; leave them for the next pass.
@@ -129,7 +164,7 @@ export async function runReaper(svc: Services): Promise<ReaperStats> {
     await drain(svc, 'claim', handleClaimExpired, stats);
     await drain(svc, 'deadline', handleDeadline, stats);
     await drain(svc, 'resolved', handleResolved, stats);
-    await drain(svc, 'events', handleEventSweep, stats);
+    await drain(svc, 'events', handleEventSweep, stats, eventSweepLane);
     const consumer = await consumeEvents(svc, retryDelayS);
     stats.consumed = consumer.consumed;
     stats.failed += consumer.failed;

@@ -13,6 +13,7 @@
  */
 import type { DeadlineSweep, TriggerRef } from './triggers';
 import type { Priority } from './vocabulary';
+import type { LogEventAt, LogFields } from '../log-events';
 
 export type Effect =
   // ---- before ----
@@ -73,7 +74,10 @@ export type Effect =
       folded?: true;
     }
   /** A structured log line, written once the write took effect (its plan's `log`). */
-  | { phase: 'after'; kind: 'log'; event: string; fields: Record<string, unknown> };
+  | ({ phase: 'after'; kind: 'log' } & LogEntry<LogEventAt<'info'>>);
+
+/** A registered info event with its fields (shared/log-events.ts), one member per event. */
+export type LogEntry<E extends LogEventAt<'info'>> = E extends LogEventAt<'info'> ? { event: E; fields: LogFields<E> } : never;
 
 export type EffectOf<K extends Effect['kind']> = Extract<Effect, { kind: K }>;
 
@@ -126,7 +130,7 @@ export const effect = {
     runId,
     ...(alone ? { alone } : {}),
   }),
-  log: (event: string, fields: Record<string, unknown>): Effect => ({ phase: 'after', kind: 'log', event, fields }),
+  log: <E extends LogEventAt<'info'>>(event: E, fields: LogFields<E>): Effect => ({ phase: 'after', kind: 'log', event, fields }) as Effect,
 };
 
 /** The `put-safety-net` that a `delete-safety-net` deletes (same task and run). */

@@ -15,7 +15,8 @@
  * on the history, events and index modules, which build on this folder.
  */
 import type { Entity, KeyRange, TableAction } from '../storage/storage';
-import type { Effect, EffectOf } from './effects';
+import type { Effect, EffectOf, LogEntry } from './effects';
+import type { LogEventAt } from '../log-events';
 import type { TaskRecord } from './model';
 import type { Step } from './transitions';
 
@@ -29,10 +30,8 @@ export interface ReadModelWrites {
   readonly planned: 'read-model';
 }
 
-export interface LogLine {
-  event: string;
-  fields: Record<string, unknown>;
-}
+/** A registered info event with its fields (shared/log-events.ts). */
+export type LogLine = LogEntry<LogEventAt<'info'>>;
 
 export interface Plan {
   before: Effect[];

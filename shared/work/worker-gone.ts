@@ -38,6 +38,6 @@ export async function declareWorkerGone(svc: Services, taskQueueId: string, work
   const worker = { workerGroup, workerId };
   const done = await mapLimit([...candidates.values()], CONCURRENCY, async (c) => ((await workerGoneRun(svc, c.taskId, c.runId, worker)) ? c : undefined));
   const resolved = done.filter((c): c is { taskId: string; runId: number } => !!c);
-  svc.log.info('worker-gone', { taskQueueId, workerGroup, workerId, resolved: resolved.length });
+  svc.log.info('worker-declared-gone', { taskQueueId, workerGroup, workerId, resolved: resolved.length });
   return { taskQueueId, workerGroup, workerId, resolved };
 }

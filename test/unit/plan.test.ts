@@ -95,7 +95,7 @@ describe('createTask', () => {
     expect(indexChanges(p)).toEqual(['upsert n', 'create p']);
     expect(readModel(p).tally).toMatchObject({ pendingIn: 1 });
     expect(p.transitions).toBe(1);
-    expect(p.log.map((l) => l.fields.transition)).toEqual(['created', 'scheduled']);
+    expect(p.log.map((l) => (l.fields as { transition?: string }).transition)).toEqual(['created', 'scheduled']);
   });
 
   test('pure: the step and its row are left as they were', () => {
