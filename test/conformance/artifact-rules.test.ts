@@ -303,7 +303,6 @@ describe('storage cost', () => {
       meter.startCounting();
       await fn();
       const ops = operationCalls(meter.armedOps, extras.since());
-      console.log("DIAG", JSON.stringify({ raw: meter.armedOps, extras: [...extras.since()] }));
       meter.disarm();
       return ops;
     };
