@@ -15,7 +15,7 @@ import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
 import { TaskDeps, WakeHint } from './tasks/deps';
 import { Logger, jsonLogger } from './log';
-import { WorkerRegistry } from './ops/workers';
+import { RECENT_TASKS_WRITE_MS, WorkerRegistry } from './ops/workers';
 import { IndexWrites, ReadModels } from './ops/read-models';
 import { currentActor } from './ops/actor';
 import { planner } from './plans/plan';
@@ -65,6 +65,8 @@ export interface Tuning {
   indexLingerMs: number;
   /** How often the chart rollups' finished minutes are written (shared/ops/rollups.ts); 0 = only at close and when a chart is read (a fixed call order for crash sweeps). */
   rollupFlushMs: number;
+  /** An instance writes a worker's recentTasks at most once per this, on the service's clock (shared/ops/workers.ts). */
+  recentTasksWriteMs: number;
 }
 
 /**
@@ -89,6 +91,7 @@ export const DEFAULT_TUNING: Tuning = {
   syncDependencies: SYNC_DEPENDENCIES,
   indexLingerMs: INDEX_LINGER_MS,
   rollupFlushMs: ROLLUP_FLUSH_MS,
+  recentTasksWriteMs: RECENT_TASKS_WRITE_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -192,7 +195,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     now,
     log,
     startedAt: now(),
-    workers: new WorkerRegistry(storage, now),
+    workers: new WorkerRegistry(storage, now, tuning.recentTasksWriteMs),
     wakeListeners,
     events,
     checkTask: opts.checkTask,

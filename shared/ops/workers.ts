@@ -160,6 +160,8 @@ export class WorkerRegistry {
   constructor(
     private readonly storage: Storage,
     private readonly now: () => Date,
+    /** RECENT_TASKS_WRITE_MS, unless a test sets its own interval on the service's clock. */
+    private readonly recentTasksWriteMs = RECENT_TASKS_WRITE_MS,
   ) {}
 
   private get workers() {
@@ -253,24 +255,25 @@ export class WorkerRegistry {
     if (!runs.length) return;
     const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
     const w = this.recentWrites.get(key);
-    if (w && Date.now() - w.at < RECENT_TASKS_WRITE_MS) {
+    const now = this.now().getTime();
+    if (w && now - w.at < this.recentTasksWriteMs) {
       w.waiting.push(...runs);
-      w.timer ??= setTimeout(() => void this.flushRecent(taskQueueId, workerGroup, workerId), w.at + RECENT_TASKS_WRITE_MS - Date.now());
+      w.timer ??= setTimeout(() => void this.flushRecent(taskQueueId, workerGroup, workerId), w.at + this.recentTasksWriteMs - now);
       w.timer.unref?.();
       return;
     }
     const waiting = w?.waiting ?? [];
     if (w?.timer) clearTimeout(w.timer);
     if (this.recentWrites.size >= MAX_SEEN_CACHE && !w) this.recentWrites.clear(); // bounded; a dropped entry only costs a write
-    this.recentWrites.set(key, { at: Date.now(), waiting: [] });
+    this.recentWrites.set(key, { at: now, waiting: [] });
     try {
       await this.appendRecent(taskQueueId, workerGroup, workerId, [...waiting, ...runs]);
     } catch (err) {
       // Kept, before any claims that came meanwhile, for the worker's next claim, which writes at once.
-      const now = this.recentWrites.get(key);
-      if (now) {
-        now.waiting = [...waiting, ...runs, ...now.waiting];
-        now.at = 0;
+      const entry = this.recentWrites.get(key);
+      if (entry) {
+        entry.waiting = [...waiting, ...runs, ...entry.waiting];
+        entry.at = 0;
       }
       throw err;
     }
@@ -284,7 +287,7 @@ export class WorkerRegistry {
     const runs = w.waiting;
     w.timer = undefined;
     w.waiting = [];
-    w.at = Date.now();
+    w.at = this.now().getTime();
     try {
       await this.appendRecent(taskQueueId, workerGroup, workerId, runs);
     } catch {

@@ -5,12 +5,14 @@
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { encodeKey } from '../../shared/storage/keys';
-import { RECENT_TASKS_WRITE_MS } from '../../shared/ops/workers';
+import { passTime } from '../helpers/work';
 
 const POLL_S = 1;
+/** recentTasks write interval on the service's clock: real time never reaches it, only the test moves the clock past it. */
+const RECENT_WRITE_MS = 60_000;
 let svc: TestService;
 beforeAll(async () => {
-  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: String(POLL_S) });
+  svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: String(POLL_S) }, { tuning: { recentTasksWriteMs: RECENT_WRITE_MS } });
 });
 afterAll(async () => svc?.close());
 
@@ -52,18 +54,19 @@ test('claimWork registers the worker and its task queue; later calls read nothin
 
   // Later calls: no worker-row read while the instance's short cache of the row is fresh
   // (SEEN_CACHE_MS); no write for an empty poll; for calls that claimed, one recentTasks write per
-  // RECENT_TASKS_WRITE_MS: the first claim's at once, the next ones together at the interval's end.
+  // recentTasksWriteMs: the first claim's at once, the next ones together at the interval's end.
   const [writes, reads] = [workerWrites(), workerReads()];
   expect((await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks).toEqual([]);
   expect(workerWrites() - writes).toBe(0);
-  const started = Date.now();
+  const started = svc.clock.ms();
   const claimed: { taskId: string; runId: number }[] = [];
-  for (let i = 0; i < 3; i++) {
+  const claimOne = async () => {
     await q.createTask(slugid(), taskDef(tq));
     const [c] = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks;
     claimed.push({ taskId: c.status.taskId, runId: c.runId });
-  }
-  expect(Date.now() - started).toBeLessThan(RECENT_TASKS_WRITE_MS); // else the test proves nothing
+  };
+  for (let i = 0; i < 3; i++) await claimOne();
+  expect(svc.clock.ms() - started).toBeLessThan(RECENT_WRITE_MS); // else the test proves nothing
   expect(workerWrites() - writes).toBe(1);
   expect(workerReads() - reads).toBe(0);
   // This instance shows every claim at once; another one (the stored row) the first, then all of
@@ -71,7 +74,10 @@ test('claimWork registers the worker and its task queue; later calls read nothin
   expect((await q.getWorker('prov', wt, 'wg', 'w1')).recentTasks).toEqual(claimed);
   const stored = async () => JSON.parse(((await svc.services.storage.table('Workers').get(encodeKey(tq), 'wg~w1'))!.recentTasks as string) ?? '[]');
   expect(await stored()).toEqual(claimed.slice(0, 1));
-  await new Promise((r) => setTimeout(r, started + RECENT_TASKS_WRITE_MS + 1000 - Date.now()));
+  // Once the interval has passed on the service's clock, the worker's next claim writes the waiting
+  // ones with its own, in claim order (the interval's timer, on real time: test/unit/workers-registry.test.ts).
+  await passTime(RECENT_WRITE_MS);
+  await claimOne();
   expect(await stored()).toEqual(claimed);
   expect(workerWrites() - writes).toBe(2);
   expect((await q.getWorker('prov', wt, 'wg', 'w1')).lastDateActive).toBe(w.lastDateActive);

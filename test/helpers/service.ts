@@ -102,8 +102,6 @@ const ON_AZURITE: Record<string, string> = {
   'local-persist.test.ts': "Azurite's own persistence across restarts",
   'indexes.test.ts': 'the index store on the Azure adapter',
   'storage-count.test.ts': "pins each operation's storage calls exactly, on the Azure adapter",
-  // Not yet passing on the in-memory store (to fix, then remove from this list):
-  'crash-consumers.test.ts': "the consumer step's sweep ends before it reaches Hooks.get, with or without the faithful mode's faults",
 };
 
 /**

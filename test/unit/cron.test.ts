@@ -68,21 +68,26 @@ test('%SETTING% schedules resolve from the app settings; an unset one is an erro
 });
 
 test('the local host runs a timer at the times its schedule gives and refuses one it cannot run', async () => {
-  const runs: number[] = [];
-  const timer = { name: 'tick', schedule: '%TICK%', handler: async () => void runs.push(Date.now()) };
+  // The host's timers run on a fake clock (real I/O), so the times are exact on a loaded machine too.
+  jest.useFakeTimers({ now: new Date('2026-11-21T12:00:00.400Z'), doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+  const runs: string[] = [];
+  const timer = { name: 'tick', schedule: '%TICK%', handler: async () => void runs.push(new Date().toISOString()) };
   const services = async () => {
     throw new Error('no services in this test');
   };
   const app = { routes: [], services, timers: [timer] };
-  const host = await startHost({ app, runTimers: true, quiet: true, settings: { TICK: '* * * * * *' } });
   try {
-    await new Promise((r) => setTimeout(r, 2600));
+    const host = await startHost({ app, runTimers: true, quiet: true, settings: { TICK: '*/2 * * * * *' } });
+    try {
+      await jest.advanceTimersByTimeAsync(5_000);
+    } finally {
+      await host.close();
+    }
+    await jest.advanceTimersByTimeAsync(5_000); // closed: no more runs
   } finally {
-    await host.close();
+    jest.useRealTimers();
   }
-  expect(runs.length).toBeGreaterThanOrEqual(2);
-  // Each run starts on a whole second, as the schedule says (allowing for timer latency).
-  for (const t of runs) expect(t % 1000).toBeLessThan(400);
+  expect(runs).toEqual(['2026-11-21T12:00:02.000Z', '2026-11-21T12:00:04.000Z']);
   await expect(startHost({ app, runTimers: true, settings: { TICK: '* * * * *  * *' } })).rejects.toThrow(/^timer tick: .* is not an NCRONTAB schedule/);
   await expect(startHost({ app, runTimers: true, settings: {} })).rejects.toThrow(/TICK, which is not set/);
 });

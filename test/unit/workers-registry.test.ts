@@ -1,6 +1,7 @@
 /**
  * The worker registry on Azure's paging: listWorkers answers the workers there are on its first
- * page, although a page of the Workers table may come back empty with a continuation.
+ * page, although a page of the Workers table may come back empty with a continuation; and a
+ * worker's recentTasks writes, at most one per interval.
  */
 import { WorkerRegistry } from '../../shared/ops/workers';
 import { MemoryStorage } from '../../shared/storage/memory';
@@ -21,4 +22,28 @@ test('listWorkers reads through short and empty pages: the first answer lists ev
   expect(first.workers.map((w) => w.workerId)).toEqual(['a']);
   const rest = await registry.list('prov/wt', false, 1, first.continuation);
   expect(rest.workers.map((w) => w.workerId)).toEqual(['b']);
+});
+
+test("a worker's claims within the recentTasks interval wait in memory and go out together when it ends, with no further claim", async () => {
+  jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+  try {
+    const storage = new MemoryStorage('wr');
+    await storage.ensureAll();
+    const INTERVAL_MS = 5_000;
+    const registry = new WorkerRegistry(storage, () => new Date(), INTERVAL_MS);
+    await registry.seen('prov/wt', 'wg', 'w');
+    const stored = async () => JSON.parse((await registry.getRow('prov/wt', 'wg', 'w'))?.recentTasks ?? 'null');
+    const run = (taskId: string) => ({ taskId, runId: 0 });
+    await registry.claimed('prov/wt', 'wg', 'w', [run('A')]);
+    expect(await stored()).toEqual([run('A')]);
+    await jest.advanceTimersByTimeAsync(1_000);
+    await registry.claimed('prov/wt', 'wg', 'w', [run('B')]);
+    await registry.claimed('prov/wt', 'wg', 'w', [run('C')]);
+    await jest.advanceTimersByTimeAsync(INTERVAL_MS - 1_000 - 1);
+    expect(await stored()).toEqual([run('A')]);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(await stored()).toEqual([run('A'), run('B'), run('C')]);
+  } finally {
+    jest.useRealTimers();
+  }
 });
