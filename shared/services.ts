@@ -23,7 +23,7 @@ import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { ROLLUP_FLUSH_MS, Rollups } from './ops/rollups';
 import { EventRecorder, taskEventEffects } from './events/recorder';
 import { EventDispatcher, EventSink } from './events/dispatch';
-import { Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
+import { SUBSCRIPTION_CACHE_MS, Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
 import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
@@ -67,6 +67,8 @@ export interface Tuning {
   rollupFlushMs: number;
   /** An instance writes a worker's recentTasks at most once per this, on the service's clock (shared/ops/workers.ts). */
   recentTasksWriteMs: number;
+  /** How long an instance uses the subscription list it read (shared/events/subscriptions.ts). */
+  subscriptionCacheMs: number;
 }
 
 /**
@@ -92,6 +94,7 @@ export const DEFAULT_TUNING: Tuning = {
   indexLingerMs: INDEX_LINGER_MS,
   rollupFlushMs: ROLLUP_FLUSH_MS,
   recentTasksWriteMs: RECENT_TASKS_WRITE_MS,
+  subscriptionCacheMs: SUBSCRIPTION_CACHE_MS,
 };
 
 export interface Services extends TaskDeps {
@@ -169,7 +172,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
           }),
         ]
       : []);
-  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now), sinks, now);
+  const dispatcher = new EventDispatcher(storage, new Subscriptions(storage, expiry, now, tuning.subscriptionCacheMs), sinks, now);
   const background = new Set<Promise<void>>();
   const events = new EventRecorder(storage, dispatcher, log, { sweepDelayS: () => tuning.eventSweepDelayS });
   const groups = new TaskGroups(storage);

@@ -132,6 +132,7 @@ export class Subscriptions {
     private readonly storage: Storage,
     private readonly expiry: ExpiryIndex,
     private readonly now: () => Date,
+    private readonly cacheMs = SUBSCRIPTION_CACHE_MS,
   ) {}
 
   private get table() {
@@ -255,7 +256,7 @@ export class Subscriptions {
 
   private fresh(): Promise<Snapshot> {
     const cached = this.cache;
-    if (cached && Date.now() - cached.at <= SUBSCRIPTION_CACHE_MS) return Promise.resolve(cached);
+    if (cached && Date.now() - cached.at <= this.cacheMs) return Promise.resolve(cached);
     const shared = (this.refreshing ??= this.read().finally(() => {
       if (this.refreshing === shared) this.refreshing = undefined;
     }));
