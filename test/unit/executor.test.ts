@@ -8,32 +8,13 @@ import * as T from '../../shared/tasks/transitions';
 import { planner } from '../../shared/plans/plan';
 import type { TaskDeps } from '../../shared/tasks/deps';
 import type { TaskRecord } from '../../shared/tasks/model';
+import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const W = { workerGroup: 'wg', workerId: 'w1' };
 
 function pendingTask(): TaskRecord {
-  const def = {
-    provisionerId: 'prov',
-    workerType: 'wt',
-    taskQueueId: 'prov/wt',
-    schedulerId: '-',
-    projectId: 'none',
-    taskGroupId: 'T1',
-    dependencies: [],
-    requires: 'all-completed' as const,
-    routes: [],
-    priority: 'lowest' as const,
-    retries: 1,
-    created: NOW.toJSON(),
-    deadline: new Date(NOW.getTime() + 3600_000).toJSON(),
-    expires: new Date(NOW.getTime() + 7200_000).toJSON(),
-    scopes: [],
-    payload: {},
-    metadata: { name: 'n', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
-    tags: {},
-    extra: {},
-  };
+  const def = taskDefinition(NOW, { retries: 1 });
   const t = T.create({ taskId: 'T1', definition: def, hintId: 'h0' }, NOW).next;
   t.deadlineTrigger = { messageId: 'dl', popReceipt: 'p' };
   t.etag = 'e0';

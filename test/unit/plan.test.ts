@@ -13,36 +13,20 @@ import type { ReadModelPlan } from '../../shared/ops/read-models';
 import type { TaskEventPlan } from '../../shared/events/recorder';
 import { EXCHANGE_PREFIX, type QueueEvent } from '../../shared/events/exchanges';
 import { outboxEvent } from '../../shared/events/outbox';
+import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const LATER = new Date(NOW.getTime() + 60_000);
 const W = { workerGroup: 'wg', workerId: 'w1' };
 const ref = (id: string) => ({ messageId: id, popReceipt: `pr-${id}` });
 
-function definition(over: Partial<TaskDefinition> = {}): TaskDefinition {
-  return {
-    provisionerId: 'prov',
-    workerType: 'wt',
-    taskQueueId: 'prov/wt',
-    schedulerId: '-',
-    projectId: 'none',
-    taskGroupId: 'T1',
-    dependencies: [],
-    requires: 'all-completed',
-    routes: ['index.x'],
-    priority: 'lowest',
+const definition = (over: Partial<TaskDefinition> = {}) =>
+  taskDefinition(NOW, {
     retries: 1,
-    created: NOW.toJSON(),
-    deadline: new Date(NOW.getTime() + 3600_000).toJSON(),
-    expires: new Date(NOW.getTime() + 7200_000).toJSON(),
-    scopes: [],
-    payload: {},
+    routes: ['index.x'],
     metadata: { name: 'build', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
-    tags: {},
-    extra: {},
     ...over,
-  };
-}
+  });
 
 const asStep = (r: T.Result): T.Step => {
   if (!('next' in r)) throw new Error(`expected a step, got ${JSON.stringify(r)}`);

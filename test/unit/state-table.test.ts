@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as T from '../../shared/tasks/transitions';
 import { TaskRecord, isResolved, taskState } from '../../shared/tasks/model';
+import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const later = (s: number) => new Date(NOW.getTime() + s * 1000);
@@ -13,27 +14,7 @@ const W = { workerGroup: 'wg', workerId: 'w1' };
 const CLAIM_S = 1200;
 
 function created(dependencies: string[]): TaskRecord {
-  const definition = {
-    provisionerId: 'prov',
-    workerType: 'wt',
-    taskQueueId: 'prov/wt',
-    schedulerId: '-',
-    projectId: 'none',
-    taskGroupId: 'T1',
-    dependencies,
-    requires: 'all-completed' as const,
-    routes: [],
-    priority: 'lowest' as const,
-    retries: 2,
-    created: NOW.toJSON(),
-    deadline: later(3600).toJSON(),
-    expires: later(7200).toJSON(),
-    scopes: [],
-    payload: {},
-    metadata: { name: 'n', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
-    tags: {},
-    extra: {},
-  };
+  const definition = taskDefinition(NOW, { dependencies });
   return T.create({ taskId: 'T1', definition, hintId: 'h0' }, NOW).next;
 }
 const next = (r: T.Result) => (r as T.Step).next;

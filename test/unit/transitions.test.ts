@@ -6,6 +6,7 @@ import * as T from '../../shared/tasks/transitions';
 import type { Effect } from '../../shared/tasks/effects';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { taskState } from '../../shared/tasks/model';
+import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const later = (s: number) => new Date(NOW.getTime() + s * 1000);
@@ -14,30 +15,7 @@ const W = { workerGroup: 'wg', workerId: 'w1' };
 const CLAIM_S = 1200;
 const ref = (id: string) => ({ messageId: id, popReceipt: `pr-${id}` });
 
-function definition(over: Partial<TaskDefinition> = {}): TaskDefinition {
-  return {
-    provisionerId: 'prov',
-    workerType: 'wt',
-    taskQueueId: 'prov/wt',
-    schedulerId: '-',
-    projectId: 'none',
-    taskGroupId: 'group',
-    dependencies: [],
-    requires: 'all-completed',
-    routes: [],
-    priority: 'lowest',
-    retries: 2,
-    created: NOW.toJSON(),
-    deadline: DEADLINE,
-    expires: later(7200).toJSON(),
-    scopes: [],
-    payload: {},
-    metadata: { name: 'n', description: 'd', owner: 'o@example.com', source: 'https://example.com' },
-    tags: {},
-    extra: {},
-    ...over,
-  };
-}
+const definition = (over: Partial<TaskDefinition> = {}) => taskDefinition(NOW, { taskGroupId: 'group', ...over });
 
 function step(r: T.Result): T.Step {
   if (!('next' in r)) throw new Error(`expected a step, got ${JSON.stringify(r)}`);
