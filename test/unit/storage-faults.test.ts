@@ -139,7 +139,7 @@ describe('pages', () => {
 });
 
 describe('re-seeding: the draws a crash sweep holds still', () => {
-  const SETTINGS = 'seed=5 pages=0.5 ambiguous=0.3 throttle=0.2 retries=6';
+  const SETTINGS = 'seed=5 pages=0.5 ambiguous=0.3 throttle=0.2 retries=6 backoff-ms=0';
 
   /** A sweep attempt: writes to Tasks and a paged read of Indexes, with `between` run before each call. */
   async function attempt(s: FaultyStorage, between: () => Promise<unknown>) {
