@@ -60,8 +60,7 @@ export async function settleServices(): Promise<void> {
  * a crash sweep's attempts meet the same faults at the same calls.
  */
 export function reseedFaults(): void {
-  const plans = (st: Storage): FaultPlan[] =>
-    st instanceof FaultyStorage ? [st.plan] : st instanceof AccountsStorage ? st.accounts.flatMap(plans) : [];
+  const plans = (st: Storage): FaultPlan[] => (st instanceof FaultyStorage ? [st.plan] : st instanceof AccountsStorage ? st.accounts.flatMap(plans) : []);
   for (const s of running) for (const plan of plans(s.services.storage)) plan.reseed();
 }
 
