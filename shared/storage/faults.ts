@@ -50,6 +50,13 @@ export function seeded(seed: number): () => number {
   };
 }
 
+/** FNV-1a of a string: mixes an op label into a seed. */
+function hashOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
 /** This instance's clock offset from storage's: within ±skewMs, different per instance of a seed. */
 export function clockSkewMs(f: FaultSettings): number {
   if (f.skewMs === 0) return 0;
@@ -87,7 +94,10 @@ const realSleep: Sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * ambiguity sweep (test/helpers/ambiguity.ts), an armed write that is answered ambiguously.
  */
 export class FaultPlan {
-  private readonly rand: () => number;
+  /** One stream for every call, until `reseed`. */
+  private readonly stream: () => number;
+  /** After `reseed`: a stream per op label, so one label's draws do not move another's. */
+  private streams: Map<string, () => number> | undefined;
   /** Each fault taken, by kind (tests and the chaos run report them). */
   readonly taken = { pages: 0, ambiguous: 0, throttled: 0, surfaced: 0, lostReceives: 0 };
   /**
@@ -110,16 +120,37 @@ export class FaultPlan {
     readonly settings: FaultSettings,
     private readonly sleep: Sleep = realSleep,
   ) {
-    this.rand = seeded(settings.seed);
+    this.stream = seeded(settings.seed);
   }
 
-  roll(p: number): boolean {
-    return p > 0 && this.rand() < p;
+  /**
+   * Starts the draws over: from now on the k-th draw of op `op` (`Tasks.update`) is the same after
+   * every re-seed, whatever calls of other ops came before or between. A crash sweep re-seeds before
+   * each attempt so that every attempt meets the same faults (test/helpers/crash.ts). Without it
+   * (`npm start`, the chaos run) all ops draw from one stream of the seed.
+   */
+  reseed(): void {
+    this.streams = new Map();
   }
 
-  /** A whole number from 0 to n - 1. */
-  pick(n: number): number {
-    return Math.floor(this.rand() * n);
+  private rand(op: string): number {
+    if (!this.streams) return this.stream();
+    let s = this.streams.get(op);
+    if (!s) {
+      s = seeded(this.settings.seed ^ hashOf(op));
+      this.streams.set(op, s);
+    }
+    return s();
+  }
+
+  /** Whether a fault of probability `p` befalls this call of `op`. */
+  roll(p: number, op: string): boolean {
+    return p > 0 && this.rand(op) < p;
+  }
+
+  /** A whole number from 0 to n - 1, for a call of `op`. */
+  pick(n: number, op: string): number {
+    return Math.floor(this.rand(op) * n);
   }
 
   /** Make the n-th write from now (1-based) apply and then answer ambiguously once. */
@@ -168,11 +199,11 @@ export class FaultPlan {
   }
 
   /** Whether this receive, which leased `got`, loses its answer. */
-  private losesReceive(label: string, got: QueueMessage[], queue: Queue): boolean {
+  private losesReceive(op: string, label: string, got: QueueMessage[], queue: Queue): boolean {
     if (got.length === 0) return false;
     const armed = this.losing?.label === label && this.losing.left > 0;
     if (armed) this.losing!.left--;
-    if (!armed && !this.roll(this.settings.lostReceive)) return false;
+    if (!armed && !this.roll(this.settings.lostReceive, op)) return false;
     this.taken.lostReceives++;
     this.lost.push(...got.map((message) => ({ queue, message })));
     return true;
@@ -185,19 +216,19 @@ export class FaultPlan {
    * `onRepeat` learns what an attempt that applied returned before it is sent again.
    */
   async call<T>(op: string, write: boolean, fn: () => Promise<T>, onRepeat?: (applied: T) => void): Promise<T> {
-    return this.attempts(op, fn, () => write && (this.armedHit(op) || this.roll(this.settings.ambiguous)), onRepeat);
+    return this.attempts(op, fn, () => write && (this.armedHit(op) || this.roll(this.settings.ambiguous, op)), onRepeat);
   }
 
   /** A queue receive as the SDK runs it: an answer lost after the lease took effect is received again. */
   receive(op: string, label: string, queue: Queue, fn: () => Promise<QueueMessage[]>): Promise<QueueMessage[]> {
-    return this.attempts(op, fn, (got) => this.losesReceive(label, got, queue));
+    return this.attempts(op, fn, (got) => this.losesReceive(op, label, got, queue));
   }
 
   private async attempts<T>(op: string, fn: () => Promise<T>, lostAnswer: (result: T) => boolean, onRepeat?: (applied: T) => void): Promise<T> {
     const { retries, backoffMs } = this.settings;
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= retries;
-      if (this.roll(this.settings.throttle)) {
+      if (this.roll(this.settings.throttle, op)) {
         this.taken.throttled++;
         if (last) {
           this.taken.surfaced++;
@@ -209,7 +240,7 @@ export class FaultPlan {
         this.taken.ambiguous++;
         if (last) {
           this.taken.surfaced++;
-          const [status, code] = AMBIGUOUS_ANSWERS[this.pick(AMBIGUOUS_ANSWERS.length)];
+          const [status, code] = AMBIGUOUS_ANSWERS[this.pick(AMBIGUOUS_ANSWERS.length, op)];
           throw new TransientStorageError(status, code, op);
         }
         this.noteExtra(op);
@@ -284,10 +315,10 @@ class FaultyTable implements Table {
       const boundary = items.findIndex((e) => e.partitionKey !== items[0].partitionKey);
       if (boundary > 0) cut = boundary;
     }
-    if (cut > 0 && this.plan.roll(this.plan.settings.pages)) {
+    if (cut > 0 && this.plan.roll(this.plan.settings.pages, this.op('query'))) {
       this.plan.taken.pages++;
       // Half of the cut pages are empty, the rarest and most telling case.
-      cut = this.plan.roll(0.5) ? 0 : this.plan.pick(cut);
+      cut = this.plan.roll(0.5, this.op('query')) ? 0 : this.plan.pick(cut, this.op('query'));
     }
     if (cut < items.length) this.plan.noteExtra(this.op('query'));
     const kept = items.slice(0, cut).map((e) => strip(e, select));

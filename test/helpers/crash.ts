@@ -2,10 +2,11 @@
  * Crash-safety harness: run an operation with a storage failure injected right after its n-th
  * storage call (the call takes effect, then the caller "crashes"), for n = 1, 2, … until the
  * operation completes without reaching the fault. The scenario recovers (client retry, reaper
- * pass) and checks the invariants after each n.
+ * pass) and checks the invariants after each n. On the faithful storage mode the fault draws start
+ * over before each attempt, so each attempt meets the same faults (see FaultPlan.reseed).
  */
 import type { StorageMeter } from '../../shared/storage/counter';
-import { settleServices } from './service';
+import { reseedFaults, settleServices } from './service';
 
 export interface FaultResult<T> {
   value?: T & any;
@@ -48,6 +49,8 @@ export async function eachStorageCall(
     const faulty: Faulty = async (op) => {
       await opts.warm?.();
       await settleServices();
+      // Every attempt meets the faithful mode's faults at the same calls: n counts the same calls.
+      reseedFaults();
       meter.failAfterCall(n);
       let value;
       let error;

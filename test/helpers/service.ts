@@ -14,6 +14,9 @@ import { generateAccessToken } from '../../shared/auth/clients';
 import { outputErrors } from '../../shared/api/output-schemas';
 import type { RouteDef } from '../../shared/api/types';
 import { TestClock } from './clock';
+import { FaultPlan, FaultyStorage } from '../../shared/storage/faults';
+import { AccountsStorage } from '../../shared/storage/accounts';
+import type { Storage } from '../../shared/storage/port';
 
 /**
  * This test file's clock (jest loads the module once per file): every service the file starts on
@@ -50,6 +53,15 @@ const running = new Set<TestService>();
  */
 export async function settleServices(): Promise<void> {
   await Promise.all([...running].map((s) => s.settled()));
+}
+
+/**
+ * Starts the faithful mode's draws over on every service of this file (FaultPlan.reseed), so that
+ * a crash sweep's attempts meet the same faults at the same calls.
+ */
+export function reseedFaults(): void {
+  const plans = (st: Storage): FaultPlan[] => (st instanceof FaultyStorage ? [st.plan] : st instanceof AccountsStorage ? st.accounts.flatMap(plans) : []);
+  for (const s of running) for (const plan of plans(s.services.storage)) plan.reseed();
 }
 
 /**
@@ -113,16 +125,11 @@ const NOT_YET_FAITHFUL: Record<string, string> = {
 };
 
 /**
- * The crash sweeps run on the in-memory store and its clock without the faithful mode's own
- * faults: those faults are drawn per storage call from the file's seed, so a cache that lapsed on
- * real time or background work that came earlier moves every later draw, and the calls a sweep
- * reaches then vary from run to run (crash-index and crash-create each passed with them, then
- * ended early under load). Seen with them on: the claimTask sweep ends before Tasks.transaction,
- * rerunTask's before deadline.update, reportCompleted's before resolved.delete or Tasks.query,
- * a reaper pass's before Expiry.query, claimWork's before pending.delete. To put them on the
- * faithful mode, the faults must hold still while a sweep is armed.
+ * Crash sweeps that still run on the in-memory store and its clock without the faithful mode's own
+ * faults, each with its reason. The others run on the faithful mode: the sweep re-seeds the faults
+ * before each attempt (test/helpers/crash.ts), so every attempt meets the same faults at the same calls.
  */
-const SWEEPS = [/\/test\/integration\/crash-[a-z-]+\.test\.ts$/, /\/test\/integration\/many-dependencies\.test\.ts$/];
+const SWEEPS: Record<string, string> = {};
 
 /** Other files on the in-memory store and its clock without the faithful mode's faults: they count calls or messages exactly. */
 const WITHOUT_FAULTS: Record<string, string> = {
@@ -142,7 +149,7 @@ function testStorage(env: Record<string, string>): Record<string, string> {
   if (env.QUEUE_STORAGE_CONNECTION) return {};
   const path = expect.getState().testPath ?? '';
   const named = (list: Record<string, string>) => Object.keys(list).some((f) => path.endsWith(`/${f}`));
-  const unfaulted = named(WITHOUT_FAULTS) || SWEEPS.some((re) => re.test(path));
+  const unfaulted = named(WITHOUT_FAULTS) || named(SWEEPS);
   // TEST_FAITHFUL_ALL=1 runs the listed files on the faithful mode too (to work on them).
   const all = process.env.TEST_FAITHFUL_ALL === '1';
   const onStore = FAITHFUL.some((re) => re.test(path)) && !named(ON_AZURITE);

@@ -138,6 +138,76 @@ describe('pages', () => {
   });
 });
 
+describe('re-seeding: the draws a crash sweep holds still', () => {
+  const SETTINGS = 'seed=5 pages=0.5 ambiguous=0.3 throttle=0.2 retries=6 backoff-ms=0';
+
+  /** A sweep attempt: writes to Tasks and a paged read of Indexes, with `between` run before each call. */
+  async function attempt(s: FaultyStorage, between: () => Promise<unknown>) {
+    const before = { ...s.plan.taken };
+    const sizes: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      await between();
+      await s.table('Tasks').upsert(row('t', String(i), { n: i }));
+    }
+    let continuation: string | undefined;
+    do {
+      await between();
+      const page = await s.table('Indexes').page({ partitionKey: 'p' }, 3, continuation);
+      sizes.push(page.items.length);
+      continuation = page.continuation;
+    } while (continuation);
+    const taken = Object.fromEntries(Object.entries(s.plan.taken).map(([k, v]) => [k, v - before[k as keyof typeof before]]));
+    return { sizes, taken };
+  }
+
+  async function store(): Promise<FaultyStorage> {
+    const s = await faulty(SETTINGS);
+    for (let i = 0; i < 30; i++) await s.inner.table('Indexes').insert(row('p', String(i).padStart(2, '0')));
+    return s;
+  }
+  const nothing = async () => undefined;
+  /** Background work under other labels: reads of Workers, puts to a queue. */
+  const background = (s: FaultyStorage) => async () => {
+    await s.table('Workers').get('w', 'x');
+    await s.queueNamed(`${s.prefix}-bg`, 'bg').put({ hello: 1 });
+  };
+
+  test('after each re-seed the same calls meet the same faults', async () => {
+    const s = await store();
+    await s.queueNamed(`${s.prefix}-bg`, 'bg').create();
+    s.plan.reseed();
+    const first = await attempt(s, nothing);
+    // Other calls in between (a recovery) move nothing once the plan is re-seeded.
+    await attempt(s, background(s));
+    s.plan.reseed();
+    const again = await attempt(s, nothing);
+    expect(again).toEqual(first);
+    // The attempt meets faults of each kind, so holding them still is not vacuous.
+    expect(first.taken.pages).toBeGreaterThan(0);
+    expect(first.taken.ambiguous + first.taken.throttled).toBeGreaterThan(0);
+    expect(first.sizes.some((n) => n < 3)).toBe(true);
+  });
+
+  test("calls under other labels during an attempt do not shift the attempt's draws", async () => {
+    const s = await store();
+    await s.queueNamed(`${s.prefix}-bg`, 'bg').create();
+    s.plan.reseed();
+    const quiet = await attempt(s, nothing);
+    s.plan.reseed();
+    const busy = await attempt(s, background(s));
+    expect(busy.sizes).toEqual(quiet.sizes);
+    expect(busy.taken.pages).toBe(quiet.taken.pages);
+  });
+
+  test('without a re-seed, one stream: the same calls with background work between meet other faults', async () => {
+    const [a, b] = [await store(), await store()];
+    for (const s of [a, b]) await s.queueNamed(`${s.prefix}-bg`, 'bg').create();
+    const quiet = await attempt(a, nothing);
+    const busy = await attempt(b, background(b));
+    expect(busy.sizes).not.toEqual(quiet.sizes);
+  });
+});
+
 describe('ambiguous writes: applied, then the retry meets its own success', () => {
   /** The next write applies and its first answer is lost; the retry goes through (what the ambiguity sweep arms). */
   async function onceAmbiguous(): Promise<FaultyStorage> {
