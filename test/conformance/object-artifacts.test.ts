@@ -4,9 +4,9 @@
  * inline, large ones through putUrl), with Taskcluster's visibility, credential and hash rules.
  */
 import crypto from 'node:crypto';
-import { Readable, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { reapUntil } from '../helpers/work';
+import { reapUntil, uploadObject } from '../helpers/work';
 import { sweeperFor } from '../helpers/crash';
 import { ObjectBlobs } from '../../shared/storage/object-blobs';
 
@@ -33,17 +33,7 @@ const objectClient = (credentials: unknown) => new svc.tc.Object({ rootUrl: svc.
 /** What a worker does: createArtifact, upload with the client's helper, finishArtifact. */
 async function uploadArtifact(wq: any, taskId: string, name: string, data: Buffer, contentType: string, expires = inAnHour()) {
   const res = await wq.createArtifact(taskId, 0, name, { storageType: 'object', contentType, expires, contentLength: data.length });
-  await svc.tc.upload({
-    projectId: res.projectId,
-    name: res.name,
-    contentType,
-    contentLength: data.length,
-    expires: res.expires,
-    uploadId: res.uploadId,
-    object: objectClient(res.credentials),
-    streamFactory: async () => Readable.from([data]),
-    retries: 0,
-  });
+  await uploadObject(svc, res, data, contentType);
   await wq.finishArtifact(taskId, 0, name, { uploadId: res.uploadId });
   return res;
 }
@@ -87,17 +77,7 @@ describe('object artifacts through taskcluster-client upload / downloadArtifact'
       expect((await svc.queue().listArtifacts(taskId, 0)).artifacts).toEqual([]);
       await expectError(wq.finishArtifact(taskId, 0, name, { uploadId: res.uploadId }), 400, 'InputError'); // nothing uploaded yet
 
-      await svc.tc.upload({
-        projectId: res.projectId,
-        name: res.name,
-        contentType,
-        contentLength: data.length,
-        expires: res.expires,
-        uploadId: res.uploadId,
-        object: objectClient(res.credentials),
-        streamFactory: async () => Readable.from([data]),
-        retries: 0,
-      });
+      await uploadObject(svc, res, data, contentType);
       await expectError(wq.finishArtifact(taskId, 0, name, { uploadId: slugid() }), 400, 'InputError');
       await expectError(svc.queue().getArtifact(taskId, 0, name), 404, 'ResourceNotFound');
       await wq.finishArtifact(taskId, 0, name, { uploadId: res.uploadId });
@@ -176,17 +156,7 @@ describe('object artifacts through taskcluster-client upload / downloadArtifact'
       if (r.hit) expect(r.error?.statusCode).toBe(500);
       const res = r.hit ? await create(name, expires) : r.value;
       const data = Buffer.from(`crash ${n}`);
-      await svc.tc.upload({
-        projectId: res.projectId,
-        name: res.name,
-        contentType: 'text/plain',
-        contentLength: data.length,
-        expires: res.expires,
-        uploadId: res.uploadId,
-        object: objectClient(res.credentials),
-        streamFactory: async () => Readable.from([data]),
-        retries: 0,
-      });
+      await uploadObject(svc, res, data);
       await wq.finishArtifact(taskId, 0, name, { uploadId: res.uploadId });
       expect((await downloadArtifact(taskId, name)).data.toString()).toBe(`crash ${n}`);
     });

@@ -5,9 +5,8 @@
  * expired entries and redirects for tasks of another queue, the hooks' exchanges, hookIds with `/`,
  * the triggerHook `taskId` query, the bindings denylist and Taskcluster's wording of pattern errors.
  */
-import { Readable } from 'node:stream';
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, uniqueQueue } from '../helpers/work';
+import { claimOne, uniqueQueue, uploadObject } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
 import { resolveDeadline } from '../../shared/tasks/resolve';
 import { duplicatedPuts } from '../helpers/ambiguity';
@@ -171,18 +170,7 @@ describe('queue events', () => {
     const res = await wq.createArtifact(taskId, 0, 'public/obj.txt', { storageType: 'object', contentType: 'text/plain', expires, contentLength: data.length });
     expect(await drainUnique(sub)).toEqual([]);
 
-    const object = new svc.tc.Object({ rootUrl: svc.rootUrl, credentials: res.credentials, retries: 0 });
-    await svc.tc.upload({
-      projectId: res.projectId,
-      name: res.name,
-      contentType: 'text/plain',
-      contentLength: data.length,
-      expires: res.expires,
-      uploadId: res.uploadId,
-      object,
-      streamFactory: async () => Readable.from([data]),
-      retries: 0,
-    });
+    await uploadObject(svc, res, data);
     await wq.finishArtifact(taskId, 0, 'public/obj.txt', { uploadId: res.uploadId });
     const [created, ...rest] = await drainUnique(sub);
     expect(rest).toEqual([]);

@@ -106,3 +106,21 @@ export async function runningTask(svc: TestService, overrides: Record<string, un
   const c = await claimOne(svc, tq, taskId);
   return { tq, taskId, c, wq: svc.queue(c.credentials) };
 }
+
+/**
+ * Uploads `data` for an object artifact the way a worker does: taskcluster-client's upload helper,
+ * with the credentials and uploadId createArtifact answered (`res`).
+ */
+export async function uploadObject(svc: TestService, res: any, data: Buffer, contentType = 'text/plain'): Promise<void> {
+  await svc.tc.upload({
+    projectId: res.projectId,
+    name: res.name,
+    contentType,
+    contentLength: data.length,
+    expires: res.expires,
+    uploadId: res.uploadId,
+    object: new svc.tc.Object({ rootUrl: svc.rootUrl, credentials: res.credentials, retries: 0 }),
+    streamFactory: async () => (await import('node:stream')).Readable.from([data]),
+    retries: 0,
+  });
+}

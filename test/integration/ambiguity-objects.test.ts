@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { claimOne, uniqueQueue } from '../helpers/work';
+import { claimOne, uniqueQueue, uploadObject } from '../helpers/work';
 import { eachWrite } from '../helpers/ambiguity';
 
 let svc: TestService;
@@ -91,17 +91,7 @@ test('object artifacts: createArtifact and finishArtifact', async () => {
             : { value: await wq.createArtifact(taskId, 0, name, body), error: undefined };
         expect(created.error).toBeUndefined();
         const res = created.value;
-        await svc.tc.upload({
-          projectId: res.projectId,
-          name: res.name,
-          contentType: 'text/plain',
-          contentLength: data.length,
-          expires: res.expires,
-          uploadId: res.uploadId,
-          object: new svc.tc.Object({ rootUrl: svc.rootUrl, credentials: res.credentials, retries: 0 }),
-          streamFactory: async () => (await import('node:stream')).Readable.from([data]),
-          retries: 0,
-        });
+        await uploadObject(svc, res, data);
         const finish = () => wq.finishArtifact(taskId, 0, name, { uploadId: res.uploadId });
         if (step === 'finish') expect((await ambiguous(finish)).error).toBeUndefined();
         else await finish();
