@@ -8,7 +8,7 @@
 import type { Services } from '../shared/services';
 import { Entity, MAX_TRANSACTION_ACTIONS, TableAction, TableName } from '../shared/storage/storage';
 import { encodeTask, TaskRecord } from '../shared/tasks/model';
-import { historyRows } from '../shared/ops/history';
+import { createdEntry, historyRows, resolvedEntry } from '../shared/ops/history';
 import { indexOps } from '../shared/ops/indexes';
 import { ExpiryIndex } from '../shared/tasks/expiry';
 import { GROUP_PREFIX, groupRowKey } from '../shared/tasks/groups';
@@ -110,8 +110,10 @@ export async function preloadFinished(svc: Services, taskQueueId: string, count:
     const expiryRows: Entity[] = [];
     const groupRows: Entity[] = [];
     const taskWrites = tasks.map((t) => {
-      const { rows } = historyRows(undefined, t, t.runs[0].resolved!, 'bench');
-      for (const ops of indexOps(undefined, t).values()) for (const o of ops) indexRows.push(o.row);
+      // Written as one write that created the task with run 0 already resolved.
+      const changes = [createdEntry(), resolvedEntry(t, 0, null)];
+      const { rows } = historyRows(changes, t, t.runs[0].resolved!, 'bench');
+      for (const ops of indexOps(changes, t).values()) for (const o of ops) indexRows.push(o.row);
       const d = t.definition;
       expiryRows.push({
         ...ExpiryIndex.keys('task', t.taskId, d.expires),

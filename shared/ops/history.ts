@@ -2,10 +2,11 @@
  * Task history: one row per run transition (who, when, from which state, why), stored in the
  * task's own partition and written in the same entity-group transaction as the task row, so the
  * history and the task's state can never disagree. A write's entries are part of its plan
- * (shared/plans/plan.ts), which derives them from the runs before and after it with `historyRows`.
+ * (shared/plans/plan.ts), which derives them from the transition's record (`historyOf`) and
+ * numbers them here (`historyRows`).
  */
 import { readPage, type Entity, type KeyRange, type Storage } from '../storage/storage';
-import { priorityOf, type Run, type TaskRecord } from '../tasks/model';
+import type { Run, TaskRecord } from '../tasks/model';
 import { prefixRange } from './keys';
 
 export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved' | 'prioritized';
@@ -48,40 +49,39 @@ function worker(r: Run): Pick<Transition, 'workerGroup' | 'workerId'> {
   return r.workerGroup ? { workerGroup: r.workerGroup, workerId: r.workerId } : {};
 }
 
-/** What changed between two versions of a task (before undefined: the task is new). */
-export function transitions(before: TaskRecord | undefined, after: TaskRecord): Transition[] {
-  const out: Transition[] = [];
-  if (!before) out.push({ event: 'created', from: null, to: 'unscheduled', reason: 'created' });
-  // changeTaskPriority: from and to are priorities (its event is task-priority-changed).
-  if (before && priorityOf(before) !== priorityOf(after))
-    out.push({ event: 'prioritized', from: priorityOf(before), to: priorityOf(after), reason: 'priority-changed' });
-  for (const a of after.runs) {
-    const b = before?.runs[a.runId];
-    if (!b) {
-      if (a.state === 'pending') out.push({ event: 'scheduled', runId: a.runId, from: null, to: 'pending', reason: a.reasonCreated });
-      else out.push({ event: 'resolved', runId: a.runId, from: null, to: a.state, reason: a.reasonResolved ?? a.reasonCreated, ...worker(a) });
-    } else if (b.state !== a.state) {
-      if (a.state === 'running') {
-        out.push({ event: 'claimed', runId: a.runId, from: b.state, to: 'running', reason: 'claimed', ...worker(a), takenUntil: a.takenUntil });
-      } else {
-        out.push({ event: 'resolved', runId: a.runId, from: b.state, to: a.state, reason: a.reasonResolved ?? a.state, ...worker(a) });
-      }
-    } else if (a.state === 'running' && a.takenUntil !== b.takenUntil) {
-      out.push({ event: 'reclaimed', runId: a.runId, from: 'running', to: 'running', reason: 'reclaimed', ...worker(a), takenUntil: a.takenUntil });
-    }
-  }
-  return out;
+/** The task is new (as Taskcluster: defined, unscheduled). */
+export const createdEntry = (): Transition => ({ event: 'created', from: null, to: 'unscheduled', reason: 'created' });
+
+/** Run `runId` of `t` is a new pending run. */
+export const scheduledEntry = (t: TaskRecord, runId: number): Transition => ({
+  event: 'scheduled',
+  runId,
+  from: null,
+  to: 'pending',
+  reason: t.runs[runId].reasonCreated,
+});
+
+/** Run `runId` of `t` is running (claimed, or `reclaimed` with a later takenUntil). */
+export function claimedEntry(t: TaskRecord, runId: number, event: 'claimed' | 'reclaimed'): Transition {
+  const a = t.runs[runId];
+  return { event, runId, from: event === 'claimed' ? 'pending' : 'running', to: 'running', reason: event, ...worker(a), takenUntil: a.takenUntil };
 }
 
-/** Numbers the transitions from the task's current sequence and builds their rows; bumps `after.historySeq` (the planner's own copy). */
+/** Run `runId` of `t` is resolved, from state `from` (null: the run was added resolved). */
+export function resolvedEntry(t: TaskRecord, runId: number, from: 'pending' | 'running' | null): Transition {
+  const a = t.runs[runId];
+  return { event: 'resolved', runId, from, to: a.state, reason: a.reasonResolved ?? a.state, ...worker(a) };
+}
+
+/** Numbers a write's transitions on from the task's count and builds their rows; bumps `after.historySeq` (the planner's own copy). */
 export function historyRows(
-  before: TaskRecord | undefined,
+  transitions: Transition[],
   after: TaskRecord,
   time: string,
   actor: string | undefined,
 ): { rows: Entity[]; entries: HistoryEntry[] } {
-  const list = transitions(before, after).slice(0, MAX_ENTRIES_PER_WRITE);
-  let seq = before?.historySeq ?? 0;
+  const list = transitions.slice(0, MAX_ENTRIES_PER_WRITE);
+  let seq = after.historySeq ?? 0;
   const entries = list.map((t) => ({ seq: ++seq, time, ...t, ...(actor ? { actor } : {}) }));
   if (entries.length) after.historySeq = seq;
   const rows = entries.map((e) => ({ partitionKey: after.taskId, rowKey: historyRowKey(after.taskId, e.seq), entry: JSON.stringify(e) }));

@@ -55,6 +55,7 @@ import { jumpHash } from '../storage/accounts';
 import { MAX_PENDING_SHARDS } from '../config';
 import { LATEST_PREFIX, type TaskGroups } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
+import type { Transition } from './history';
 
 /** The partition listing the task queues that have index rows. */
 export const QUEUES_PK = 'queues';
@@ -189,38 +190,29 @@ function nameRow(t: TaskRecord): Entity {
  */
 export type IndexOp = { op: 'create' | 'upsert'; row: Entity } | { op: 'remove' | 'purge'; row: Entity };
 
-/** Index changes for a task write, grouped by partition. `after` undefined = the task was deleted. */
-export function indexOps(before: TaskRecord | undefined, after: TaskRecord | undefined): Map<string, IndexOp[]> {
+/** A write's run changes, as its plan derived them from its record (shared/plans/plan.ts). */
+export type Change = Pick<Transition, 'event' | 'runId' | 'from' | 'to'>;
+
+const runChanges = (changes: Change[]) => changes.filter((c): c is Change & { runId: number } => c.runId !== undefined && c.from !== c.to);
+
+/**
+ * Index changes for a task write, grouped by partition: for each run the write moved, its old
+ * state's row goes and its new state's row comes. `t` is the task as written (a run's keys never
+ * change with its state).
+ */
+export function indexOps(changes: Change[], t: TaskRecord): Map<string, IndexOp[]> {
   const ops: IndexOp[] = [];
-  if (!after) {
-    // A deleted task (expired, or just created with missing dependencies): drop the rows its state
-    // has, one transaction per partition (purging rows of every earlier state too would fail each
-    // transaction and cost a call per row). A row its state should have but lacks (a lost write)
-    // makes applyOps purge row by row; an earlier state's row a crash left behind stays, never
-    // counted (past the task's deadline).
-    const t = before!;
-    if (t.runs.length === 0) ops.push({ op: 'purge', row: unscheduledRow(t) });
-    for (const r of t.runs) {
-      if (r.state === 'pending') ops.push({ op: 'purge', row: pendingRow(t, r) });
-      if (r.state === 'running') ops.push({ op: 'purge', row: claimedRow(t, r) });
-      if (isResolvedRun(r)) ops.push({ op: 'purge', row: resolvedRow(t, r) });
-      if (r.started && r.workerGroup) ops.push({ op: 'purge', row: workerRow(t, r) });
-    }
-    ops.push({ op: 'purge', row: nameRow(t) });
-    return group(ops);
-  }
-  const t = after;
-  if (!before) {
+  const created = changes.some((c) => c.event === 'created');
+  if (created) {
     ops.push({ op: 'upsert', row: nameRow(t) });
     if (t.runs.length === 0) ops.push({ op: 'create', row: unscheduledRow(t) });
-  } else if (before.runs.length === 0 && t.runs.length > 0) {
-    ops.push({ op: 'remove', row: unscheduledRow(before) });
   }
-  for (const a of t.runs) {
-    const b = before?.runs[a.runId];
-    if (b && b.state === a.state) continue;
-    if (b?.state === 'pending') ops.push({ op: 'remove', row: pendingRow(t, b) });
-    if (b?.state === 'running') ops.push({ op: 'remove', row: claimedRow(t, b) });
+  for (const c of runChanges(changes)) {
+    const a = t.runs[c.runId];
+    // The task's first run: it is no longer unscheduled.
+    if (c.runId === 0 && c.from === null && !created) ops.push({ op: 'remove', row: unscheduledRow(t) });
+    if (c.from === 'pending') ops.push({ op: 'remove', row: pendingRow(t, a) });
+    if (c.from === 'running') ops.push({ op: 'remove', row: claimedRow(t, a) });
     if (a.state === 'pending') ops.push({ op: 'create', row: pendingRow(t, a) });
     if (a.state === 'running') ops.push({ op: 'create', row: claimedRow(t, a) }, { op: 'create', row: workerRow(t, a) });
     if (isResolvedRun(a)) {
@@ -232,22 +224,41 @@ export function indexOps(before: TaskRecord | undefined, after: TaskRecord | und
 }
 
 /**
+ * A deleted task (expired, or just created with missing dependencies): drop the rows its state
+ * has, one transaction per partition (purging rows of every earlier state too would fail each
+ * transaction and cost a call per row). A row its state should have but lacks (a lost write)
+ * makes applyOps purge row by row; an earlier state's row a crash left behind stays, never
+ * counted (past the task's deadline).
+ */
+export function deletionOps(t: TaskRecord): Map<string, IndexOp[]> {
+  const ops: IndexOp[] = [];
+  if (t.runs.length === 0) ops.push({ op: 'purge', row: unscheduledRow(t) });
+  for (const r of t.runs) {
+    if (r.state === 'pending') ops.push({ op: 'purge', row: pendingRow(t, r) });
+    if (r.state === 'running') ops.push({ op: 'purge', row: claimedRow(t, r) });
+    if (isResolvedRun(r)) ops.push({ op: 'purge', row: resolvedRow(t, r) });
+    if (r.started && r.workerGroup) ops.push({ op: 'purge', row: workerRow(t, r) });
+  }
+  ops.push({ op: 'purge', row: nameRow(t) });
+  return group(ops);
+}
+
+/**
  * Extra changes for when a partition's transaction failed (a writer was out of order or an earlier
  * index write was lost in a crash): remove rows of earlier states that this write assumed were
  * already gone, for the changed runs and the run before them, and re-record that run's outcome.
  */
-export function repairOps(before: TaskRecord | undefined, after: TaskRecord | undefined): IndexOp[] {
-  if (!before || !after) return [];
+export function repairOps(changes: Change[], t: TaskRecord): IndexOp[] {
   const ops: IndexOp[] = [];
-  const changed = after.runs.filter((a) => before.runs[a.runId]?.state !== a.state);
-  if (!changed.length) return ops;
-  for (const a of changed) {
-    if (isResolvedRun(a) && before.runs[a.runId]?.state === 'running') ops.push({ op: 'remove', row: pendingRow(after, a) });
+  const changed = runChanges(changes);
+  if (!changed.length || changes.some((c) => c.event === 'created')) return ops;
+  for (const c of changed) {
+    if (isResolvedRun(t.runs[c.runId]) && c.from === 'running') ops.push({ op: 'remove', row: pendingRow(t, t.runs[c.runId]) });
   }
-  const prev = after.runs[changed[0].runId - 1];
+  const prev = t.runs[changed[0].runId - 1];
   if (prev && isResolvedRun(prev)) {
-    ops.push({ op: 'remove', row: pendingRow(after, prev) }, { op: 'upsert', row: resolvedRow(after, prev) });
-    if (prev.started && prev.workerGroup) ops.push({ op: 'remove', row: claimedRow(after, prev) }, { op: 'upsert', row: workerRow(after, prev) });
+    ops.push({ op: 'remove', row: pendingRow(t, prev) }, { op: 'upsert', row: resolvedRow(t, prev) });
+    if (prev.started && prev.workerGroup) ops.push({ op: 'remove', row: claimedRow(t, prev) }, { op: 'upsert', row: workerRow(t, prev) });
   }
   return ops;
 }

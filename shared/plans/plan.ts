@@ -1,83 +1,130 @@
 /**
  * The one place that says what a task write does (the Plan of shared/tasks/plan.ts): pure, from
- * the row before, the transition's step, the time and the actor. Besides the step's own effects it
- * derives, from the runs before and after (the history entries, then what follows from them):
- *   - the history rows (shared/ops/history.ts), numbered on from the row's history count;
+ * the transition's step (its named record, the row it wrote, its effects), the time and the actor.
+ * Besides the step's own effects it derives from the record (`historyOf`, one case per name):
+ *   - the history entries, and their rows (shared/ops/history.ts), numbered on from the row's count;
  *   - the events (shared/events/exchanges.ts), one per history entry that has one, stored on its
- *     history row (the outbox), and the trigger that can guard them until delivered;
- *   - the operator index changes (shared/ops/indexes.ts) and, from the history entries, the chart
- *     tally (shared/ops/rollups.ts);
+ *     history row (the outbox), and the trigger that guards them until delivered (`claimGuard`);
+ *   - the operator index changes (shared/ops/indexes.ts) and the chart tally (shared/ops/rollups.ts);
  *   - the log lines: a `task-transition` per history entry, and the step's own.
+ * Nothing here compares the row before and after: the record says what happened.
  */
 import type { Effect, EffectOf } from '../tasks/effects';
 import type { TaskRecord } from '../tasks/model';
 import type { DeletionPlan, Plan, PlannedEvents, Planner, ReadModelWrites, LogLine } from '../tasks/plan';
+import type { TransitionRecord } from '../tasks/records';
 import type { Step } from '../tasks/transitions';
-import { historyKeys, historyRows } from '../ops/history';
-import { indexOps, repairOps } from '../ops/indexes';
+import { claimedEntry, createdEntry, historyKeys, historyRows, resolvedEntry, scheduledEntry, type Transition } from '../ops/history';
+import { deletionOps, indexOps, repairOps } from '../ops/indexes';
 import { transitionTally } from '../ops/rollups';
 import type { ReadModelPlan } from '../ops/read-models';
 import { taskEvents } from '../events/exchanges';
 import { attachToHistoryRows } from '../events/outbox';
 import type { TaskEventPlan } from '../events/recorder';
 
-/**
- * Run endings not reported by the run's worker: nothing proves the worker got its claim, so the
- * claim's event is sent again (a worker declared gone: before the write, shared/tasks/resolve.ts).
- */
-const ENDED_WITHOUT_WORKER = new Set(['canceled', 'deadline-exceeded', 'claim-expired']);
+/** The history entries of a write, in order (a retried run's end before its retry), from its record and the row it wrote. */
+export function historyOf(record: TransitionRecord, task: TaskRecord): Transition[] {
+  switch (record.name) {
+    case 'create':
+      return [createdEntry(), ...(record.scheduled ? [scheduledEntry(task, 0)] : [])];
+    case 'schedule':
+    case 'rerun':
+      return [scheduledEntry(task, record.runId)];
+    case 'claim':
+      return [claimedEntry(task, record.runId, 'claimed')];
+    case 'reclaim':
+      return [claimedEntry(task, record.runId, 'reclaimed')];
+    case 'report':
+    case 'claim-expired':
+    case 'worker-gone':
+      return [resolvedEntry(task, record.runId, 'running'), ...(record.retry === undefined ? [] : [scheduledEntry(task, record.retry)])];
+    case 'suspend':
+      return [resolvedEntry(task, record.runId, 'running'), scheduledEntry(task, record.resumed)];
+    case 'deadline':
+      return record.ended.map((e) => resolvedEntry(task, e.runId, e.from));
+    case 'cancel':
+      return [resolvedEntry(task, record.ended.runId, record.ended.from)];
+    case 'change-priority':
+      // Its event is task-priority-changed: from and to are priorities.
+      return [{ event: 'prioritized', from: record.from, to: record.to, reason: 'priority-changed' }];
+    case 'rehint':
+    case 'propagated':
+    case 'dependent-added':
+    case 'mark-uploads':
+    case 'repeat':
+      return [];
+  }
+}
 
 /**
- * The run whose claim-expiry trigger guards the events of the write `before` → `after`, if any:
- * a run claimed by the write (its trigger exists before the write, and stays until the run ends),
- * or a running run it ends (its trigger is dropped only after this write's delivery). A run's
- * claim and end are guarded by the same trigger; it delivers both again if it fires (`redeliverRun`).
+ * The run whose claim-expiry trigger guards the write's events, if any: the run a claim put it
+ * for (it exists before the write and stays until the run ends), or a running run the write ends
+ * (its trigger is dropped only after this write's delivery). A run's claim and end are guarded by
+ * the same trigger; it delivers both again if it fires (`redeliverRun`). Endings not reported by
+ * the run's worker (cancel, deadline, claim expiry) send the claim's event again too: nothing
+ * proves the worker got it (a worker declared gone gets it before the write, shared/tasks/resolve.ts).
  */
-export function claimGuard(before: TaskRecord | undefined, after: TaskRecord, putsClaim: boolean): TaskEventPlan['claim'] {
-  for (const a of after.runs) {
-    const b = before?.runs[a.runId];
-    if (b?.state === 'pending' && a.state === 'running' && (putsClaim || a.claimTrigger)) return { runId: a.runId };
-    if (b?.state === 'running' && b.claimTrigger && a.state !== 'running') {
-      const ended = a.reasonResolved && ENDED_WITHOUT_WORKER.has(a.reasonResolved);
-      return ended ? { runId: a.runId, alsoClaimOf: a.runId } : { runId: a.runId };
-    }
+export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEventPlan['claim'] {
+  const ending = (runId: number, from: string | null, withoutWorker: boolean): TaskEventPlan['claim'] => {
+    if (from !== 'running' || !task.runs[runId].claimTrigger) return undefined;
+    return withoutWorker ? { runId, alsoClaimOf: runId } : { runId };
+  };
+  switch (record.name) {
+    case 'claim':
+      return { runId: record.runId };
+    case 'report':
+    case 'worker-gone':
+    case 'suspend':
+      return ending(record.runId, 'running', false);
+    case 'claim-expired':
+      return ending(record.runId, 'running', true);
+    case 'cancel':
+      return ending(record.ended.runId, record.ended.from, true);
+    case 'deadline':
+      return record.ended.map((e) => ending(e.runId, e.from, true)).find((g) => g);
+    default:
+      return undefined;
   }
-  return undefined;
 }
 
 const has = (effects: Effect[], kind: Effect['kind']) => effects.some((e) => e.kind === kind);
 
-/** The plan of the write of `step` over `before` (undefined: the task is new). */
-export function planWrite(before: TaskRecord | undefined, step: Step, now: Date, actor: string | undefined): Plan {
+/** The plan of the write of `step` (its record, the row it wrote, its effects). */
+export function planWrite(step: Step, now: Date, actor: string | undefined): Plan {
+  const { record } = step;
   const own: LogLine[] = step.effects.filter((e): e is EffectOf<'log'> => e.kind === 'log');
   const after = step.effects.filter((e) => e.phase === 'after' && e.kind !== 'log');
-  if (before && step.next === before) return { before: [], rows: [], groupRows: [], after, log: own, transitions: 0 };
+  if (record.name === 'repeat') return { before: [], rows: [], groupRows: [], after, log: own, transitions: 0 };
   const effects = step.effects.filter((e) => e.phase === 'before');
   // Its own copy: numbering the history sets the row's count.
   const task: TaskRecord = { ...step.next };
   const { taskId } = task;
   const { taskQueueId } = task.definition;
-  const { rows, entries } = historyRows(before, task, now.toJSON(), actor);
+  const changes = historyOf(record, task);
+  const { rows, entries } = historyRows(changes, task, now.toJSON(), actor);
   const events = taskEvents(entries, task);
   attachToHistoryRows(rows, events);
   const guarded: TaskEventPlan = { taskId, events, deadline: has(effects, 'put-deadline-trigger') };
-  const claim = claimGuard(before, task, has(effects, 'put-claim-trigger'));
+  const claim = claimGuard(record, task);
   if (claim) guarded.claim = claim;
   const readModel: ReadModelPlan = {
     taskId,
     taskQueueId,
     ...(task.indexBuckets ? { indexBuckets: task.indexBuckets } : {}),
-    index: indexOps(before, task),
-    repair: repairOps(before, task),
+    index: indexOps(changes, task),
+    repair: repairOps(changes, task),
     deleted: false,
     tally: transitionTally(entries, task),
   };
   const transitions = entries.map(({ event, ...e }): LogLine => ({ event: 'task-transition', fields: { taskId, taskQueueId, transition: event, ...e } }));
+  const ownGroup =
+    record.name === 'create' ? effects.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member' && e.taskGroupId === taskId) : undefined;
   return {
     before: effects,
     task,
     rows,
     groupRows: [],
+    ...(ownGroup ? { ownGroup } : {}),
     foldable: after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group' && !!e.alone && e.taskGroupId === taskId),
     after,
     readModel: readModel as unknown as ReadModelWrites,
@@ -92,7 +139,7 @@ export function planDeletion(task: TaskRecord | undefined): DeletionPlan {
   const readModel: ReadModelPlan | undefined = task && {
     taskId: task.taskId,
     taskQueueId: task.definition.taskQueueId,
-    index: indexOps(task, undefined),
+    index: deletionOps(task),
     repair: [],
     deleted: true,
   };

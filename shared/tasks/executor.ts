@@ -1,8 +1,8 @@
 /**
  * The one executor of task writes: it carries out plans (plan.ts) and nothing else. Its loop:
- * load the row, apply the transition, plan the write, perform the plan's `before` effects, write
- * the row with the plan's rows (ETag-guarded), then the plan's `after` effects, events, read-model
- * writes and log lines (`finish`). On an ETag race it loads again and recomputes; a `before` effect
+ * load the row, apply the transition (its named record, records.ts), plan the write from the
+ * record, perform the plan's `before` effects, write the row with the plan's rows (ETag-guarded),
+ * then the plan's `after` effects, events, read-model writes and log lines (`finish`). On an ETag race it loads again and recomputes; a `before` effect
  * already performed in an earlier attempt (same content: ids and `now` are fixed per call) is not
  * performed again. Crash ordering lives here: whatever a state needs exists before the row says so.
  * Three throughput steps act in the loop, each named with its saving: `cachedRow`, `early` and
@@ -10,11 +10,12 @@
  */
 import * as slugid from 'slugid';
 import { TaskDeps, WriteEvents } from './deps';
-import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
+import { Effect, effectKey, safetyNetOf } from './effects';
 import { TaskRecord, isResolved, taskState } from './model';
-import { Plan, foldGroupClose } from './plan';
+import { Plan, createOwnGroup, foldGroupClose } from './plan';
 import type { TriggerRef } from './triggers';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
+import type { RecordOf } from './records';
 import { Rehint, releaseKey } from './keys';
 import { notifyDependents } from './dependencies';
 import { EXPIRY_KIND_GROUP } from './groups';
@@ -68,7 +69,7 @@ export async function execute(
     const result = transition(current);
     if (row.unproven(result)) continue;
     if (isRefusal(result) || isLater(result)) return result;
-    const p = fold.plan(current, planOf(d, current, result));
+    const p = fold.plan(current, planOf(d, result));
     if (!p.task) {
       await finish(d, p, current, undefined, performed, options.alongside);
       return { task: current, changed: false };
@@ -85,9 +86,9 @@ export async function execute(
   throw new Error(`task ${taskId}: too many concurrent modifications`);
 }
 
-/** The plan of `step` over `before`, at this call's time and actor. */
-function planOf(d: TaskDeps, before: TaskRecord | undefined, step: Step): Plan {
-  return d.plan.write(before, step, d.now(), d.actor?.()?.actor);
+/** The plan of `step`, at this call's time and actor. */
+function planOf(d: TaskDeps, step: Step): Plan {
+  return d.plan.write(step, d.now(), d.actor?.()?.actor);
 }
 
 /**
@@ -114,7 +115,7 @@ function cachedRow(d: TaskDeps, taskId: string, known: TaskRecord | undefined) {
     },
     /** The cached row led to no write: decide again on a fresh read. */
     unproven(result: Result): boolean {
-      return unproven && (isRefusal(result) || isLater(result) || result.next === current);
+      return unproven && (isRefusal(result) || isLater(result) || result.record.name === 'repeat');
     },
   };
 }
@@ -187,34 +188,33 @@ async function finish(
 export type Created = { created: TaskRecord } | { existing: TaskRecord | undefined };
 
 /**
- * Creates a task row from `create`'s step. A task that starts its own group creates the group in
- * its row's transaction (same partition); if that fails and the task row is not there, the group
- * existed already (a member came first): it joins as any member does, before its row is written.
- * When the taskId is taken, nothing `after` is done, and group rows this call added that the
- * existing task does not own are taken back.
+ * Creates a task row from `create`'s step. A task that starts its own group writes the group's
+ * rows in its row's transaction (plan step `createOwnGroup`); if that fails and the task row is not
+ * there, the group existed already (a member came first): it joins as any member does, before its
+ * row is written. When the taskId is taken, nothing `after` is done, and group rows this call
+ * added that the existing task does not own are taken back.
  */
-export async function executeCreate(d: TaskDeps, step: Step): Promise<Created> {
+export async function executeCreate(d: TaskDeps, step: Step<RecordOf<'create'>>): Promise<Created> {
   const performed: Performed = new Map();
-  const p = planOf(d, undefined, step);
-  const task = p.task!;
-  const { guarded, w } = await guardEvents(d, p);
-  const join = guarded.before.find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
-  const done = async () => {
-    await finish(d, p, task, w, performed);
-    return { created: task };
+  const { guarded, w } = await guardEvents(d, planOf(d, step));
+  const insert = async (p: Plan): Promise<Created | undefined> => {
+    await performBefore(d, p, performed);
+    if (!(await d.tasks.insert(p.task!, p.rows, p.groupRows))) return undefined;
+    await finish(d, p, p.task!, w, performed);
+    return { created: p.task! };
   };
-  if (join && join.taskGroupId === join.taskId) {
-    await performBefore(d, { ...guarded, before: guarded.before.filter((e) => e !== join) }, performed);
-    task.groupAlone = true;
-    if (await d.tasks.insert(task, p.rows, d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created))) return done();
-    delete task.groupAlone;
+  const join = guarded.ownGroup;
+  if (join) {
+    const owned = await insert(createOwnGroup(guarded, d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created)));
+    if (owned) return owned;
     const existing = await d.tasks.load(join.taskId);
     if (existing) return { existing };
     await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true);
     performed.set(effectKey(join), undefined);
   }
-  await performBefore(d, guarded, performed);
-  if (await d.tasks.insert(task, p.rows)) return done();
+  const created = await insert(guarded);
+  if (created) return created;
+  const task = guarded.task!;
   const existing = await d.tasks.load(task.taskId);
   const def = task.definition;
   // Our group rows went in first: take back an open row the existing task does not have.

@@ -9,10 +9,13 @@
  *   events      the write's events, for the events port to guard and deliver
  *   log         structured log lines of the write
  *
- * One pure function makes it from the row before, the transition's step, the time and the actor:
- * `Planner.write` (shared/plans/plan.ts). It derives history, events and read-model writes from the
- * step, so nothing else infers them; it reaches the executor as `TaskDeps.plan` because it builds
- * on the history, events and index modules, which build on this folder.
+ * The story of a write: a row of the state table (README) is a transition (transitions.ts), which
+ * returns its named record (records.ts); one pure function makes the plan from the record, the row
+ * it wrote, its effects, the time and the actor: `Planner.write` (shared/plans/plan.ts). It derives
+ * history, events and read-model writes from the record, so nothing else infers them; it reaches
+ * the executor as `TaskDeps.plan` because it builds on the history, events and index modules,
+ * which build on this folder. The executor (executor.ts) carries the plan out; its two named plan
+ * steps below put group rows into the row's transaction.
  */
 import type { Entity, KeyRange, TableAction } from '../storage/storage';
 import type { Effect, EffectOf, LogEntry } from './effects';
@@ -39,8 +42,10 @@ export interface Plan {
   task?: TaskRecord;
   /** Rows of the task's partition in the row's transaction: its history rows, with the events on them. */
   rows: Entity[];
-  /** Other rows of the task's partition in the same transaction (a named step: `foldGroupClose`, or a group created with its task). */
+  /** Other rows of the task's partition in the same transaction (named steps: `createOwnGroup`, `foldGroupClose`). */
   groupRows: TableAction[];
+  /** A create's membership of the group the task starts (its taskGroupId is its taskId), which its write may carry. */
+  ownGroup?: EffectOf<'add-group-member'>;
   /** A group of one's close this write may carry (the task created its group in its own transaction). */
   foldable?: EffectOf<'close-group'>;
   after: Effect[];
@@ -60,8 +65,22 @@ export interface DeletionPlan {
 }
 
 export interface Planner {
-  write(before: TaskRecord | undefined, step: Step, now: Date, actor: string | undefined): Plan;
+  write(step: Step, now: Date, actor: string | undefined): Plan;
   deletion(task: TaskRecord | undefined): DeletionPlan;
+}
+
+/**
+ * Plan step "own group": a task that starts its own group creates the group's rows (`createActions`)
+ * in its row's transaction, as the group's rows share the task's partition, instead of joining it
+ * before the write; the row then says so (`groupAlone`), which later lets its resolution fold the
+ * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 4 calls, 5 without.
+ * If the insert fails and no task row is there, the group existed already: the executor joins it
+ * as any member does and writes the plan without this step.
+ */
+export function createOwnGroup(p: Plan, createActions: TableAction[]): Plan {
+  const join = p.ownGroup;
+  if (!join || !p.task) return p;
+  return { ...p, before: p.before.filter((e) => e !== join), task: { ...p.task, groupAlone: true }, groupRows: [...p.groupRows, ...createActions] };
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
  * The task lifecycle as a state machine: one pure function per transition,
- * `(task, input, now) -> { next, effects } | refusal | later`. No I/O, no clock reads, no
- * randomness: ids (hintId) and `now` are chosen by the caller once per call, so a recomputation
- * after an ETag race is deterministic. The executor (executor.ts) loads, applies, plans the write
- * (plan.ts: the effects of effects.ts, history, events, read models), performs and writes it.
+ * `(task, input, now) -> { record, next, effects } | refusal | later`. The record (records.ts)
+ * names what happened, one name per row below. No I/O, no clock reads, no randomness: ids (hintId)
+ * and `now` are chosen by the caller once per call, so a recomputation after an ETag race is
+ * deterministic. The executor (executor.ts) loads, applies, plans the write from the record
+ * (shared/plans/plan.ts: the effects of effects.ts, history, events, read models), performs it.
  *
  * The task's state is its last run's state ('unscheduled' without runs); `=` is an idempotent repeat:
  *
@@ -23,15 +24,17 @@
  *                                                              (worker-shutdown; retry)
  *   suspend         404                 409                 -> pending (resumed run)  = same suspension / 409
  *   changePriority  -> (new priority)   -> (fresh hint)     -> (kept until retried)   409
+ *   safetyNet       =                   =                   =                         = (owes propagation)
  *   propagated      bookkeeping only: dependentsNotified = last run
  *   dependentAdded  bookkeeping only: hasDependents = true
  *   markUploads     bookkeeping only: the run's uploads = true (before its first s3 artifact)
  *
- * An idempotent repeat returns the task unchanged with the effects it still owes (propagation,
- * upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
+ * An idempotent repeat (record `repeat`) returns the task unchanged with the effects it still owes
+ * (propagation, upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
  * cancel, rerun and scheduleTask refuse (409).
  */
 import { effect, Effect } from './effects';
+import type { Ended, RecordOf, TransitionName, TransitionRecord } from './records';
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from './model';
 import type { Priority } from './vocabulary';
 
@@ -46,8 +49,9 @@ export const RETRY_REASON: Partial<Record<ReasonResolved, ReasonCreated>> = {
 
 // ---- results ----
 
-/** The task after the transition (the same object when nothing changed) and what it owes. */
-export interface Step {
+/** What the transition did (its record), the task after it (the same object for a `repeat`) and what it owes. */
+export interface Step<R extends TransitionRecord = TransitionRecord> {
+  record: R;
   next: TaskRecord;
   effects: Effect[];
 }
@@ -75,7 +79,12 @@ export type Outcome = { state: 'completed' } | { state: 'failed' } | { state: 'e
 
 // ---- helpers ----
 
-const same = (task: TaskRecord, effects: Effect[] = []): Step => ({ next: task, effects });
+/** The table's `=`: `task` unchanged, owing `effects` again. */
+const same = (of: TransitionName, task: TaskRecord, effects: Effect[] = []): Step<RecordOf<'repeat'>> => ({
+  record: { name: 'repeat', of },
+  next: task,
+  effects,
+});
 const refuse = (message: string): Refusal => ({ refused: 'conflict', message });
 const missing = (message: string): Refusal => ({ refused: 'not-found', message });
 const copy = (t: TaskRecord): TaskRecord => {
@@ -131,6 +140,9 @@ function resolveWithRetry(x: TaskRecord, runId: number, state: Run['state'], rea
   return addPendingRun(x, RETRY_REASON[reason]!, now, hintId);
 }
 
+/** The retry run a resolution added (it is the last run), for its record. */
+const retryOf = (next: TaskRecord, hint: Effect | undefined): { retry?: number } => (hint ? { retry: next.runs.length - 1 } : {});
+
 /** Propagation a finally resolved task still owes its dependents. */
 function owedPropagation(t: TaskRecord): Effect[] {
   return isResolved(taskState(t)) && t.hasDependents && t.dependentsNotified < t.runs.length - 1 ? [effect.propagate(t.taskId)] : [];
@@ -182,7 +194,7 @@ export interface CreateInput {
  * createTask: a new row, scheduled at once when it has no dependencies. Its expiry row, group
  * membership and deadline trigger come first, so every row it may leave behind is found later.
  */
-export function create(input: CreateInput, now: Date): Step {
+export function create(input: CreateInput, now: Date): Step<RecordOf<'create'>> {
   const { taskId, definition: def } = input;
   const next: TaskRecord = { taskId, definition: def, runs: [], retriesLeft: def.retries, takenUntil: '', hasDependents: false, dependentsNotified: -1 };
   if (input.indexBuckets && input.indexBuckets > 1) next.indexBuckets = input.indexBuckets;
@@ -195,15 +207,15 @@ export function create(input: CreateInput, now: Date): Step {
     effects.push(addPendingRun(next, 'scheduled', now, input.hintId));
     effects.push(effect.wake(def.taskQueueId, taskId, priorityOf(next)));
   }
-  return { next, effects };
+  return { record: { name: 'create', scheduled: next.runs.length > 0 }, next, effects };
 }
 
 /** Run 0 of an unscheduled task (its dependencies are satisfied); nothing after the deadline. */
 export function schedule(task: TaskRecord, input: { hintId: string }, now: Date): Step {
-  if (task.runs.length > 0 || deadlinePassed(task, now)) return same(task);
+  if (task.runs.length > 0 || deadlinePassed(task, now)) return same('schedule', task);
   const next = copy(task);
   const hint = addPendingRun(next, 'scheduled', now, input.hintId);
-  return { next, effects: [hint, effect.wake(task.definition.taskQueueId, task.taskId, priorityOf(next))] };
+  return { record: { name: 'schedule', runId: 0 }, next, effects: [hint, effect.wake(task.definition.taskQueueId, task.taskId, priorityOf(next))] };
 }
 
 /** scheduleTask: as `schedule`, refused after the deadline. */
@@ -247,13 +259,13 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
     if (via?.messageId) next.runs[runId].claimedWith = via.messageId;
     next.takenUntil = takenUntil;
-    return { next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
+    return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
   }
   const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
-  if (mine && via === null) return same(task);
+  if (mine && via === null) return same('claim', task);
   // Only the very message that claimed: a copy of the hint (same hintId) is another message.
   const replay = mine && via && r.hintId === via.hintId && via.messageId !== undefined && r.claimedWith === via.messageId;
-  if (replay && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same(task);
+  if (replay && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same('claim', task);
   return refuse(`run ${runId} is ${isLatest(task, runId) ? r.state : 'not the latest run'}`);
 }
 
@@ -265,14 +277,14 @@ export function reclaim(task: TaskRecord, input: { runId: number; claimTimeoutS:
   if (!running(task, runId)) return refuse(`run ${runId} of task ${task.taskId} is not running (it was resolved, canceled or overtaken)`);
   const takenUntil = takenUntilFrom(now, input.claimTimeoutS);
   const r = task.runs[runId];
-  if (r.takenUntil && r.takenUntil >= takenUntil) return same(task);
+  if (r.takenUntil && r.takenUntil >= takenUntil) return same('reclaim', task);
   const next = copy(task);
   Object.assign(next.runs[runId], { takenUntil });
   next.takenUntil = takenUntil;
   // The previous claim's trigger would only fire to find a later takenUntil.
   const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil)];
   if (r.claimTrigger) effects.push(effect.dropTrigger('claim', r.claimTrigger));
-  return { next, effects };
+  return { record: { name: 'reclaim', runId }, next, effects };
 }
 
 const reasonOf = (o: Outcome): ReasonResolved => (o.state === 'exception' ? o.reason : o.state);
@@ -295,7 +307,7 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
     // The run must still be the latest, or be followed only by the retry this very report created.
     const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
     if (r.state === outcome.state && r.reasonResolved === reason && current) {
-      return same(task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task), effect.commitUploads(task.taskId, runId)]);
+      return same('report', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task), effect.commitUploads(task.taskId, runId)]);
     }
     return refuse(
       `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
@@ -305,6 +317,7 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
   const hint = resolveWithRetry(next, runId, outcome.state, reason, now, input.hintId);
   const net = !hint && task.hasDependents;
   return {
+    record: { name: 'report', runId, ...retryOf(next, hint) },
     next,
     effects: [
       ...(hint ? [hint] : []),
@@ -328,14 +341,15 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
   if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
-    return same(task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)]);
+    return same('claim-expired', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)]);
   }
-  if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same(task);
+  if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same('claim-expired', task);
   if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
-  if (deadlinePassed(task, now)) return same(task);
+  if (deadlinePassed(task, now)) return same('claim-expired', task);
   const next = copy(task);
   const hint = resolveWithRetry(next, runId, 'exception', 'claim-expired', now, input.hintId);
   return {
+    record: { name: 'claim-expired', runId, ...retryOf(next, hint) },
     next,
     effects: [
       ...(hint ? [hint] : []),
@@ -353,21 +367,27 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
  * to an unscheduled task. A resolved task is left alone, but an interrupted propagation is finished.
  */
 export function deadline(task: TaskRecord, input: { deadline: string }, now: Date): Result {
-  if (task.definition.deadline !== input.deadline) return same(task);
+  if (task.definition.deadline !== input.deadline) return same('deadline', task);
   if (new Date(input.deadline) > now) return { retryAfterS: secondsUntil(input.deadline, now) };
   // A deadline trigger that outlived the resolution: the group's bookkeeping was cut short.
-  if (isResolved(taskState(task))) return same(task, [...owedPropagation(task), ...owedGroupClose(task)]);
+  if (isResolved(taskState(task))) return same('deadline', task, [...owedPropagation(task), ...owedGroupClose(task)]);
   const next = copy(task);
   const at = now.toJSON();
+  const ended: Ended[] = [];
   if (next.runs.length === 0) {
     next.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: at, resolved: at });
+    ended.push({ runId: 0, from: null });
   }
   const wasRunning = task.runs.filter((r) => r.state === 'running').map((r) => r.runId);
   for (const r of next.runs) {
-    if (r.state === 'pending' || r.state === 'running') Object.assign(r, { state: 'exception', reasonResolved: 'deadline-exceeded', resolved: at });
+    if (r.state === 'pending' || r.state === 'running') {
+      ended.push({ runId: r.runId, from: r.state });
+      Object.assign(r, { state: 'exception', reasonResolved: 'deadline-exceeded', resolved: at });
+    }
   }
   next.takenUntil = '';
   return {
+    record: { name: 'deadline', ended },
     next,
     effects: [
       effect.log('deadline-exceeded', { taskId: task.taskId }),
@@ -380,7 +400,7 @@ export function deadline(task: TaskRecord, input: { deadline: string }, now: Dat
 
 /** The resolution safety net fired: finish a propagation that a crash interrupted. */
 export function safetyNet(task: TaskRecord): Step {
-  return same(task, [...owedPropagation(task), ...owedGroupClose(task)]);
+  return same('safety-net', task, [...owedPropagation(task), ...owedGroupClose(task)]);
 }
 
 /**
@@ -390,7 +410,7 @@ export function safetyNet(task: TaskRecord): Step {
 export function cancel(task: TaskRecord, _input: Record<string, never>, now: Date): Result {
   if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
   const last = lastRun(task);
-  if (last && isResolved(last.state)) return same(task, owedPropagation(task));
+  if (last && isResolved(last.state)) return same('cancel', task, owedPropagation(task));
   const next = copy(task);
   const at = now.toJSON();
   if (!last) {
@@ -402,6 +422,7 @@ export function cancel(task: TaskRecord, _input: Record<string, never>, now: Dat
   const canceled = next.runs.length - 1;
   const netRun = Math.max(0, task.runs.length - 1);
   return {
+    record: { name: 'cancel', ended: { runId: canceled, from: last ? (last.state as Ended['from']) : null } },
     next,
     effects: [
       ...(task.hasDependents ? [effect.putSafetyNet(task.taskId, netRun)] : []),
@@ -420,7 +441,7 @@ export function cancel(task: TaskRecord, _input: Record<string, never>, now: Dat
 export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): Result {
   if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
   const state = taskState(task);
-  if (state === 'pending' || state === 'running') return same(task);
+  if (state === 'pending' || state === 'running') return same('rerun', task);
   if (task.runs.length >= MAX_RUNS) return refuse(`Maximum number of runs reached (${MAX_RUNS})`);
   const next = copy(task);
   const hint = addPendingRun(next, 'rerun', now, input.hintId);
@@ -428,6 +449,7 @@ export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): R
   next.takenUntil = '';
   const d = task.definition;
   return {
+    record: { name: 'rerun', runId: next.runs.length - 1 },
     next,
     effects: [
       effect.putDeadlineTrigger(task.taskId, d.deadline),
@@ -444,11 +466,12 @@ export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): R
  */
 export function rehint(task: TaskRecord, input: { runId: number; staleHintId: string | undefined; hintId: string }, now: Date): Step {
   const run = task.runs[input.runId];
-  if (!isLatest(task, input.runId) || run.state !== 'pending' || run.hintId !== input.staleHintId || deadlinePassed(task, now)) return same(task);
+  if (!isLatest(task, input.runId) || run.state !== 'pending' || run.hintId !== input.staleHintId || deadlinePassed(task, now)) return same('rehint', task);
   const next = copy(task);
   next.runs[input.runId].hintId = input.hintId;
   const d = next.definition;
   return {
+    record: { name: 'rehint', runId: input.runId },
     next,
     effects: [
       effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, input.runId, input.hintId, d.deadline, dueLater(run, now)),
@@ -465,10 +488,15 @@ export function rehint(task: TaskRecord, input: { runId: number; staleHintId: st
 export function workerGone(task: TaskRecord, input: { runId: number; worker: Worker; hintId: string }, now: Date): Result {
   const r = task.runs[input.runId];
   const held = r && running(task, input.runId) && r.workerGroup === input.worker.workerGroup && r.workerId === input.worker.workerId;
-  if (!held || deadlinePassed(task, now)) return same(task);
+  if (!held || deadlinePassed(task, now)) return same('worker-gone', task);
   const step = report(task, { runId: input.runId, outcome: { state: 'exception', reason: 'worker-shutdown' }, hintId: input.hintId }, now);
-  if (!('next' in step)) return step;
-  return { next: step.next, effects: [...step.effects, effect.log('worker-gone', { taskId: task.taskId, runId: input.runId, ...input.worker })] };
+  if (!('next' in step) || step.record.name !== 'report') return step;
+  const { name: _report, ...resolution } = step.record;
+  return {
+    record: { name: 'worker-gone', ...resolution },
+    next: step.next,
+    effects: [...step.effects, effect.log('worker-gone', { taskId: task.taskId, runId: input.runId, ...input.worker })],
+  };
 }
 
 /**
@@ -482,7 +510,7 @@ export function suspend(task: TaskRecord, input: { runId: number; continuation: 
   const r = task.runs[runId];
   if (!r) return missing(`run ${runId} of task ${task.taskId} not found`);
   const after = task.runs[runId + 1];
-  if (r.reasonResolved === 'suspended' && after?.reasonCreated === 'resumed' && task.continuation === input.continuation) return same(task);
+  if (r.reasonResolved === 'suspended' && after?.reasonCreated === 'resumed' && task.continuation === input.continuation) return same('suspend', task);
   if (!running(task, runId)) return refuse(`run ${runId} of task ${task.taskId} is ${r.state}; only a running run can be suspended`);
   if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
   if (task.runs.length >= MAX_RUNS) return refuse(`Maximum number of runs reached (${MAX_RUNS}); the task cannot be suspended again`);
@@ -495,6 +523,7 @@ export function suspend(task: TaskRecord, input: { runId: number; continuation: 
   next.runs.push({ runId: resumed, state: 'pending', reasonCreated: 'resumed', scheduled: resumeAt ?? now.toJSON(), hintId: input.hintId });
   const d = next.definition;
   return {
+    record: { name: 'suspend', runId, resumed },
     next,
     effects: [
       effect.putHint(d.taskQueueId, priorityOf(next), task.taskId, resumed, input.hintId, d.deadline, resumeAt),
@@ -512,15 +541,17 @@ export function suspend(task: TaskRecord, input: { runId: number; continuation: 
 export function changePriority(task: TaskRecord, input: { priority: Priority; hintId: string }, now: Date): Result {
   if (isResolved(taskState(task))) return refuse(`task ${task.taskId} is resolved; its priority can no longer change`);
   if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
-  if (priorityOf(task) === input.priority) return same(task);
+  if (priorityOf(task) === input.priority) return same('change-priority', task);
   const next = copy(task);
   next.priority = input.priority;
-  // Its task-priority-changed event rides on the `prioritized` history row (shared/ops/history.ts).
+  // Its task-priority-changed event rides on the `prioritized` history row (shared/plans/plan.ts).
+  const record: RecordOf<'change-priority'> = { name: 'change-priority', from: priorityOf(task), to: input.priority };
   const last = lastRun(next);
-  if (last?.state !== 'pending') return { next, effects: [] };
+  if (last?.state !== 'pending') return { record, next, effects: [] };
   last.hintId = input.hintId;
   const d = next.definition;
   return {
+    record,
     next,
     effects: [
       effect.putHint(d.taskQueueId, input.priority, task.taskId, last.runId, input.hintId, d.deadline, dueLater(last, now)),
@@ -531,25 +562,25 @@ export function changePriority(task: TaskRecord, input: { priority: Priority; hi
 
 /** Bookkeeping after propagation: the resolution of run `last` has been told to dependents. */
 export function propagated(task: TaskRecord, input: { last: number }): Step {
-  if (task.runs.length - 1 !== input.last || task.dependentsNotified >= input.last) return same(task);
+  if (task.runs.length - 1 !== input.last || task.dependentsNotified >= input.last) return same('propagated', task);
   const next = copy(task);
   next.dependentsNotified = input.last;
-  return { next, effects: [] };
+  return { record: { name: 'propagated', last: input.last }, next, effects: [] };
 }
 
 /** A dependent task was created: the task's resolution must now look for dependents. */
 export function dependentAdded(task: TaskRecord): Step {
-  if (task.hasDependents) return same(task);
+  if (task.hasDependents) return same('dependent-added', task);
   const next = copy(task);
   next.hasDependents = true;
-  return { next, effects: [] };
+  return { record: { name: 'dependent-added' }, next, effects: [] };
 }
 
 /** The run's first s3 artifact is about to be created: its resolution must commit uploads (shared/artifacts/create.ts). */
 export function markUploads(task: TaskRecord, input: { runId: number }): Step {
   const r = task.runs[input.runId];
-  if (!r || r.uploads) return same(task);
+  if (!r || r.uploads) return same('mark-uploads', task);
   const next = copy(task);
   next.runs[input.runId].uploads = true;
-  return { next, effects: [] };
+  return { record: { name: 'mark-uploads', runId: input.runId }, next, effects: [] };
 }

@@ -98,7 +98,8 @@ describe('createArtifact checks', () => {
     await execute(svc.services, exc.taskId, (t) => {
       const next = structuredClone(t);
       next.runs[0].resolved = new Date(Date.now() - 26 * 60_000).toJSON();
-      return { next, effects: [] };
+      // A bookkeeping record: the row changes, no run changes state (no history, no event).
+      return { record: { name: 'mark-uploads', runId: 0 }, next, effects: [] };
     });
     await expectError(exc.wq.createArtifact(exc.taskId, 0, 'public/logs/too-late', s3()), 409, 'RequestConflict');
   });

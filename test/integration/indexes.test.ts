@@ -10,8 +10,10 @@ import {
   IndexBatcher,
   applyOps,
   countActive,
+  deletionOps,
   indexBucket,
   indexOps,
+  type Change,
   listResolved,
   listWorkerRuns,
   QueueRegistry,
@@ -19,6 +21,7 @@ import {
   stalePending,
 } from '../../shared/ops/indexes';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
+import { created, moved } from '../helpers/index-changes';
 
 let storage: Storage;
 beforeAll(async () => {
@@ -66,10 +69,11 @@ const resolved = (r: Run, state: 'completed' | 'exception', reason: Run['reasonR
   resolved: at(r.runId + 0.7),
 });
 
-async function write(before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
-  const repair = repairOps(before, after);
+/** The index writes of `after` (written with `changes`). */
+async function write(after: TaskRecord, changes: Change[]): Promise<void> {
+  const repair = repairOps(changes, after);
   await Promise.all(
-    [...indexOps(before, after)].map(([pk, ops]) =>
+    [...indexOps(changes, after)].map(([pk, ops]) =>
       applyOps(
         storage,
         ops,
@@ -86,8 +90,8 @@ async function counts(t: TaskRecord): Promise<[number, number]> {
 test('a claim recorded before the pending row it replaces leaves nothing pending', async () => {
   const v1 = task([pending()]);
   const v2 = next(v1, [running()]);
-  await write(v1, v2); // the claimer's index write wins the race
-  await write(undefined, v1); // the creator's arrives late
+  await write(v2, [moved(v2, 0, 'pending')]); // the claimer's index write wins the race
+  await write(v1, created(v1)); // the creator's arrives late
   expect(await counts(v1)).toEqual([0, 1]);
 });
 
@@ -95,9 +99,9 @@ test('a cancel recorded before the claim it ends leaves nothing claimed, and the
   const v1 = task([pending()]);
   const v2 = next(v1, [running()]);
   const v3 = next(v1, [resolved(running(), 'exception', 'canceled')]);
-  await write(undefined, v1);
-  await write(v2, v3);
-  await write(v1, v2);
+  await write(v1, created(v1));
+  await write(v3, [moved(v3, 0, 'running')]);
+  await write(v2, [moved(v2, 0, 'pending')]);
   expect(await counts(v1)).toEqual([0, 0]);
   expect((await listResolved(storage, v1.definition.taskQueueId, {}, 10)).rows.map((r) => [r.taskId, r.state])).toEqual([[v1.taskId, 'exception']]);
   expect((await listWorkerRuns(storage, v1.definition.taskQueueId, 'wg', 'w', {}, 10)).rows.map((r) => r.state)).toEqual(['exception']);
@@ -105,12 +109,11 @@ test('a cancel recorded before the claim it ends leaves nothing claimed, and the
 
 test('a lost claim index write is repaired by the resolution', async () => {
   const v1 = task([pending()]);
-  const v2 = next(v1, [running()]);
   const v3 = next(v1, [resolved(running(), 'completed', 'completed')]);
-  await write(undefined, v1);
-  // (crash: the write for v1 → v2 never happened)
+  await write(v1, created(v1));
+  // (crash: the claim's write, v1 → running, never happened)
   expect(await counts(v1)).toEqual([1, 0]);
-  await write(v2, v3);
+  await write(v3, [moved(v3, 0, 'running')]);
   expect(await counts(v1)).toEqual([0, 0]);
 });
 
@@ -119,19 +122,19 @@ test('a lost retry index write is repaired by the next claim', async () => {
   const v2 = next(v1, [running()]);
   const v3 = next(v1, [resolved(running(), 'exception', 'worker-shutdown'), pending(1)]);
   const v4 = next(v1, [v3.runs[0], running(1, 'w2')]);
-  await write(undefined, v1);
-  await write(v1, v2);
+  await write(v1, created(v1));
+  await write(v2, [moved(v2, 0, 'pending')]);
   // (crash: the write for v2 → v3 never happened)
   expect(await counts(v1)).toEqual([0, 1]);
-  await write(v3, v4);
+  await write(v4, [moved(v4, 1, 'pending')]);
   expect(await counts(v1)).toEqual([0, 1]);
   expect((await listResolved(storage, v1.definition.taskQueueId, {}, 10)).rows.map((r) => [r.runId, r.reasonResolved])).toEqual([[0, 'worker-shutdown']]);
 });
 
 test('rows of tasks past their deadline stop counting', async () => {
   const v1 = task([running()], at(-1));
-  await write(undefined, next(v1, [pending()]));
-  await write(next(v1, [pending()]), v1);
+  await write(next(v1, [pending()]), created(next(v1, [pending()])));
+  await write(v1, [moved(v1, 0, 'pending')]);
   expect(await counts(v1)).toEqual([0, 0]);
 });
 
@@ -139,8 +142,8 @@ test('repeating a write changes nothing', async () => {
   const v1 = task([pending()]);
   const v2 = next(v1, [running()]);
   for (let i = 0; i < 2; i++) {
-    await write(undefined, v1);
-    await write(v1, v2);
+    await write(v1, created(v1));
+    await write(v2, [moved(v2, 0, 'pending')]);
   }
   expect(await counts(v1)).toEqual([0, 1]);
 });
@@ -155,7 +158,8 @@ test('stalePending over three buckets on Azurite: the oldest pending runs of all
     do t = { ...task([]), indexBuckets: 3 };
     while (indexBucket(t) !== want);
     t.definition = { ...t.definition, taskQueueId: q };
-    await write(undefined, { ...t, runs: [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: at(i) }] });
+    const withRun: TaskRecord = { ...t, runs: [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: at(i) }] };
+    await write(withRun, created(withRun));
     made.push({ taskId: t.taskId, bucket: want });
   }
   await new QueueRegistry(storage).ensure(q, 3);
@@ -167,11 +171,11 @@ test('stalePending over three buckets on Azurite: the oldest pending runs of all
 /** Index storage calls made so far, by operation. */
 const calls = (op: string) => storage.meter.snapshot().byOp[`Indexes.${op}`] ?? 0;
 
-/** One writer's changes through `batcher` (a task's changes all go to its task queue's partition). */
-function queue(batcher: IndexBatcher, before: TaskRecord | undefined, after: TaskRecord | undefined, now = false): Promise<void> {
-  const [[pk, ops], ...rest] = [...indexOps(before, after)];
+/** One writer's changes through `batcher` (a task's changes all go to its task queue's partition); `changes` undefined: `t` is deleted. */
+function queue(batcher: IndexBatcher, t: TaskRecord, changes: Change[] | undefined, now = false): Promise<void> {
+  const [[pk, ops], ...rest] = [...(changes ? indexOps(changes, t) : deletionOps(t))];
   expect(rest).toEqual([]);
-  return batcher.apply(pk, ops, repairOps(before, after), now);
+  return batcher.apply(pk, ops, changes ? repairOps(changes, t) : [], now);
 }
 
 /** `n` tasks of one task queue. */
@@ -191,9 +195,9 @@ test('writes queued together share transactions of at most 100 actions; each tas
   const tx = calls('transaction');
   const single = calls('delete') + calls('insert');
   await Promise.all([
-    ...ts.map((t) => queue(batcher, undefined, t)),
+    ...ts.map((t) => queue(batcher, t, created(t))),
     // Claims queued right behind their creation: each waits for a later transaction than its pending row's.
-    ...claimed.map((c, i) => queue(batcher, ts[i], c)),
+    ...claimed.map((c) => queue(batcher, c, [moved(c, 0, 'pending')])),
   ]);
   // 240 creation actions in 3 transactions (100, 100, 40; the claims' 30 fit the third), not 130.
   expect(calls('transaction') - tx).toBe(3);
@@ -204,16 +208,16 @@ test('writes queued together share transactions of at most 100 actions; each tas
 test('a lone write goes out after the linger; settled() and an awaited write (a deletion) send lingering writes at once', async () => {
   const [a, b, c] = sameQueue(3);
   const t0 = Date.now();
-  await queue(new IndexBatcher(storage), undefined, a);
+  await queue(new IndexBatcher(storage), a, created(a));
   expect(Date.now() - t0).toBeGreaterThanOrEqual(INDEX_LINGER_MS - 1);
   expect(await counts(a)).toEqual([1, 0]);
   // With a linger far longer than the test's timeout, only settled() can send it.
   const slow = new IndexBatcher(storage, 3600_000);
-  const written = queue(slow, undefined, b);
+  const written = queue(slow, b, created(b));
   await slow.settled();
   await written;
   expect(await counts(b)).toEqual([2, 0]);
-  const lingering = queue(slow, undefined, c);
+  const lingering = queue(slow, c, created(c));
   await queue(slow, a, undefined, true); // a's deletion takes c's creation along
   await lingering;
   expect(await counts(b)).toEqual([2, 0]);

@@ -11,7 +11,8 @@ import {
   EXCHANGE_PREFIX,
   type QueueEvent,
 } from '../../shared/events/exchanges';
-import { historyRows } from '../../shared/ops/history';
+import type { TransitionRecord } from '../../shared/tasks/records';
+import type { Step } from '../../shared/tasks/transitions';
 import { planWrite } from '../../shared/plans/plan';
 import type { TaskRecord } from '../../shared/tasks/model';
 
@@ -53,28 +54,29 @@ function task(overrides: Partial<TaskRecord['definition']> = {}): TaskRecord {
   };
 }
 
-/** Applies `change` to a copy, numbering history like TaskStore does; returns both versions. */
-function step(before: TaskRecord | undefined, change: (t: TaskRecord) => void, base = task()): { before?: TaskRecord; after: TaskRecord } {
-  const after: TaskRecord = JSON.parse(JSON.stringify(before ?? base));
-  change(after);
-  return { before, after };
+/** A write as a transition returns it: `change` applied to a copy of `before` (or of `base`), named by `record`. */
+function step(before: TaskRecord | undefined, change: (t: TaskRecord) => void, record: TransitionRecord, base = task()): Step {
+  const next: TaskRecord = JSON.parse(JSON.stringify(before ?? base));
+  change(next);
+  return { record, next, effects: [] };
 }
 
-/** The events of the write `before` → `after`, as its plan derives them. */
-function taskEvents(before: TaskRecord | undefined, after: TaskRecord): QueueEvent[] {
-  const { events } = planWrite(before, { next: after, effects: [] }, new Date(T0), undefined).events as unknown as { events: QueueEvent[] };
-  return events;
+/** The events of a write, as its plan derives them from its record. */
+function taskEvents(s: Step): QueueEvent[] {
+  const planned = planWrite(s, new Date(T0), undefined).events as unknown as { events: QueueEvent[] } | undefined;
+  return planned?.events ?? [];
 }
 
-function commit(before: TaskRecord | undefined, after: TaskRecord): TaskRecord {
-  historyRows(before, after, T0, undefined); // bumps historySeq exactly as the store's write does
-  return after;
-}
+/** The row as the write leaves it (its history counted). */
+const commit = (s: Step): TaskRecord => planWrite(s, new Date(T0), undefined).task!;
+const CREATE_SCHEDULED: TransitionRecord = { name: 'create', scheduled: true };
+const CREATE_UNSCHEDULED: TransitionRecord = { name: 'create', scheduled: false };
 
 describe('task events', () => {
   test('createTask of a ready task: task-defined then task-pending, with tags and CCs', () => {
-    const { after } = step(undefined, (t) => t.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0 }));
-    const events = taskEvents(undefined, after);
+    const created = step(undefined, (t) => t.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0 }), CREATE_SCHEDULED);
+    const after = created.next;
+    const events = taskEvents(created);
     expect(events.map((e) => e.exchange)).toEqual([`${EXCHANGE_PREFIX}task-defined`, `${EXCHANGE_PREFIX}task-pending`]);
     const [defined, pending] = events;
     expect(defined.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA._._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
@@ -98,41 +100,51 @@ describe('task events', () => {
   });
 
   test('an unscheduled task gets only task-defined', () => {
-    const { after } = step(undefined, () => undefined);
-    expect(taskEvents(undefined, after).map((e) => e.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined']);
+    expect(taskEvents(step(undefined, () => undefined, CREATE_UNSCHEDULED)).map((e) => e.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined']);
   });
 
   test('claim, reclaim, retry and final resolution', () => {
     let t = commit(
-      undefined,
-      step(undefined, (x) => x.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0, hintId: 'h' })).after,
+      step(undefined, (x) => x.runs.push({ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: T0, hintId: 'h' }), CREATE_SCHEDULED),
     );
-    const claimed = step(t, (x) => {
-      Object.assign(x.runs[0], { state: 'running', workerGroup: 'wg', workerId: 'w1', takenUntil: T1, started: T0 });
-      x.takenUntil = T1;
-    });
-    const [running] = taskEvents(claimed.before, claimed.after);
+    const claimed = step(
+      t,
+      (x) => {
+        Object.assign(x.runs[0], { state: 'running', workerGroup: 'wg', workerId: 'w1', takenUntil: T1, started: T0 });
+        x.takenUntil = T1;
+      },
+      { name: 'claim', runId: 0 },
+    );
+    const [running] = taskEvents(claimed);
     expect(running.exchange).toBe(`${EXCHANGE_PREFIX}task-running`);
     expect(running.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0.wg.w1.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
     expect(running.payload).toMatchObject({ runId: 0, workerGroup: 'wg', workerId: 'w1', takenUntil: T1 });
     expect(running.seq).toBe(3);
-    t = commit(claimed.before, claimed.after);
+    t = commit(claimed);
 
     // A reclaim is history but no event.
-    const reclaimed = step(t, (x) => {
-      x.runs[0].takenUntil = T2;
-      x.takenUntil = T2;
-    });
-    expect(taskEvents(reclaimed.before, reclaimed.after)).toEqual([]);
-    t = commit(reclaimed.before, reclaimed.after);
+    const reclaimed = step(
+      t,
+      (x) => {
+        x.runs[0].takenUntil = T2;
+        x.takenUntil = T2;
+      },
+      { name: 'reclaim', runId: 0 },
+    );
+    expect(taskEvents(reclaimed)).toEqual([]);
+    t = commit(reclaimed);
 
     // worker-shutdown with a retry: task-exception of run 0 (since 2024 Taskcluster sends it), then task-pending of run 1.
-    const retried = step(t, (x) => {
-      Object.assign(x.runs[0], { state: 'exception', reasonResolved: 'worker-shutdown', resolved: T2 });
-      x.runs.push({ runId: 1, state: 'pending', reasonCreated: 'retry', scheduled: T2 });
-      x.retriesLeft = 0;
-    });
-    const ev = taskEvents(retried.before, retried.after);
+    const retried = step(
+      t,
+      (x) => {
+        Object.assign(x.runs[0], { state: 'exception', reasonResolved: 'worker-shutdown', resolved: T2 });
+        x.runs.push({ runId: 1, state: 'pending', reasonCreated: 'retry', scheduled: T2 });
+        x.retriesLeft = 0;
+      },
+      { name: 'worker-gone', runId: 0, retry: 1 },
+    );
+    const ev = taskEvents(retried);
     expect(ev.map((e) => [e.exchange.slice(EXCHANGE_PREFIX.length), e.payload.runId, e.seq])).toEqual([
       ['task-exception', 0, 5],
       ['task-pending', 1, 6],
@@ -140,7 +152,7 @@ describe('task events', () => {
     expect(ev[0].payload).toMatchObject({ workerGroup: 'wg', workerId: 'w1' });
     expect((ev[0].payload.status as any).runs.map((r: any) => r.state)).toEqual(['exception', 'pending']);
     // Recomputing the same transition (an ETag retry) gives identical events.
-    expect(taskEvents(retried.before, JSON.parse(JSON.stringify(retried.after)))).toEqual(ev);
+    expect(taskEvents({ ...retried, next: JSON.parse(JSON.stringify(retried.next)) })).toEqual(ev);
   });
 
   test('completed and failed carry the worker of the run', () => {
@@ -148,8 +160,8 @@ describe('task events', () => {
     base.runs = [{ runId: 0, state: 'running', reasonCreated: 'scheduled', scheduled: T0, workerGroup: 'wg', workerId: 'w1', takenUntil: T1 }];
     base.historySeq = 3;
     for (const state of ['completed', 'failed'] as const) {
-      const s = step(base, (x) => Object.assign(x.runs[0], { state, reasonResolved: state, resolved: T1 }));
-      const [e] = taskEvents(s.before, s.after);
+      const s = step(base, (x) => Object.assign(x.runs[0], { state, reasonResolved: state, resolved: T1 }), { name: 'report', runId: 0 });
+      const [e] = taskEvents(s);
       expect(e.exchange).toBe(`${EXCHANGE_PREFIX}task-${state}`);
       expect(e.payload).toMatchObject({ version: 1, runId: 0, workerGroup: 'wg', workerId: 'w1' });
       expect(e.id).toBe(`${base.taskId}.4`);
@@ -157,33 +169,36 @@ describe('task events', () => {
   });
 
   test('deadline before any run started: task-exception without worker fields', () => {
-    const base = commit(undefined, step(undefined, () => undefined).after);
-    const s = step(base, (x) =>
-      x.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: T1, resolved: T1 }),
+    const base = commit(step(undefined, () => undefined, CREATE_UNSCHEDULED));
+    const s = step(
+      base,
+      (x) => x.runs.push({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: T1, resolved: T1 }),
+      { name: 'deadline', ended: [{ runId: 0, from: null }] },
     );
-    const [e] = taskEvents(s.before, s.after);
+    const [e] = taskEvents(s);
     expect(e.exchange).toBe(`${EXCHANGE_PREFIX}task-exception`);
     expect(e.payload).toEqual({ version: 1, status: expect.objectContaining({ state: 'exception' }), runId: 0, task: { tags: { kind: 'build' } } });
     expect(e.routingKey).toBe('primary.fN1Vw5SnQ2mUa7ZP4d9CjA.0._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._');
   });
 
   test('a task without routes has no CCs', () => {
-    const { after } = step(undefined, () => undefined, task({ routes: [] }));
-    expect(taskEvents(undefined, after)[0].routes).toEqual([]);
+    expect(taskEvents(step(undefined, () => undefined, CREATE_UNSCHEDULED, task({ routes: [] })))[0].routes).toEqual([]);
   });
 });
 
 describe('priority events', () => {
   test('a priority change is task-priority-changed with old and new priority, no run in the routing key, the CCs, and its own seq', () => {
-    const created = commit(undefined, task());
-    const { before, after } = step(created, (t) => (t.priority = 'high'));
-    const [e] = taskEvents(before, after);
+    const created = commit(step(undefined, () => undefined, CREATE_UNSCHEDULED));
+    const changed = step(created, (t) => (t.priority = 'high'), { name: 'change-priority', from: 'lowest', to: 'high' });
+    const after = changed.next;
+    const [e] = taskEvents(changed);
     expect(e).toMatchObject({ id: `${after.taskId}.2`, seq: 2, exchange: `${EXCHANGE_PREFIX}task-priority-changed` });
     expect(e.payload).toMatchObject({ version: 1, oldPriority: 'lowest', newPriority: 'high' });
     expect(e.payload).not.toHaveProperty('runId');
     expect(e.routingKey).toBe(`primary.${after.taskId}._._._.prov.wt.sched.aG8a5mR4Tt2t1cVqJW2e6Q._`);
     expect(e.routes).toEqual(['route.index.project.latest', 'route.notify.email.a@b.c']);
-    expect(taskEvents(after, JSON.parse(JSON.stringify(after)))).toEqual([]);
+    // The same change again: a repeat, which writes nothing.
+    expect(taskEvents({ record: { name: 'repeat', of: 'change-priority' }, next: after, effects: [] })).toEqual([]);
   });
 });
 

@@ -64,7 +64,8 @@ async function setup() {
   const batcher = new IndexBatcher(storage, HOUR_MS);
   const readModels = new ReadModels(storage, quiet, batcher);
   // A new task's read-model writes, as its plan makes them.
-  const written = (t: TaskRecord) => readModels.write(planWrite(undefined, { next: t, effects: [] }, new Date(), undefined).readModel!);
+  const written = (t: TaskRecord) =>
+    readModels.write(planWrite({ record: { name: 'create', scheduled: t.runs.length > 0 }, next: t, effects: [] }, new Date(), undefined).readModel!);
   return { storage, batcher, open, observer: { written } };
 }
 

@@ -6,11 +6,14 @@
 import { MemoryStorage } from '../../shared/storage/memory';
 import type { Storage } from '../../shared/storage/storage';
 import { jumpHash } from '../../shared/storage/accounts';
+import { created, moved } from '../helpers/index-changes';
 import {
   applyOps,
   countActive,
+  deletionOps,
   indexBucket,
   indexOps,
+  type Change,
   indexedQueues,
   listActive,
   listLatest,
@@ -63,8 +66,9 @@ const runningRun = (s: number, workerId: string): Run => ({
 const resolvedRun = (r: Run, state: 'completed' | 'failed', s: number): Run => ({ ...r, state, reasonResolved: state, resolved: at(s) });
 const withRuns = (t: TaskRecord, runs: Run[]): TaskRecord => ({ ...t, runs });
 
-async function write(storage: Storage, before: TaskRecord | undefined, after: TaskRecord | undefined): Promise<void> {
-  await Promise.all([...indexOps(before, after)].map(([, ops]) => applyOps(storage, ops)));
+/** The index writes of `after`, written with `changes`. */
+async function write(storage: Storage, after: TaskRecord, changes: Change[]): Promise<void> {
+  await Promise.all([...indexOps(changes, after)].map(([, ops]) => applyOps(storage, ops)));
 }
 
 /** A taskId in `bucket` of `n`: placement is by hash, so draw until one fits. */
@@ -114,15 +118,15 @@ test("a task's index rows all go to the bucket its id hashes to, in every transi
   const p = withRuns(t, [pendingRun(1)]);
   const r = withRuns(t, [runningRun(1, 'w')]);
   const c = withRuns(t, [resolvedRun(runningRun(1, 'w'), 'completed', 3)]);
-  for (const [before, after] of [
-    [undefined, t],
-    [t, p],
-    [p, r],
-    [r, c],
-    [c, undefined],
-  ] as const) {
+  for (const ops of [
+    indexOps(created(t), t),
+    indexOps([moved(p, 0, null)], p),
+    indexOps([moved(r, 0, 'pending')], r),
+    indexOps([moved(c, 0, 'running')], c),
+    deletionOps(c),
+  ]) {
     // One partition per write: the transition's index ops stay one entity-group transaction.
-    expect([...indexOps(before, after).keys()]).toEqual(['q~p!2fq~2']);
+    expect([...ops.keys()]).toEqual(['q~p!2fq~2']);
   }
 });
 
@@ -157,8 +161,9 @@ test('a task queue with one bucket costs one query per read, as before buckets, 
   await new QueueRegistry(storage).ensure(tq);
   for (let i = 0; i < 3; i++) {
     const t = task(`one${i}`, tq, i);
-    await write(storage, undefined, t);
-    await write(storage, t, withRuns(t, [pendingRun(i)]));
+    await write(storage, t, created(t));
+    const p = withRuns(t, [pendingRun(i)]);
+    await write(storage, p, [moved(p, 0, null)]);
   }
   const reader = otherProcess(storage);
   const ops = () => storage.meter.snapshot().byOp;
@@ -191,13 +196,14 @@ describe('a task queue over three buckets: every reader sees every bucket', () =
     for (const [i, id] of ids.entries()) {
       const t = task(id, tq, i, BUCKETS);
       const p = withRuns(t, [pendingRun(i)]);
-      await write(storage, undefined, t);
-      await write(storage, t, p);
+      await write(storage, t, created(t));
+      await write(storage, p, [moved(p, 0, null)]);
       if (i >= 3) {
         // Claimed 10 s later in creation order, by w1 and w2 in turn; the first three resolve.
-        const r = withRuns(t, [runningRun(10 + i, i % 2 ? 'w1' : 'w2')]);
-        await write(storage, p, r);
-        if (i < 6) await write(storage, r, withRuns(t, [resolvedRun(r.runs[0], i === 4 ? 'failed' : 'completed', 20 + i)]));
+        const r = withRuns(t, [{ ...runningRun(10 + i, i % 2 ? 'w1' : 'w2'), scheduled: p.runs[0].scheduled }]);
+        await write(storage, r, [moved(r, 0, 'pending')]);
+        const c = withRuns(t, [resolvedRun(r.runs[0], i === 4 ? 'failed' : 'completed', 20 + i)]);
+        if (i < 6) await write(storage, c, [moved(c, 0, 'running')]);
       }
     }
   });
@@ -246,8 +252,9 @@ describe('a task queue over three buckets: every reader sees every bucket', () =
     await new QueueRegistry(storage).ensure(tq, 1);
     const late = idIn(1);
     const t = task(late, tq, 50, 1);
-    await write(storage, undefined, t);
-    await write(storage, t, withRuns(t, [pendingRun(50)]));
+    await write(storage, t, created(t));
+    const p = withRuns(t, [pendingRun(50)]);
+    await write(storage, p, [moved(p, 0, null)]);
     expect((await storage.table('Indexes').get(queuePk(tq, 0), `p~${at(50)}~${late}~0`))?.taskId).toBe(late);
     const reader = otherProcess(storage);
     expect((await all((c) => listActive(reader, tq, 'pending', NOW, 2, c))).map((r) => r.taskId)).toEqual([...ids.slice(0, 3), late]);

@@ -1,11 +1,13 @@
 /**
- * Plans (shared/plans/plan.ts): what one task write does, from the row before and the transition's
- * step, without storage. History rows, the events on them (the outbox) and their guard, operator
- * index writes, the chart tally and log lines are all derived here, and only here.
+ * Plans (shared/plans/plan.ts): what one task write does, from the transition's named record (and
+ * the row it wrote), without storage. History rows, the events on them (the outbox) and their
+ * guard, operator index writes, the chart tally and log lines are all derived here, and only here:
+ * each record name is checked below for what its plan derives.
  */
 import * as T from '../../shared/tasks/transitions';
 import type { Effect } from '../../shared/tasks/effects';
-import { foldGroupClose, type Plan } from '../../shared/tasks/plan';
+import { createOwnGroup, foldGroupClose, type Plan } from '../../shared/tasks/plan';
+import type { RecordName, TransitionRecord } from '../../shared/tasks/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { planDeletion, planWrite } from '../../shared/plans/plan';
 import { historyRowKey } from '../../shared/ops/history';
@@ -41,18 +43,178 @@ const indexChanges = (p: Plan) => [...readModel(p).index.values()].flat().map((o
 
 /** A created task as its create wrote it (history counted), run 0 pending. */
 function created(over: Partial<TaskDefinition> = {}): TaskRecord {
-  const p = planWrite(undefined, T.create({ taskId: 'T1', definition: definition(over), hintId: 'h0' }, NOW), NOW, 'client');
+  const p = planWrite(T.create({ taskId: 'T1', definition: definition(over), hintId: 'h0' }, NOW), NOW, 'client');
   return { ...p.task!, deadlineTrigger: ref('deadline') };
 }
 function claimed(base = created()): TaskRecord {
-  const p = planWrite(base, asStep(T.claim(base, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
+  const p = planWrite(asStep(T.claim(base, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
   p.task!.runs[0].claimTrigger = ref('claim-0');
   return p.task!;
 }
+const completed = () => planWrite(asStep(T.report(claimed(), { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, LATER)), LATER, 'worker').task!;
+
+/** Each record name: a transition that returns it, the record, and what its plan derives from it. */
+interface Case {
+  step: () => T.Result;
+  record: TransitionRecord;
+  /** History entries as `event runId` (`event` for task-level entries). */
+  history: string[];
+  exchanges: string[];
+  index: string[];
+  claimGuard?: TaskEventPlan['claim'];
+}
+const claimExpiry = () => new Date(Date.parse(claimed().takenUntil) + 1000);
+const CASES: Record<RecordName, Case> = {
+  create: {
+    step: () => T.create({ taskId: 'T1', definition: definition(), hintId: 'h0' }, NOW),
+    record: { name: 'create', scheduled: true },
+    history: ['created', 'scheduled 0'],
+    exchanges: ['task-defined', 'task-pending'],
+    index: ['upsert n', 'create p'],
+  },
+  schedule: {
+    step: () => T.schedule(created({ dependencies: ['D'] }), { hintId: 'h1' }, NOW),
+    record: { name: 'schedule', runId: 0 },
+    history: ['scheduled 0'],
+    exchanges: ['task-pending'],
+    index: ['remove u', 'create p'],
+  },
+  claim: {
+    step: () => T.claim(created(), { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW),
+    record: { name: 'claim', runId: 0 },
+    history: ['claimed 0'],
+    exchanges: ['task-running'],
+    index: ['remove p', 'create c', 'create w'],
+    claimGuard: { runId: 0 },
+  },
+  reclaim: {
+    step: () => T.reclaim(claimed(), { runId: 0, claimTimeoutS: 1200 }, LATER),
+    record: { name: 'reclaim', runId: 0 },
+    history: ['reclaimed 0'],
+    exchanges: [],
+    index: [],
+  },
+  report: {
+    step: () => T.report(claimed(), { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, LATER),
+    record: { name: 'report', runId: 0 },
+    history: ['resolved 0'],
+    exchanges: ['task-completed'],
+    index: ['remove c', 'upsert r', 'upsert w'],
+    claimGuard: { runId: 0 },
+  },
+  'claim-expired': {
+    step: () => T.expireClaim(claimed(), { runId: 0, takenUntil: claimed().takenUntil, hintId: 'h1' }, claimExpiry()),
+    record: { name: 'claim-expired', runId: 0, retry: 1 },
+    history: ['resolved 0', 'scheduled 1'],
+    exchanges: ['task-exception', 'task-pending'],
+    index: ['remove c', 'upsert r', 'upsert w', 'create p'],
+    claimGuard: { runId: 0, alsoClaimOf: 0 },
+  },
+  'worker-gone': {
+    step: () => T.workerGone(claimed(), { runId: 0, worker: W, hintId: 'h1' }, LATER),
+    record: { name: 'worker-gone', runId: 0, retry: 1 },
+    history: ['resolved 0', 'scheduled 1'],
+    exchanges: ['task-exception', 'task-pending'],
+    index: ['remove c', 'upsert r', 'upsert w', 'create p'],
+    claimGuard: { runId: 0 },
+  },
+  deadline: {
+    step: () => T.deadline(created(), { deadline: definition().deadline }, new Date(definition().deadline)),
+    record: { name: 'deadline', ended: [{ runId: 0, from: 'pending' }] },
+    history: ['resolved 0'],
+    exchanges: ['task-exception'],
+    index: ['remove p', 'upsert r'],
+  },
+  cancel: {
+    step: () => T.cancel(claimed(), {}, LATER),
+    record: { name: 'cancel', ended: { runId: 0, from: 'running' } },
+    history: ['resolved 0'],
+    exchanges: ['task-exception'],
+    index: ['remove c', 'upsert r', 'upsert w'],
+    claimGuard: { runId: 0, alsoClaimOf: 0 },
+  },
+  rerun: {
+    step: () => T.rerun(completed(), { hintId: 'h2' }, LATER),
+    record: { name: 'rerun', runId: 1 },
+    history: ['scheduled 1'],
+    exchanges: ['task-pending'],
+    index: ['create p'],
+  },
+  rehint: {
+    step: () => T.rehint(created(), { runId: 0, staleHintId: 'h0', hintId: 'h1' }, LATER),
+    record: { name: 'rehint', runId: 0 },
+    history: [],
+    exchanges: [],
+    index: [],
+  },
+  suspend: {
+    step: () => T.suspend(claimed(), { runId: 0, continuation: '{}', resumeAt: LATER.toJSON(), hintId: 'h1' }, LATER),
+    record: { name: 'suspend', runId: 0, resumed: 1 },
+    history: ['resolved 0', 'scheduled 1'],
+    exchanges: ['task-exception', 'task-pending'],
+    index: ['remove c', 'upsert r', 'upsert w', 'create p'],
+    claimGuard: { runId: 0 },
+  },
+  'change-priority': {
+    step: () => T.changePriority(created(), { priority: 'high', hintId: 'h1' }, NOW),
+    record: { name: 'change-priority', from: 'lowest', to: 'high' },
+    history: ['prioritized'],
+    exchanges: ['task-priority-changed'],
+    index: [],
+  },
+  propagated: {
+    step: () => T.propagated(completed(), { last: 0 }),
+    record: { name: 'propagated', last: 0 },
+    history: [],
+    exchanges: [],
+    index: [],
+  },
+  'dependent-added': {
+    step: () => T.dependentAdded(created()),
+    record: { name: 'dependent-added' },
+    history: [],
+    exchanges: [],
+    index: [],
+  },
+  'mark-uploads': {
+    step: () => T.markUploads(claimed(), { runId: 0 }),
+    record: { name: 'mark-uploads', runId: 0 },
+    history: [],
+    exchanges: [],
+    index: [],
+  },
+  repeat: {
+    step: () => T.claim(claimed(), { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW),
+    record: { name: 'repeat', of: 'claim' },
+    history: [],
+    exchanges: [],
+    index: [],
+  },
+};
+
+describe.each(Object.entries(CASES))('record %s', (name, c) => {
+  const step = asStep(c.step());
+  const p = planWrite(step, LATER, 'actor');
+
+  test('the transition returns it', () => {
+    expect(step.record).toEqual(c.record);
+  });
+
+  test('its plan: history, events and their guard, index writes, all from the record', () => {
+    const entries = p.rows.map((r) => JSON.parse(r.entry as string));
+    expect(entries.map((e) => (e.runId === undefined ? e.event : `${e.event} ${e.runId}`))).toEqual(c.history);
+    expect(exchanges(p.events ? events(p).events : [])).toEqual(c.exchanges);
+    expect(p.events ? events(p).claim : undefined).toEqual(c.claimGuard);
+    expect(p.readModel ? indexChanges(p) : []).toEqual(c.index);
+    // A repeat writes no row; every other record writes one, numbered on from the row's history.
+    expect(p.task === undefined).toBe(name === 'repeat');
+    expect(p.log.filter((l) => l.event === 'task-transition')).toHaveLength(c.history.length);
+  });
+});
 
 describe('createTask', () => {
   const step = T.create({ taskId: 'T1', definition: definition(), hintId: 'h0' }, NOW);
-  const p = planWrite(undefined, step, NOW, 'client');
+  const p = planWrite(step, NOW, 'client');
 
   test('before: expiry, group, deadline trigger and hint; after: the wake', () => {
     expect(kinds(p.before)).toEqual(['record-expiry', 'add-group-member', 'put-deadline-trigger', 'put-hint']);
@@ -87,8 +249,22 @@ describe('createTask', () => {
     expect(p.task).not.toBe(step.next);
   });
 
+  test("own group: a task starting its group (taskGroupId = taskId) may write the group's rows in its transaction instead of joining before", () => {
+    expect(p.ownGroup).toEqual(expect.objectContaining({ kind: 'add-group-member', taskGroupId: 'T1', taskId: 'T1' }));
+    const actions = [{ op: 'create' as const, entity: { partitionKey: 'T1', rowKey: 'open' } }];
+    const owned = createOwnGroup(p, actions);
+    expect(kinds(owned.before)).toEqual(['record-expiry', 'put-deadline-trigger', 'put-hint']);
+    expect(owned.groupRows).toEqual(actions);
+    expect(owned.task!.groupAlone).toBe(true);
+    expect(p.task!.groupAlone).toBeUndefined();
+    // A member of another task's group joins before the write.
+    const member = planWrite(T.create({ taskId: 'T2', definition: definition(), hintId: 'h0' }, NOW), NOW, 'client');
+    expect(member.ownGroup).toBeUndefined();
+    expect(createOwnGroup(member, actions)).toBe(member);
+  });
+
   test('with dependencies: only created, no hint, an unscheduled index row', () => {
-    const q = planWrite(undefined, T.create({ taskId: 'T1', definition: definition({ dependencies: ['D'] }), hintId: 'h0' }, NOW), NOW, undefined);
+    const q = planWrite(T.create({ taskId: 'T1', definition: definition({ dependencies: ['D'] }), hintId: 'h0' }, NOW), NOW, undefined);
     expect(q.rows).toHaveLength(1);
     expect(indexChanges(q)).toEqual(['upsert n', 'create u']);
     expect(JSON.parse(q.rows[0].entry as string).actor).toBeUndefined();
@@ -98,7 +274,7 @@ describe('createTask', () => {
 describe('claim and reclaim', () => {
   test("a claim: history and task-running, guarded by the claim-expiry trigger it puts; the pending row becomes the claimed and the worker's", () => {
     const before = created();
-    const p = planWrite(before, asStep(T.claim(before, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
+    const p = planWrite(asStep(T.claim(before, { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW)), NOW, 'worker');
     expect(kinds(p.before)).toEqual(['put-claim-trigger']);
     expect(p.task!.historySeq).toBe(3);
     expect(exchanges(events(p).events)).toEqual(['task-running']);
@@ -109,7 +285,7 @@ describe('claim and reclaim', () => {
 
   test('a reclaim: a history row but no event (Taskcluster publishes none), no index change', () => {
     const before = claimed();
-    const p = planWrite(before, asStep(T.reclaim(before, { runId: 0, claimTimeoutS: 1200 }, LATER)), LATER, 'worker');
+    const p = planWrite(asStep(T.reclaim(before, { runId: 0, claimTimeoutS: 1200 }, LATER)), LATER, 'worker');
     expect(p.rows).toHaveLength(1);
     expect(JSON.parse(p.rows[0].entry as string).event).toBe('reclaimed');
     expect(events(p).events).toEqual([]);
@@ -123,7 +299,7 @@ describe('resolution', () => {
 
   test('task-completed guarded by the claim-expiry trigger; resolved and worker rows; the tally', () => {
     const before = claimed();
-    const p = planWrite(before, report(before), LATER, 'worker');
+    const p = planWrite(report(before), LATER, 'worker');
     expect(exchanges(events(p).events)).toEqual(['task-completed']);
     expect(events(p).claim).toEqual({ runId: 0 });
     expect(indexChanges(p)).toEqual(['remove c', 'upsert r', 'upsert w']);
@@ -132,7 +308,7 @@ describe('resolution', () => {
 
   test("a group of one's close may fold into the write: the close is then marked folded", () => {
     const before = { ...claimed(), groupAlone: true as const };
-    const p = planWrite(before, report(before), LATER, 'worker');
+    const p = planWrite(report(before), LATER, 'worker');
     expect(p.foldable).toEqual(expect.objectContaining({ kind: 'close-group', taskGroupId: 'T1' }));
     const actions = [{ op: 'delete' as const, partitionKey: 'T1', rowKey: 'open' }];
     const folded = foldGroupClose(p, actions);
@@ -143,13 +319,13 @@ describe('resolution', () => {
 
   test('a member of a larger group is not foldable', () => {
     const before = claimed(created({ taskGroupId: 'G' }));
-    expect(planWrite(before, report(before), LATER, 'worker').foldable).toBeUndefined();
+    expect(planWrite(report(before), LATER, 'worker').foldable).toBeUndefined();
   });
 
   test("a claim expiry redelivers the claim's event too (nothing proves the worker got it); its own log line", () => {
     const before = claimed();
     const at = new Date(Date.parse(before.takenUntil) + 1000);
-    const p = planWrite(before, asStep(T.expireClaim(before, { runId: 0, takenUntil: before.takenUntil, hintId: 'h1' }, at)), at, 'reaper');
+    const p = planWrite(asStep(T.expireClaim(before, { runId: 0, takenUntil: before.takenUntil, hintId: 'h1' }, at)), at, 'reaper');
     expect(exchanges(events(p).events)).toEqual(['task-exception', 'task-pending']);
     expect(events(p).claim).toEqual({ runId: 0, alsoClaimOf: 0 });
     expect(p.log.map((l) => l.event)).toEqual(['task-transition', 'task-transition', 'claim-expired']);
@@ -158,10 +334,11 @@ describe('resolution', () => {
   });
 
   test('an idempotent repeat writes nothing: no row, history, events or index; only what it still owes after', () => {
-    const done = planWrite(claimed(), report(claimed()), LATER, 'worker').task!;
+    const done = planWrite(report(claimed()), LATER, 'worker').task!;
     const repeat = report(done);
+    expect(repeat.record).toEqual({ name: 'repeat', of: 'report' });
     expect(repeat.next).toBe(done);
-    const p = planWrite(done, repeat, LATER, 'worker');
+    const p = planWrite(repeat, LATER, 'worker');
     expect(p.task).toBeUndefined();
     expect(p.rows).toEqual([]);
     expect(p.events).toBeUndefined();

@@ -6,7 +6,9 @@
 import { MemoryStorage } from '../../shared/storage/memory';
 import { ALL_PK, Rollups, histogramQuantile, readChart, rollupPk, transitionTally, WAIT_BOUNDS_MS } from '../../shared/ops/rollups';
 import type { Run, TaskRecord } from '../../shared/tasks/model';
-import { transitions } from '../../shared/ops/history';
+import { claimedEntry } from '../../shared/ops/history';
+import type { Change } from '../../shared/ops/indexes';
+import { created, moved } from '../helpers/index-changes';
 
 const T0 = Date.parse('2026-01-01T10:00:00.000Z');
 
@@ -18,12 +20,12 @@ function task(taskQueueId: string, runs: Partial<Run>[]): TaskRecord {
   } as unknown as TaskRecord;
 }
 
-/** What a write from `before` to `after` tallies, from its history entries as its plan derives them (shared/plans/plan.ts). */
-const tally = (before: TaskRecord | undefined, after: TaskRecord) => transitionTally(transitions(before, after), after);
+/** What a write of `after` with `changes` tallies (its history entries as its plan derives them, shared/plans/plan.ts). */
+const tally = (changes: Change[], after: TaskRecord) => transitionTally(changes, after);
 
-/** A task write as its plan notes it. */
-function observe(r: Rollups, before: TaskRecord | undefined, after: TaskRecord): void {
-  const t = tally(before, after);
+/** A task write as its plan notes it: created, or run 0 moved from state `from`. */
+function observe(r: Rollups, after: TaskRecord, from?: Change['from']): void {
+  const t = tally(from === undefined ? created(after) : [moved(after, 0, from)], after);
   if (t) r.add(after.definition.taskQueueId, t);
 }
 
@@ -31,12 +33,13 @@ test('a transition counts the runs that entered and left pending and running, th
   const pending = task('p/w', [{ state: 'pending' }]);
   const running = task('p/w', [{ state: 'running', started: new Date(T0 + 3000).toJSON() }]);
   const failedRetried = task('p/w', [{ state: 'failed' }, { state: 'pending' }]);
-  expect(tally(undefined, pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
-  const started = tally(pending, running)!;
+  expect(tally(created(pending), pending)).toMatchObject({ pendingIn: 1, pendingOut: 0 });
+  const started = tally([moved(running, 0, 'pending')], running)!;
   expect(started).toMatchObject({ pendingOut: 1, runningIn: 1, waitN: 1, waitSumMs: 3000 });
   expect(started.w[WAIT_BOUNDS_MS.indexOf(5000)]).toBe(1);
-  expect(tally(running, failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
-  expect(tally(running, running)).toBeUndefined();
+  expect(tally([moved(failedRetried, 0, 'running'), moved(failedRetried, 1, null)], failedRetried)).toMatchObject({ runningOut: 1, failed: 1, pendingIn: 1 });
+  // A reclaim: a history entry, but no run changes state.
+  expect(tally([claimedEntry(running, 0, 'reclaimed')], running)).toBeUndefined();
 });
 
 test('histogram quantiles are bucket bounds', () => {
@@ -62,11 +65,11 @@ test('a minute costs one upsert per task queue plus one for all; the chart reads
   for (let i = 0; i < 20; i++) {
     const p = task('p/a', [{ state: 'pending' }]);
     const c = task('p/a', [{ state: 'running', started: new Date(T0 + (i < 18 ? 200 : 20_000)).toJSON() }]);
-    observe(r, undefined, p);
-    observe(r, p, c);
-    observe(r, c, task('p/a', [{ state: i === 0 ? 'failed' : 'completed' }]));
+    observe(r, p);
+    observe(r, c, 'pending');
+    observe(r, task('p/a', [{ state: i === 0 ? 'failed' : 'completed' }]), 'running');
   }
-  observe(r, undefined, task('p/b', [{ state: 'pending' }]));
+  observe(r, task('p/b', [{ state: 'pending' }]));
   const calls = () => Object.fromEntries(Object.entries(storage.meter.snapshot().byOp).filter(([k]) => k.startsWith('Rollups.') && k !== 'Rollups.create'));
   // The running minute is not written until it is over, unless asked.
   await r.flush();
@@ -82,7 +85,7 @@ test('a minute costs one upsert per task queue plus one for all; the chart reads
 
   // Another instance's row of the same minute adds up.
   const other = new Rollups(storage, () => new Date(T0 + 10_000));
-  observe(other, undefined, task('p/a', [{ state: 'pending' }]));
+  observe(other, task('p/a', [{ state: 'pending' }]));
   await other.flush(true);
 
   const chart = await readChart(storage, 'p/a', new Date(now - 3600_000), new Date(now), { pending: 1, running: 0 });
@@ -104,10 +107,10 @@ test('rows older than a day and an hour are pruned', async () => {
   await storage.ensureAll();
   let now = T0;
   const r = new Rollups(storage, () => new Date(now));
-  observe(r, undefined, task('p/a', [{ state: 'pending' }]));
+  observe(r, task('p/a', [{ state: 'pending' }]));
   await r.flush(true);
   now += 26 * 3600_000;
-  observe(r, undefined, task('p/a', [{ state: 'pending' }]));
+  observe(r, task('p/a', [{ state: 'pending' }]));
   await r.flush(true);
   const rows = await storage.table('Rollups').page({ partitionKey: rollupPk('p/a') }, 1000);
   expect(rows.items.map((e) => e.rowKey.split('~')[0])).toEqual([new Date(now).toJSON()]);

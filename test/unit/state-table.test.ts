@@ -1,11 +1,14 @@
 /**
  * The README's state machine table ("Concepts") says what each transition does in each state;
- * this runs every cell against shared/tasks/transitions.ts so the two cannot drift apart.
+ * this runs every cell against shared/tasks/transitions.ts so the two cannot drift apart. Each
+ * row is named for the record its transition returns (shared/tasks/records.ts): the names in the
+ * table and the record names are the same list, and every cell's result carries its row's record.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as T from '../../shared/tasks/transitions';
 import { TaskRecord, isResolved, taskState } from '../../shared/tasks/model';
+import { TRANSITION_NAMES } from '../../shared/tasks/records';
 import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
@@ -38,15 +41,24 @@ const ROWS: [RegExp, (t: TaskRecord) => T.Result][] = [
   [/^worker gone/, (t) => T.workerGone(t, { runId: lastRunId(t), worker: W, hintId: 'hg' }, later(5))],
   [/^suspend/, (t) => T.suspend(t, { runId: lastRunId(t), continuation: '{}', resumeAt: later(5).toJSON(), hintId: 'hz' }, later(5))],
   [/^change priority/, (t) => T.changePriority(t, { priority: 'high', hintId: 'hp' }, NOW)],
+  [/^safety net/, (t) => T.safetyNet(t)],
 ];
 
-/** What a cell's alternative (e.g. "409", "=", "pending (retry run)", "resolved") says of a result. */
-function matches(alternative: string, task: TaskRecord, r: T.Result): boolean {
+/** The record names a row's label gives: before its parentheses, split at ` / `, spaces as `-`. */
+const namesOf = (label: string) =>
+  label
+    .split('(')[0]
+    .trim()
+    .split(' / ')
+    .map((n) => n.trim().replace(/ /g, '-'));
+
+/** What a cell's alternative (e.g. "409", "=", "pending (retry run)", "resolved") of row `name` says of a result. */
+function matches(alternative: string, name: string, task: TaskRecord, r: T.Result): boolean {
   const word = alternative.trim().split(/\s+/)[0];
   if (word === '409' || word === '404') return 'refused' in r && (r.refused === 'not-found' ? '404' : '409') === word;
   if (!('next' in r)) return false;
-  if (word === '=') return r.next === task;
-  if (r.next === task) return false;
+  if (word === '=') return r.next === task && r.record.name === 'repeat' && r.record.of === name;
+  if (r.next === task || r.record.name !== name) return false;
   return word === 'resolved' ? isResolved(taskState(r.next)) : taskState(r.next) === word;
 }
 
@@ -90,7 +102,12 @@ test('every transition row of the README table is checked', () => {
     'worker',
     'suspend',
     'change',
+    'safety',
   ]);
+});
+
+test('the table names every transition record, and only those', () => {
+  expect(body.flatMap(([label]) => namesOf(label))).toEqual([...TRANSITION_NAMES]);
 });
 
 describe.each(checked)('%s', (label, ...cells) => {
@@ -99,6 +116,7 @@ describe.each(checked)('%s', (label, ...cells) => {
     const task = FIXTURES[state]();
     const result = run(task);
     const alternatives = cell.split(/, or | or | \/ /);
-    expect({ cell, ok: alternatives.some((a) => matches(a, task, result)) }).toEqual({ cell, ok: true });
+    const [name] = namesOf(label);
+    expect({ cell, ok: alternatives.some((a) => matches(a, name, task, result)) }).toEqual({ cell, ok: true });
   });
 });

@@ -4,6 +4,7 @@
  */
 import * as T from '../../shared/tasks/transitions';
 import type { Effect } from '../../shared/tasks/effects';
+import type { TransitionName } from '../../shared/tasks/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { taskState } from '../../shared/tasks/model';
 import { taskDefinition } from '../helpers/task-fixture';
@@ -21,6 +22,8 @@ function step(r: T.Result): T.Step {
   if (!('next' in r)) throw new Error(`expected a step, got ${JSON.stringify(r)}`);
   return r;
 }
+/** The table's `=`: the task unchanged, owing `effects` again. */
+const repeat = (of: TransitionName, next: TaskRecord, effects: Effect[] = []) => ({ record: { name: 'repeat', of }, next, effects });
 const kinds = (effects: Effect[]) => effects.map((e) => `${e.phase}:${e.kind}`);
 const summary = (t: TaskRecord) => t.runs.map((r) => `${r.state}${r.reasonResolved ? `/${r.reasonResolved}` : ''}`);
 
@@ -41,6 +44,7 @@ const report = (t: TaskRecord, outcome: T.Outcome, runId = t.runs.length - 1, no
 describe('create', () => {
   test('without dependencies: run 0 pending, hint and deadline trigger before the row, pollers woken after', () => {
     const s = T.create({ taskId: 'T1', definition: definition(), hintId: 'h0' }, NOW);
+    expect(s.record).toEqual({ name: 'create', scheduled: true });
     expect(taskState(s.next)).toBe('pending');
     expect(s.next.runs).toEqual([{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: NOW.toJSON(), hintId: 'h0' }]);
     expect(s.next.retriesLeft).toBe(2);
@@ -52,6 +56,7 @@ describe('create', () => {
 
   test('with dependencies: unscheduled, no hint', () => {
     const s = T.create({ taskId: 'T1', definition: definition({ dependencies: ['D1'] }), hintId: 'h0' }, NOW);
+    expect(s.record).toEqual({ name: 'create', scheduled: false });
     expect(taskState(s.next)).toBe('unscheduled');
     expect(kinds(s.effects)).toEqual(['before:record-expiry', 'before:add-group-member', 'before:put-deadline-trigger']);
   });
@@ -62,13 +67,14 @@ describe('schedule', () => {
 
   test('adds pending run 0 with its hint', () => {
     const s = T.schedule(unscheduled(), { hintId: 'hx' }, NOW);
+    expect(s.record).toEqual({ name: 'schedule', runId: 0 });
     expect(s.next.runs).toEqual([expect.objectContaining({ runId: 0, state: 'pending', reasonCreated: 'scheduled', hintId: 'hx' })]);
     expect(kinds(s.effects)).toEqual(['before:put-hint', 'after:wake']);
   });
 
   test('a scheduled task is unchanged; so is one past its deadline', () => {
     const t = pendingTask();
-    expect(T.schedule(t, { hintId: 'hx' }, NOW)).toEqual({ next: t, effects: [] });
+    expect(T.schedule(t, { hintId: 'hx' }, NOW)).toEqual(repeat('schedule', t));
     const u = unscheduled();
     expect(T.schedule(u, { hintId: 'hx' }, later(3600)).next).toBe(u);
   });
@@ -84,6 +90,7 @@ describe('claim', () => {
   test('through the scheduling hint: running, takenUntil, claim trigger owed before the write', () => {
     const s = step(T.claim(pendingTask(), { runId: 0, worker: W, via: via('h0'), claimTimeoutS: CLAIM_S }, NOW));
     const takenUntil = later(CLAIM_S).toJSON();
+    expect(s.record).toEqual({ name: 'claim', runId: 0 });
     expect(s.next.runs[0]).toEqual(expect.objectContaining({ state: 'running', ...W, takenUntil, started: NOW.toJSON() }));
     expect(s.next.takenUntil).toBe(takenUntil);
     expect(s.effects).toEqual([{ phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil }]);
@@ -104,7 +111,7 @@ describe('claim', () => {
     const t = runningTask();
     Object.assign(t.runs[0], { hintId: 'h0', claimedWith: 'm0' });
     const input = { runId: 0, worker: W, via: via('h0'), claimTimeoutS: CLAIM_S };
-    expect(T.claim(t, input, later(10))).toEqual({ next: t, effects: [] });
+    expect(T.claim(t, input, later(10))).toEqual(repeat('claim', t));
     // Another copy of the hint (a queue put repeated after its answer was lost) is another message.
     expect(T.claim(t, { ...input, via: via('h0', 150, 'm1') }, later(10))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
     expect(T.claim(t, input, later(151))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
@@ -113,7 +120,7 @@ describe('claim', () => {
 
   test('claimTask repeated by the same worker is idempotent; by another is refused', () => {
     const t = runningTask();
-    expect(T.claim(t, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(500))).toEqual({ next: t, effects: [] });
+    expect(T.claim(t, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(500))).toEqual(repeat('claim', t));
     expect(T.claim(t, { runId: 0, worker: { ...W, workerId: 'w2' }, via: null, claimTimeoutS: CLAIM_S }, NOW)).toEqual({
       refused: 'conflict',
       message: 'run 0 is running',
@@ -134,6 +141,7 @@ describe('reclaim', () => {
     const t = runningTask();
     const s = step(T.reclaim(t, { runId: 0, claimTimeoutS: CLAIM_S }, later(60)));
     const takenUntil = later(60 + CLAIM_S).toJSON();
+    expect(s.record).toEqual({ name: 'reclaim', runId: 0 });
     expect(s.next.runs[0].takenUntil).toBe(takenUntil);
     expect(s.next.takenUntil).toBe(takenUntil);
     expect(s.effects).toEqual([
@@ -144,7 +152,7 @@ describe('reclaim', () => {
 
   test('the same takenUntil again changes nothing', () => {
     const t = runningTask();
-    expect(T.reclaim(t, { runId: 0, claimTimeoutS: CLAIM_S }, NOW)).toEqual({ next: t, effects: [] });
+    expect(T.reclaim(t, { runId: 0, claimTimeoutS: CLAIM_S }, NOW)).toEqual(repeat('reclaim', t));
   });
 
   test('refusals: missing run (404), deadline, not running', () => {
@@ -171,6 +179,7 @@ describe('report', () => {
   ];
   test.each(finals)('%j resolves the task for good: triggers dropped, uploads committed', (outcome, summaryLine) => {
     const s = step(report(runningTask(), outcome));
+    expect(s.record).toEqual({ name: 'report', runId: 0 });
     expect(summary(s.next)).toEqual([summaryLine]);
     expect(s.next.takenUntil).toBe('');
     expect(s.next.retriesLeft).toBe(2);
@@ -187,6 +196,7 @@ describe('report', () => {
     ['intermittent-task', 'task-retry'],
   ] as const)('exception %s retries while retries are left (new run %s)', (reason, reasonCreated) => {
     const s = step(report(runningTask(), { state: 'exception', reason }));
+    expect(s.record).toEqual({ name: 'report', runId: 0, retry: 1 });
     expect(summary(s.next)).toEqual([`exception/${reason}`, 'pending']);
     expect(s.next.runs[1]).toEqual({ runId: 1, state: 'pending', reasonCreated, scheduled: NOW.toJSON(), hintId: 'h1' });
     expect(s.next.retriesLeft).toBe(1);
@@ -271,6 +281,7 @@ describe('claim expiry', () => {
   test('retries with a new run (reason retry) while retries are left', () => {
     const t = runningTask();
     const s = step(T.expireClaim(t, input(t), later(CLAIM_S)));
+    expect(s.record).toEqual({ name: 'claim-expired', runId: 0, retry: 1 });
     expect(summary(s.next)).toEqual(['exception/claim-expired', 'pending']);
     expect(s.next.runs[1].reasonCreated).toBe('retry');
     expect(s.next.retriesLeft).toBe(1);
@@ -282,6 +293,7 @@ describe('claim expiry', () => {
   test('without retries it resolves the task and drops the deadline trigger', () => {
     const t = runningTask({ retries: 0 });
     const s = step(T.expireClaim(t, input(t), later(CLAIM_S)));
+    expect(s.record).toEqual({ name: 'claim-expired', runId: 0 });
     expect(summary(s.next)).toEqual(['exception/claim-expired']);
     expect(kinds(s.effects)).toEqual(['after:log', 'after:close-group', 'after:drop-trigger', 'after:commit-uploads']);
   });
@@ -289,9 +301,9 @@ describe('claim expiry', () => {
   test('early (clock skew): later; stale takenUntil or after the deadline: nothing', () => {
     const t = runningTask();
     expect(T.expireClaim(t, input(t), later(CLAIM_S - 30))).toEqual({ retryAfterS: 30 });
-    expect(T.expireClaim(t, { ...input(t), takenUntil: NOW.toJSON() }, later(CLAIM_S))).toEqual({ next: t, effects: [] });
+    expect(T.expireClaim(t, { ...input(t), takenUntil: NOW.toJSON() }, later(CLAIM_S))).toEqual(repeat('claim-expired', t));
     const short = runningTask({ deadline: later(60).toJSON() });
-    expect(T.expireClaim(short, input(short), later(CLAIM_S))).toEqual({ next: short, effects: [] });
+    expect(T.expireClaim(short, input(short), later(CLAIM_S))).toEqual(repeat('claim-expired', short));
   });
 
   test('a re-delivered trigger after its own write owes only the propagation and the group bookkeeping', () => {
@@ -308,14 +320,18 @@ describe('deadline', () => {
   test('resolves pending and running runs as deadline-exceeded, dropping claim triggers and committing uploads', () => {
     const t = runningTask();
     const s = step(T.deadline(t, { deadline: DEADLINE }, at));
+    expect(s.record).toEqual({ name: 'deadline', ended: [{ runId: 0, from: 'running' }] });
     expect(summary(s.next)).toEqual(['exception/deadline-exceeded']);
     expect(kinds(s.effects)).toEqual(['after:log', 'after:drop-trigger', 'after:close-group', 'after:commit-uploads']);
-    expect(summary(step(T.deadline(pendingTask(), { deadline: DEADLINE }, at)).next)).toEqual(['exception/deadline-exceeded']);
+    const p = step(T.deadline(pendingTask(), { deadline: DEADLINE }, at));
+    expect(p.record).toEqual({ name: 'deadline', ended: [{ runId: 0, from: 'pending' }] });
+    expect(summary(p.next)).toEqual(['exception/deadline-exceeded']);
   });
 
   test('an unscheduled task gets an exception run', () => {
     const u = T.create({ taskId: 'T1', definition: definition({ dependencies: ['D1'] }), hintId: 'h0' }, NOW).next;
     const s = step(T.deadline(u, { deadline: DEADLINE }, at));
+    expect(s.record).toEqual({ name: 'deadline', ended: [{ runId: 0, from: null }] });
     expect(s.next.runs).toEqual([
       { runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'deadline-exceeded', scheduled: at.toJSON(), resolved: at.toJSON() },
     ]);
@@ -324,7 +340,7 @@ describe('deadline', () => {
   test('early: later; another deadline: nothing; resolved: only owed propagation and group bookkeeping', () => {
     const t = runningTask();
     expect(T.deadline(t, { deadline: DEADLINE }, later(3590))).toEqual({ retryAfterS: 10 });
-    expect(T.deadline(t, { deadline: NOW.toJSON() }, at)).toEqual({ next: t, effects: [] });
+    expect(T.deadline(t, { deadline: NOW.toJSON() }, at)).toEqual(repeat('deadline', t));
     const done = step(report(t, { state: 'completed' })).next;
     // A deadline trigger outlives a resolution only when the group's bookkeeping did not finish.
     expect(kinds(step(T.deadline(done, { deadline: DEADLINE }, at)).effects)).toEqual(['after:close-group']);
@@ -336,18 +352,20 @@ describe('deadline', () => {
 describe('cancel', () => {
   test('a running run becomes exception/canceled; triggers dropped, uploads committed', () => {
     const s = step(T.cancel(runningTask(), {}, NOW));
+    expect(s.record).toEqual({ name: 'cancel', ended: { runId: 0, from: 'running' } });
     expect(summary(s.next)).toEqual(['exception/canceled']);
     expect(kinds(s.effects)).toEqual(['after:drop-trigger', 'after:close-group', 'after:drop-trigger', 'after:commit-uploads']);
   });
 
   test('a pending run is canceled without an upload commit; an unscheduled task gets a canceled run', () => {
     const s = step(T.cancel(pendingTask(), {}, NOW));
+    expect(s.record).toEqual({ name: 'cancel', ended: { runId: 0, from: 'pending' } });
     expect(summary(s.next)).toEqual(['exception/canceled']);
     expect(kinds(s.effects)).toEqual(['after:close-group', 'after:drop-trigger']);
     const u = T.create({ taskId: 'T1', definition: definition({ dependencies: ['D1'] }), hintId: 'h0' }, NOW).next;
-    expect(step(T.cancel(u, {}, NOW)).next.runs).toEqual([
-      expect.objectContaining({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'canceled' }),
-    ]);
+    const c = step(T.cancel(u, {}, NOW));
+    expect(c.record).toEqual({ name: 'cancel', ended: { runId: 0, from: null } });
+    expect(c.next.runs).toEqual([expect.objectContaining({ runId: 0, state: 'exception', reasonCreated: 'exception', reasonResolved: 'canceled' })]);
   });
 
   test('with dependents: safety net around the propagation', () => {
@@ -364,7 +382,7 @@ describe('cancel', () => {
 
   test('a resolved task is unchanged; after the deadline cancel is refused', () => {
     const done = step(report(runningTask(), { state: 'failed' })).next;
-    expect(T.cancel(done, {}, NOW)).toEqual({ next: done, effects: [] });
+    expect(T.cancel(done, {}, NOW)).toEqual(repeat('cancel', done));
     expect(T.cancel(pendingTask(), {}, later(3600))).toEqual({ refused: 'conflict', message: 'task T1 has passed its deadline' });
   });
 });
@@ -375,6 +393,7 @@ describe('rerun', () => {
     t.retriesLeft = 0;
     const done = step(report(t, { state: 'failed' })).next;
     const s = step(T.rerun(done, { hintId: 'hr' }, NOW));
+    expect(s.record).toEqual({ name: 'rerun', runId: 1 });
     expect(summary(s.next)).toEqual(['failed/failed', 'pending']);
     expect(s.next.runs[1]).toEqual(expect.objectContaining({ reasonCreated: 'rerun', hintId: 'hr' }));
     expect(s.next.retriesLeft).toBe(2);
@@ -390,7 +409,7 @@ describe('rerun', () => {
 
   test('pending or running: unchanged; MAX_RUNS and the deadline refuse', () => {
     const t = runningTask();
-    expect(T.rerun(t, { hintId: 'hr' }, NOW)).toEqual({ next: t, effects: [] });
+    expect(T.rerun(t, { hintId: 'hr' }, NOW)).toEqual(repeat('rerun', t));
     const done = step(report(t, { state: 'failed' })).next;
     done.runs = Array.from({ length: T.MAX_RUNS }, (_, i) => ({ ...done.runs[0], runId: i }));
     expect(T.rerun(done, { hintId: 'hr' }, NOW)).toEqual({ refused: 'conflict', message: `Maximum number of runs reached (${T.MAX_RUNS})` });
@@ -402,18 +421,21 @@ describe('dependency bookkeeping', () => {
   test('dependentAdded flags the task once', () => {
     const t = pendingTask();
     const s = T.dependentAdded(t);
+    expect(s.record).toEqual({ name: 'dependent-added' });
     expect(s.next.hasDependents).toBe(true);
-    expect(T.dependentAdded(s.next).next).toBe(s.next);
+    expect(T.dependentAdded(s.next)).toEqual(repeat('dependent-added', s.next));
   });
 
   test('propagated records the last run once, and only if it is still the last', () => {
     const done = step(report(runningTask(), { state: 'completed' })).next;
     done.hasDependents = true;
     const s = T.propagated(done, { last: 0 });
+    expect(s.record).toEqual({ name: 'propagated', last: 0 });
     expect(s.next.dependentsNotified).toBe(0);
-    expect(T.propagated(s.next, { last: 0 }).next).toBe(s.next);
-    expect(T.propagated(done, { last: 1 }).next).toBe(done);
+    expect(T.propagated(s.next, { last: 0 })).toEqual(repeat('propagated', s.next));
+    expect(T.propagated(done, { last: 1 })).toEqual(repeat('propagated', done));
     // Once recorded, a resolved task owes no more propagation (the group's bookkeeping is repeated, harmlessly).
+    expect(T.safetyNet(s.next).record).toEqual({ name: 'repeat', of: 'safety-net' });
     expect(kinds(T.safetyNet(s.next).effects)).toEqual(['after:close-group']);
     expect(kinds(T.safetyNet(done).effects)).toEqual(['after:propagate', 'after:close-group']);
   });
@@ -434,6 +456,7 @@ describe('rehint (a lost or hidden hint)', () => {
 
   test('a pending run with the stale hint gets the fresh one, put before the write, and pollers are woken', () => {
     const r = T.rehint(base(), { runId: 0, staleHintId: 'h0', hintId: 'new' }, NOW);
+    expect(r.record).toEqual({ name: 'rehint', runId: 0 });
     expect(r.next.runs[0]).toMatchObject({ state: 'pending', hintId: 'new' });
     expect(kinds(r.effects)).toEqual(['before:put-hint', 'after:wake']);
     expect(r.effects[0]).toMatchObject({ taskId: 'T1', runId: 0, hintId: 'new', priority: 'high' });
@@ -441,7 +464,7 @@ describe('rehint (a lost or hidden hint)', () => {
 
   test('nothing changes once the run moved on, got another hint, or passed its deadline', () => {
     const t = base();
-    expect(T.rehint(t, { runId: 0, staleHintId: 'other', hintId: 'new' }, NOW).next).toBe(t);
+    expect(T.rehint(t, { runId: 0, staleHintId: 'other', hintId: 'new' }, NOW)).toEqual(repeat('rehint', t));
     expect(T.rehint(t, { runId: 0, staleHintId: 'h0', hintId: 'new' }, later(3600)).next).toBe(t);
     const claimed = runningTask({ priority: 'high' });
     expect(T.rehint(claimed, { runId: 0, staleHintId: 'h0', hintId: 'new' }, NOW).next).toBe(claimed);
