@@ -24,12 +24,20 @@ function pendingTask(): TaskRecord {
 /** Fakes recording every call in order; `rows` are the stored versions, `races` ETag losses to inject. */
 function fakes(
   initial: TaskRecord,
-  opts: { races?: TaskRecord[]; groupFails?: boolean; foldFails?: boolean; events?: { deadline?: boolean; deliverFails?: boolean } } = {},
+  opts: {
+    races?: TaskRecord[];
+    groupFails?: boolean;
+    foldFails?: boolean;
+    /** A create's own group exists already (a member came first): an insert with its rows fails, and no task row is there. */
+    groupExists?: boolean;
+    events?: { deadline?: boolean; deliverFails?: boolean };
+  } = {},
 ) {
   const calls: string[] = [];
   /** The rows of each write's transaction besides the task row (its history rows). */
   const writes: { rowKey: string; entry?: string; event?: string }[][] = [];
   let stored = initial;
+  let inserted = false;
   const races = [...(opts.races ?? [])];
   let n = 0;
   const d = {
@@ -77,7 +85,7 @@ function fakes(
       },
     },
     tasks: {
-      load: async () => (calls.push('load'), structuredClone(stored)),
+      load: async () => (calls.push('load'), opts.groupExists && !inserted ? undefined : structuredClone(stored)),
       amendRecent: (_id: string, amend: (t: TaskRecord) => void) => {
         calls.push('amend');
         amend(stored);
@@ -85,6 +93,8 @@ function fakes(
       insert: async (t: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
         writes.push(rows);
         calls.push(['insert', ...(actions.length ? ['+group'] : [])].join(' '));
+        if (actions.length && opts.groupExists) return false;
+        inserted = true;
         stored = { ...structuredClone(t), etag: 'e0' };
         t.etag = 'e0';
         return true;
@@ -227,6 +237,35 @@ test('events of a create: its deadline trigger carries their sweep and is re-arm
   const failing = fakes(t, { events: { deadline: true, deliverFails: true } });
   await executeCreate(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
   expect(failing.calls.some((c) => c.startsWith('deadline.rearm'))).toBe(false);
+});
+
+describe('a create starting its own group', () => {
+  const create = () => T.create({ taskId: 'T1', definition: pendingTask().definition, hintId: 'h0' }, NOW);
+
+  test("the group's rows go in the task row's transaction: no group call, and the row says it is alone", async () => {
+    const f = fakes(pendingTask());
+    const r = await executeCreate(f.d, create());
+    expect(r).toEqual({ created: expect.objectContaining({ groupAlone: true }) });
+    expect(f.calls.filter((c) => c.startsWith('group') || c.startsWith('insert'))).toEqual(['insert +group']);
+  });
+
+  test('a group that exists already (a member came first): it joins as a member, then the row goes in without the group rows', async () => {
+    const f = fakes(pendingTask(), { groupExists: true });
+    const r = await executeCreate(f.d, create());
+    expect(r).toEqual({ created: expect.not.objectContaining({ groupAlone: true }) });
+    expect(f.calls.filter((c) => c.startsWith('group') || c.startsWith('insert') || c === 'load')).toEqual([
+      'insert +group',
+      'load',
+      'group.add T1/T1',
+      'insert',
+    ]);
+    // The before effects went out once, not again for the second insert.
+    expect(f.calls.filter((c) => c === 'deadline.put' || c.startsWith('hint') || c.startsWith('expiry'))).toEqual([
+      'expiry T1',
+      'deadline.put',
+      'hint T1/0 h0',
+    ]);
+  });
 });
 
 describe("a group of one's close in the resolution's write", () => {
