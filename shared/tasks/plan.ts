@@ -38,7 +38,7 @@ export type LogLine = LogEntry<LogEventAt<'info'>>;
 
 export interface Plan {
   before: Effect[];
-  /** The row to write, with its history count; undefined: the step changed nothing (an idempotent repeat owing only `after`). */
+  /** The row to write, with its history count; undefined for a `repeat` record (the row is unchanged; it owes only `after`). */
   task?: TaskRecord;
   /** Rows of the task's partition in the row's transaction: its history rows, with the events on them. */
   rows: Entity[];
@@ -73,7 +73,9 @@ export interface Planner {
  * Plan step "own group": a task that starts its own group creates the group's rows (`createActions`)
  * in its row's transaction, as the group's rows share the task's partition, instead of joining it
  * before the write; the row then says so (`groupAlone`), which later lets its resolution fold the
- * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 4 calls, 5 without.
+ * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 4 calls, 5 without
+ * (a second Tasks transaction); without it the report cannot fold either (with a listener for
+ * task-group-resolved, a Tasks.query more).
  * If the insert fails and no task row is there, the group existed already: the executor joins it
  * as any member does and writes the plan without this step.
  */
