@@ -30,8 +30,8 @@
  *   markUploads     bookkeeping only: the run's uploads = true (before its first s3 artifact)
  *
  * An idempotent repeat (record `repeat`) returns the task unchanged with the effects it still owes
- * (propagation, upload commits). A refusal carries the 404/409 message. After the deadline, claim, reclaim,
- * cancel, rerun and scheduleTask refuse (409).
+ * (propagation, upload commits). A refusal carries the 404/409 message. After the deadline, claim,
+ * reclaim, cancel, rerun and scheduleTask refuse (409).
  */
 import { effect, Effect } from './effects';
 import type { Ended, RecordOf, TransitionName, TransitionRecord } from './records';
