@@ -6,51 +6,74 @@
  * (bin/copy-assets.js copies it) and from the deployment package (bin/package.js bundles it with
  * its libraries into one file). Its settings come as arguments: the schema cache size and the
  * largest result it may send.
+ *
+ * The same file is the child's watchdog thread, which ends the child once its host is gone: a job
+ * that loops holds the event loop, so the child would not hear the IPC channel close until the job
+ * ended, which for a catastrophic pattern is days.
  */
-const jsone = require('json-e');
-const Ajv = require('ajv').default;
-const addFormats = require('ajv-formats').default;
+const { isMainThread, Worker } = require('node:worker_threads');
 
-const [schemaCache, resultChars] = process.argv.slice(2).map(Number);
-const ajv = new Ajv({ allErrors: true, strict: false });
-addFormats(ajv);
-const compiled = new Map();
+/** How often the watchdog checks for its host (one getppid call; a busy orphan lives at most this long). */
+const HOST_CHECK_MS = 1_000;
 
-function compile(schema) {
-  const key = JSON.stringify(schema);
-  let fn = compiled.get(key);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    ajv.removeSchema(schema);
-    if (compiled.size >= schemaCache) compiled.delete(compiled.keys().next().value);
-    compiled.set(key, fn);
-  }
-  return fn;
+function watchdog() {
+  const host = process.ppid;
+  setInterval(() => {
+    // The child was re-parented: its host ended.
+    if (process.ppid !== host) process.kill(process.pid, 'SIGKILL');
+  }, HOST_CHECK_MS);
 }
 
-function run(job) {
-  if (job.kind === 'render') {
-    const json = JSON.stringify(jsone(job.template, job.context));
-    // Checked here, before sending: a huge result would cost the host its memory to receive.
-    if (json !== undefined && json.length > resultChars)
-      return { ok: false, name: 'ResultTooLarge', message: `the rendered result is ${json.length} characters of JSON, more than ${resultChars}` };
-    return { ok: true, json: json === undefined ? 'null' : json };
-  }
-  const fn = compile(job.schema);
-  if (job.kind === 'compile') return { ok: true };
-  const valid = fn(job.data);
-  return { ok: true, valid, errors: valid ? [] : (fn.errors || []).slice(0, 20).map((e) => ({ instancePath: e.instancePath, message: e.message })) };
+function child() {
+  const jsone = require('json-e');
+  const Ajv = require('ajv').default;
+  const addFormats = require('ajv-formats').default;
+  const [schemaCache, resultChars] = process.argv.slice(2).map(Number);
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  addFormats(ajv);
+  const compiled = new Map();
+
+  const compile = (schema) => {
+    const key = JSON.stringify(schema);
+    let fn = compiled.get(key);
+    if (!fn) {
+      fn = ajv.compile(schema);
+      ajv.removeSchema(schema);
+      if (compiled.size >= schemaCache) compiled.delete(compiled.keys().next().value);
+      compiled.set(key, fn);
+    }
+    return fn;
+  };
+
+  const run = (job) => {
+    if (job.kind === 'render') {
+      const json = JSON.stringify(jsone(job.template, job.context));
+      // Checked here, before sending: a huge result would cost the host its memory to receive.
+      if (json !== undefined && json.length > resultChars)
+        return { ok: false, name: 'ResultTooLarge', message: `the rendered result is ${json.length} characters of JSON, more than ${resultChars}` };
+      return { ok: true, json: json === undefined ? 'null' : json };
+    }
+    const fn = compile(job.schema);
+    if (job.kind === 'compile') return { ok: true };
+    const valid = fn(job.data);
+    return { ok: true, valid, errors: valid ? [] : (fn.errors || []).slice(0, 20).map((e) => ({ instancePath: e.instancePath, message: e.message })) };
+  };
+
+  process.on('message', (job) => {
+    let out;
+    try {
+      out = run(job);
+    } catch (e) {
+      out = { ok: false, name: (e && e.name) || 'Error', message: String((e && e.message) || e) };
+    }
+    process.send(out);
+  });
+  // The host closed the channel or ended: no orphan outlives it.
+  process.on('disconnect', () => process.exit(0));
+  // The watchdog must not keep an idle child alive once the channel has closed.
+  new Worker(__filename).unref();
+  process.send({ ready: true });
 }
 
-process.on('message', (job) => {
-  let out;
-  try {
-    out = run(job);
-  } catch (e) {
-    out = { ok: false, name: (e && e.name) || 'Error', message: String((e && e.message) || e) };
-  }
-  process.send(out);
-});
-// The host is gone (exited, crashed or killed): no orphan outlives it.
-process.on('disconnect', () => process.exit(0));
-process.send({ ready: true });
+if (isMainThread) child();
+else watchdog();
