@@ -11,20 +11,33 @@
  * that loops holds the event loop, so the child would not hear the IPC channel close until the job
  * ended, which for a catastrophic pattern is days.
  */
-const { isMainThread, Worker } = require('node:worker_threads');
+const { isMainThread, parentPort, Worker, workerData } = require('node:worker_threads');
 
-/** How often the watchdog checks for its host (one getppid call; a busy orphan lives at most this long). */
+/** How often the watchdog checks for its host (one kill(pid, 0); a busy orphan lives at most this long). */
 const HOST_CHECK_MS = 1_000;
 
+/** Whether process `pid` still exists (process.ppid will not tell: Node 22 reads it once, and a thread's may be read late). */
+function exists(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code !== 'ESRCH';
+  }
+}
+
 function watchdog() {
-  const host = process.ppid;
   setInterval(() => {
-    // The child was re-parented: its host ended.
-    if (process.ppid !== host) process.kill(process.pid, 'SIGKILL');
+    if (!exists(workerData.host)) process.kill(process.pid, 'SIGKILL');
   }, HOST_CHECK_MS);
+  parentPort.postMessage('watching');
 }
 
 function child() {
+  // Started first: a thread's start can wait for the main thread, which a job may hold for good.
+  const dog = new Worker(__filename, { workerData: { host: process.ppid } });
+  // It must not keep an idle child alive once the channel has closed.
+  dog.unref();
   const jsone = require('json-e');
   const Ajv = require('ajv').default;
   const addFormats = require('ajv-formats').default;
@@ -70,9 +83,8 @@ function child() {
   });
   // The host closed the channel or ended: no orphan outlives it.
   process.on('disconnect', () => process.exit(0));
-  // The watchdog must not keep an idle child alive once the channel has closed.
-  new Worker(__filename).unref();
-  process.send({ ready: true });
+  // Ready once the watchdog is watching: no job runs unwatched.
+  dog.once('message', () => process.send({ ready: true }));
 }
 
 if (isMainThread) child();
