@@ -13,7 +13,7 @@ const ROOT = path.resolve(__dirname, '..');
 /** Folders of static files, relative to the repository root and to dist/. */
 const ASSET_DIRS = ['shared/ops/dashboard'];
 /** Plain CommonJS scripts the compiled code forks by path, relative to the repository root and to dist/. */
-const ASSET_FILES = ['shared/sandbox/sandbox-child.js'];
+const ASSET_FILES = ['shared/sandbox/sandbox-child/main.js'];
 /** Browser files from packages, copied to dist/<folder>/vendor/<name> (shared/ops/dashboard.ts serves them). */
 const VENDOR_FILES = [
   { into: 'shared/ops/dashboard', name: 'uPlot.iife.min.js', from: 'uplot/dist/uPlot.iife.min.js' },

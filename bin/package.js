@@ -6,9 +6,10 @@
  *                           compiled by `npm run build`) and every production dependency, bundled
  *                           by esbuild into one CommonJS file; `@azure/functions-core` stays out,
  *                           the Functions Node worker provides it
- *   dist/functions/sandbox-child.js  the sandbox's child process (shared/sandbox/sandbox-child.js),
- *                           bundled with the libraries it loads (json-e, ajv, ajv-formats), beside
- *                           app.js because shared/sandbox/sandbox.ts forks it from its own __dirname
+ *   dist/functions/sandbox-child/main.js  the sandbox's child process (shared/sandbox/sandbox-child/),
+ *                           bundled with the libraries it loads (json-e, ajv, ajv-formats); placed
+ *                           relative to app.js as shared/sandbox/sandbox.ts forks it from its own
+ *                           __dirname, and in a folder, as the host loads every dist/functions/*.js
  *   dist/functions/dashboard/  the dashboard's static files (bin/copy-assets.js), beside the bundle
  *                           because shared/ops/dashboard.ts reads them from its own __dirname
  *   dist/THIRD-PARTY-NOTICES.txt  name, version and licence text of every bundled package
@@ -36,8 +37,8 @@ const STAGING = path.join(OUT_DIR, 'app');
 const ZIP_PATH = path.join(OUT_DIR, 'app.zip');
 /** The compiled entry points the bundle starts from (the local host, bench and worker are not reached from them). */
 const ENTRY_POINTS = ['functions/http.js', 'functions/timers.js'];
-/** The script the sandbox forks (shared/sandbox/sandbox.ts SANDBOX_CHILD_SCRIPT), bundled with its libraries beside app.js. */
-const SANDBOX_CHILD = 'shared/sandbox/sandbox-child.js';
+/** The script the sandbox forks (shared/sandbox/sandbox.ts SANDBOX_CHILD_SCRIPT), bundled with its libraries. */
+const SANDBOX_CHILD = 'shared/sandbox/sandbox-child/main.js';
 /** Provided by the Functions Node worker at run time; never installed or bundled. */
 const HOST_PROVIDED = ['@azure/functions-core'];
 /** The Node.js the bundle may use: the oldest major `engines` allows (template default: 22). */
@@ -96,7 +97,7 @@ function thirdPartyNotices(inputs) {
     const text = licenseFile ? fs.readFileSync(path.join(root, licenseFile), 'utf8').trim() : `(no licence file; package.json says ${pkg.license})`;
     return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${text}\n`;
   });
-  return `Packages bundled into dist/functions/app.js and dist/functions/sandbox-child.js, or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
+  return `Packages bundled into dist/functions/app.js and dist/functions/sandbox-child/, or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
 }
 
 /** Bundles the entry points into STAGING/dist/functions/app.js; returns the bundled input files. */
@@ -124,7 +125,7 @@ function bundle(dist) {
   const inputs = Object.keys(result.metafile.inputs);
   const child = esbuild.buildSync({
     entryPoints: [path.join(dist, SANDBOX_CHILD)],
-    outfile: path.join(STAGING, 'dist', 'functions', path.basename(SANDBOX_CHILD)),
+    outfile: path.join(STAGING, 'dist', 'functions', path.relative('shared/sandbox', SANDBOX_CHILD)),
     bundle: true,
     platform: 'node',
     format: 'cjs',

@@ -272,7 +272,7 @@ export const LOG_EVENTS = {
       'A sandbox child process (it renders JSON-e templates and runs trigger schemas) ended on its own. Out of memory, the job it ran is refused as over its memory budget (a 400); the next job starts a fresh process.',
     fields: {
       exit: str('`code <n>` or `signal <name>`'),
-      outOfMemory: bool("V8 reported reaching the heap limit (its report is not logged)"),
+      outOfMemory: bool('V8 reported reaching the heap limit (its report is not logged)'),
       running: bool('it was running a job (or starting for one)'),
       stderr: opt(str('the start of its stderr, when it was not the heap-limit report')),
     },

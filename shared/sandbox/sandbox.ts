@@ -24,11 +24,12 @@ export const SANDBOX_HEAP_MB = 64;
 /** A rendered task larger than this is no task createTask would accept; the child refuses it before sending it. */
 export const SANDBOX_RESULT_CHARS = 1_000_000;
 /**
- * The children's program, plain CommonJS: beside this module in the source tree and in dist/
- * (bin/copy-assets.js), beside the bundled app in the deployment package (bin/package.js bundles it
- * with its libraries, as the package has no node_modules).
+ * The children's program, plain CommonJS, relative to this module in the source tree and in dist/
+ * (bin/copy-assets.js) and to the bundled app in the deployment package (bin/package.js bundles it
+ * with its libraries, as the package has no node_modules). In a folder of its own: the Functions
+ * host loads every .js file beside the app.
  */
-export const SANDBOX_CHILD_SCRIPT = 'sandbox-child.js';
+export const SANDBOX_CHILD_SCRIPT = 'sandbox-child/main.js';
 /**
  * How long a fresh child may take to load its libraries. Not the template's budget: a cold start on
  * a busy host took over 2 s, and counting it refused legitimate hooks as over budget.

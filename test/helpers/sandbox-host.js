@@ -22,12 +22,13 @@ const { sandbox } = require(path.join(__dirname, '..', '..', 'shared', 'sandbox'
 /** This process's children running the sandbox's script. */
 function sandboxChildren() {
   const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' }).split('\n');
-  return lines.filter((l) => l.includes('sandbox-child.js')).map((l) => l.trim().split(/\s+/)[0]);
+  return lines.filter((l) => l.includes('sandbox-child/main.js')).map((l) => l.trim().split(/\s+/)[0]);
 }
 
 sandbox.run({ kind: 'render', template: { $eval: '1 + 1' }, context: {} }).then((r) => {
   const mode = process.argv[2];
-  if (mode === 'busy') void sandbox.run({ kind: 'validate', schema: { type: 'string', pattern: '^(a+)+$' }, data: 'a'.repeat(60) + '!' }).catch(() => undefined);
+  if (mode === 'busy')
+    void sandbox.run({ kind: 'validate', schema: { type: 'string', pattern: '^(a+)+$' }, data: 'a'.repeat(60) + '!' }).catch(() => undefined);
   process.stdout.write(`RENDERED ${r.json} ${sandboxChildren().join(',')}\n`);
   if (mode !== 'exit') setInterval(() => undefined, 1 << 30);
 });

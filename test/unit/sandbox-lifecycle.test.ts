@@ -31,7 +31,11 @@ async function ended(pid: number): Promise<void> {
 }
 
 /** Starts the host helper; resolves with its render and its sandbox children once it printed them. */
-function startHost(mode: 'exit' | 'stay' | 'busy'): { host: ChildProcess; rendered: Promise<{ json: string; children: number[] }>; exit: Promise<number | null> } {
+function startHost(mode: 'exit' | 'stay' | 'busy'): {
+  host: ChildProcess;
+  rendered: Promise<{ json: string; children: number[] }>;
+  exit: Promise<number | null>;
+} {
   const host = spawn(process.execPath, [HOST, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exit = new Promise<number | null>((resolve) => host.on('exit', (code) => resolve(code)));
   const rendered = new Promise<{ json: string; children: number[] }>((resolve, reject) => {
@@ -70,7 +74,7 @@ test(`a sandbox child idle for ${SANDBOX_IDLE_MS / 1000} s exits, and the next j
   const sandboxChildren = () =>
     execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(process.pid)], { encoding: 'utf8' })
       .split('\n')
-      .filter((l) => l.includes('sandbox-child.js'))
+      .filter((l) => l.includes('sandbox-child/main.js'))
       .map((l) => Number(l.trim().split(/\s+/)[0]));
   jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
   const sandbox = new Sandbox(undefined, 1);
