@@ -7,9 +7,9 @@
  * its own and its abort is the 400. The main event loop never runs a job; a child over time is
  * killed and replaced.
  *
- * A small pool of children is reused (starting one costs tens of milliseconds); jobs beyond the pool
- * wait their turn. Idle children keep neither the host alive nor themselves for long, and end with
- * the host. Over budget is a 400 naming the budget.
+ * A small pool of children is reused (starting one costs ~0.2 s, twice a worker thread's); jobs
+ * beyond the pool wait their turn. Idle children keep neither the host alive nor themselves for
+ * long, and end with the host. Over budget is a 400 naming the budget.
  */
 import { ChildProcess, fork } from 'node:child_process';
 import type { Socket } from 'node:net';
@@ -37,7 +37,7 @@ export const SANDBOX_CHILD_SCRIPT = 'sandbox-child/main.js';
 export const SANDBOX_BOOT_MS = 30_000;
 /**
  * A child idle this long exits: an instance that fires no hooks does not carry extra node processes
- * (~40 MB each), while a burst of fires reuses warm ones instead of paying a fork per job.
+ * (~60 MB resident each), while a burst of fires reuses warm ones instead of paying a fork per job.
  */
 export const SANDBOX_IDLE_MS = 60_000;
 /** Children kept; two cores are the smallest host, and jobs take milliseconds. */
