@@ -17,11 +17,11 @@ beforeAll(async () => {
 afterAll(async () => svc?.close());
 
 /**
- * Pings answered while an attack was pending, at least. A blocked event loop answers none before the
- * attack's 400 (the pinger shares the service's process, and a queued ping is answered after the
- * reply that unblocks it); the fewest seen while the sandbox ran a job elsewhere were ~10.
+ * Pings answered while an attack was pending, at least. The pinger shares the service's process, so
+ * a blocked event loop answers none before the attack's 400 (1 seen: the ping already in flight);
+ * with the job off the event loop, 35-67 were answered on a loaded two-core machine.
  */
-const MIN_PINGS_DURING_ATTACK = 3;
+const MIN_PINGS_DURING_ATTACK = 5;
 
 const uniqueHook = () => `h${Math.random().toString(36).slice(2, 10)}`;
 
