@@ -2,7 +2,7 @@
 'use strict';
 /**
  * Part of `npm run build`: copies the static files the compiled code reads at run time (tsc only
- * emits .js) from the source tree to the same place under dist/, and the browser libraries the
+ * emits .js from .ts) and the plain scripts it starts from the source tree to the same place under dist/, and the browser libraries the
  * dashboard serves from node_modules into its `vendor/` folder, then writes dist/.build-stamp,
  * whose time bin/run-built.js compares with the sources'. bin/package.js zips the assets too.
  */
@@ -12,6 +12,8 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 /** Folders of static files, relative to the repository root and to dist/. */
 const ASSET_DIRS = ['shared/ops/dashboard'];
+/** Plain CommonJS scripts the compiled code forks by path, relative to the repository root and to dist/. */
+const ASSET_FILES = ['shared/sandbox/sandbox-child/main.js'];
 /** Browser files from packages, copied to dist/<folder>/vendor/<name> (shared/ops/dashboard.ts serves them). */
 const VENDOR_FILES = [
   { into: 'shared/ops/dashboard', name: 'uPlot.iife.min.js', from: 'uplot/dist/uPlot.iife.min.js' },
@@ -26,6 +28,10 @@ function copyAssets() {
     fs.rmSync(to, { recursive: true, force: true });
     fs.cpSync(path.join(ROOT, dir), to, { recursive: true });
   }
+  for (const file of ASSET_FILES) {
+    fs.mkdirSync(path.dirname(path.join(ROOT, 'dist', file)), { recursive: true });
+    fs.copyFileSync(path.join(ROOT, file), path.join(ROOT, 'dist', file));
+  }
   for (const f of VENDOR_FILES) {
     const to = path.join(ROOT, 'dist', f.into, 'vendor', f.name);
     fs.mkdirSync(path.dirname(to), { recursive: true });
@@ -37,7 +43,7 @@ function writeStamp() {
   fs.writeFileSync(BUILD_STAMP, new Date().toISOString() + '\n');
 }
 
-module.exports = { ASSET_DIRS, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp };
+module.exports = { ASSET_DIRS, ASSET_FILES, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp };
 
 if (require.main === module) {
   copyAssets();

@@ -6,6 +6,10 @@
  *                           compiled by `npm run build`) and every production dependency, bundled
  *                           by esbuild into one CommonJS file; `@azure/functions-core` stays out,
  *                           the Functions Node worker provides it
+ *   dist/functions/sandbox-child/main.js  the sandbox's child process (shared/sandbox/sandbox-child/),
+ *                           bundled with the libraries it loads (json-e, ajv, ajv-formats); placed
+ *                           relative to app.js as shared/sandbox/sandbox.ts forks it from its own
+ *                           __dirname, and in a folder, as the host loads every dist/functions/*.js
  *   dist/functions/dashboard/  the dashboard's static files (bin/copy-assets.js), beside the bundle
  *                           because shared/ops/dashboard.ts reads them from its own __dirname
  *   dist/THIRD-PARTY-NOTICES.txt  name, version and licence text of every bundled package
@@ -33,11 +37,8 @@ const STAGING = path.join(OUT_DIR, 'app');
 const ZIP_PATH = path.join(OUT_DIR, 'app.zip');
 /** The compiled entry points the bundle starts from (the local host, bench and worker are not reached from them). */
 const ENTRY_POINTS = ['functions/http.js', 'functions/timers.js'];
-/**
- * Libraries the sandbox's worker threads load by path (shared/sandbox/sandbox.ts `libraryPath`):
- * each is bundled whole into dist/functions/sandbox-libs/<name>.js, as the package has no node_modules.
- */
-const SANDBOX_LIBS = ['json-e', 'ajv', 'ajv-formats'];
+/** The script the sandbox forks (shared/sandbox/sandbox.ts SANDBOX_CHILD_SCRIPT), bundled with its libraries. */
+const SANDBOX_CHILD = 'shared/sandbox/sandbox-child/main.js';
 /** Provided by the Functions Node worker at run time; never installed or bundled. */
 const HOST_PROVIDED = ['@azure/functions-core'];
 /** The Node.js the bundle may use: the oldest major `engines` allows (template default: 22). */
@@ -96,7 +97,7 @@ function thirdPartyNotices(inputs) {
     const text = licenseFile ? fs.readFileSync(path.join(root, licenseFile), 'utf8').trim() : `(no licence file; package.json says ${pkg.license})`;
     return `${pkg.name} ${pkg.version} (${pkg.license})\n\n${text}\n`;
   });
-  return `Packages bundled into dist/functions/app.js and dist/functions/sandbox-libs/, or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
+  return `Packages bundled into dist/functions/app.js and dist/functions/sandbox-child/, or served by the dashboard (dist/functions/dashboard/vendor/):\n\n${sections.join(`\n${'-'.repeat(80)}\n\n`)}`;
 }
 
 /** Bundles the entry points into STAGING/dist/functions/app.js; returns the bundled input files. */
@@ -122,27 +123,25 @@ function bundle(dist) {
     logLevel: 'warning',
   });
   const inputs = Object.keys(result.metafile.inputs);
-  for (const lib of SANDBOX_LIBS) {
-    const built = esbuild.buildSync({
-      entryPoints: [require.resolve(lib, { paths: [ROOT] })],
-      outfile: path.join(STAGING, 'dist', 'functions', 'sandbox-libs', `${lib}.js`),
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: BUNDLE_TARGET,
-      keepNames: true,
-      legalComments: 'none',
-      metafile: true,
-      logLevel: 'warning',
-    });
-    inputs.push(...Object.keys(built.metafile.inputs));
-  }
+  const child = esbuild.buildSync({
+    entryPoints: [path.join(dist, SANDBOX_CHILD)],
+    outfile: path.join(STAGING, 'dist', 'functions', path.relative('shared/sandbox', SANDBOX_CHILD)),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: BUNDLE_TARGET,
+    keepNames: true,
+    legalComments: 'none',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  inputs.push(...Object.keys(child.metafile.inputs));
   return inputs;
 }
 
 function stage() {
   const dist = path.join(ROOT, 'dist');
-  for (const entry of ENTRY_POINTS) {
+  for (const entry of [...ENTRY_POINTS, SANDBOX_CHILD]) {
     if (!fs.existsSync(path.join(dist, entry))) fail(`dist/${entry} does not exist; run \`npm run build\` first`);
   }
   if (!fs.existsSync(path.join(ROOT, 'host.json'))) fail('host.json is missing');

@@ -266,6 +266,17 @@ export const LOG_EVENTS = {
     description: "A scheduled fire skipped (`overlap: skip`): the previous fire's task is unresolved.",
     fields: { hookGroupId, hookId, previousTaskId: opt(str("the previous fire's task")), scheduled: str('the tick') },
   },
+  'sandbox-process-ended': {
+    level: 'warn',
+    description:
+      'A sandbox child process (it renders JSON-e templates and runs trigger schemas) ended on its own. Out of memory, the job it ran is refused as over its memory budget (a 400); the next job starts a fresh process.',
+    fields: {
+      exit: str('`code <n>` or `signal <name>`'),
+      outOfMemory: bool('V8 reported reaching the heap limit (its report is not logged)'),
+      running: bool('it was running a job (or starting for one)'),
+      stderr: opt(str('the start of its stderr, when it was not the heap-limit report')),
+    },
+  },
   'hook-event-dropped': {
     level: 'info',
     description: "An event bound to a hook was not fired: its payload does not match the hook's triggerSchema.",

@@ -42,9 +42,16 @@ function nodeInPackage(args: string[]) {
 test('the zip holds the bundled app, its notices, the dashboard files, host.json and package.json, and nothing else', () => {
   const dashboard = fs.readdirSync(path.join(root, 'shared', 'ops', 'dashboard')).map((f) => `dist/functions/dashboard/${f}`);
   const vendor = VENDOR_FILES.map((f: { name: string }) => `dist/functions/dashboard/vendor/${f.name}`);
-  const sandboxLibs = ['json-e', 'ajv', 'ajv-formats'].map((l) => `dist/functions/sandbox-libs/${l}.js`);
   expect(entries.sort()).toEqual(
-    ['dist/THIRD-PARTY-NOTICES.txt', 'dist/functions/app.js', ...dashboard, ...vendor, ...sandboxLibs, 'host.json', 'package.json'].sort(),
+    [
+      'dist/THIRD-PARTY-NOTICES.txt',
+      'dist/functions/app.js',
+      'dist/functions/sandbox-child/main.js',
+      ...dashboard,
+      ...vendor,
+      'host.json',
+      'package.json',
+    ].sort(),
   );
   expect(JSON.parse(fs.readFileSync(path.join(dir, 'host.json'), 'utf8')).extensions.http.routePrefix).toBe('api');
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
@@ -123,7 +130,7 @@ describe('started by a stand-in for the Functions host', () => {
     }
   });
 
-  test('it serves a whole task lifecycle, the reaper, a hook (rendered in a sandbox worker) and the dashboard', async () => {
+  test('it serves a whole task lifecycle, the reaper, a hook (rendered in a sandbox process) and the dashboard', async () => {
     const taskcluster = (await import('taskcluster-client')).default;
     const queue = new taskcluster.Queue({ rootUrl: url, credentials: { clientId: 'static/root', accessToken } });
     const taskQueueId = 'package/lifecycle';
@@ -138,7 +145,7 @@ describe('started by a stand-in for the Functions host', () => {
     expect((await fetch(`${url}/admin/functions/reaper`, { method: 'POST' })).status).toBe(202);
     const health = await (await fetch(`${url}/api/queue/v1/__heartbeat__`)).json();
     expect(health).toMatchObject({ healthy: true, reaper: { staleAfterS: 300 } });
-    // A hook's template renders in a worker thread that loads json-e from the package itself.
+    // A hook's template renders in a child process that the package's own sandbox-child/main.js runs.
     const hooks = new taskcluster.Hooks({ rootUrl: url, credentials: { clientId: 'static/root', accessToken } });
     const hook = {
       metadata: { name: 'h', description: 'package test', owner: 'me@example.com' },

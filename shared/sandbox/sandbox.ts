@@ -1,34 +1,55 @@
 /**
  * Runs what hook authors and trigger callers control — JSON-e templates and `triggerSchema`
- * validation — in worker threads with a time and a memory budget, so that no template or schema
- * can stop the process (V8 out of memory ends only the worker) or stall other requests (the main
- * event loop never runs them; a worker over time is terminated and replaced).
+ * validation — in child processes with a time and a memory budget, so that no template or schema
+ * can stop the host or stall other requests. The memory budget is the child's V8 heap limit: V8
+ * aborts the process that reaches it, which a worker thread's limit does not reliably confine to the
+ * thread (for some allocation shapes it aborts the whole process), so each child is a process of
+ * its own and its abort is the 400. The main event loop never runs a job; a child over time is
+ * killed and replaced.
  *
- * A small pool of workers is reused (starting one costs tens of milliseconds); jobs beyond the
- * pool wait their turn. Over budget is a 400 naming the budget.
+ * A small pool of children is reused (starting one costs ~0.2 s, twice a worker thread's); jobs
+ * beyond the pool wait their turn. Idle children keep neither the host alive nor themselves for
+ * long, and end with the host. Over budget is a 400 naming the budget.
  */
-import fs from 'node:fs';
+import { ChildProcess, fork } from 'node:child_process';
+import type { Socket } from 'node:net';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors';
+import { Logger, jsonLogger } from '../log';
 
 /** Wall-clock time one render or validation may take (the slowest legitimate templates render in milliseconds). */
 export const SANDBOX_TIME_MS = 2_000;
-/** V8 old-generation heap of one worker: far above any real hook task, far below the process's. */
+/** V8 old-generation heap of one child: far above any real hook task, far below the host's. */
 export const SANDBOX_HEAP_MB = 64;
-/** A rendered task larger than this is no task createTask would accept; refused before it reaches the main thread. */
+/** A rendered task larger than this is no task createTask would accept; the child refuses it before sending it. */
 export const SANDBOX_RESULT_CHARS = 1_000_000;
-/** The folder beside the bundled app that holds the workers' libraries, each bundled whole (bin/package.js). */
-export const SANDBOX_LIBS_DIR = 'sandbox-libs';
 /**
- * How long a fresh worker may take to load its libraries. Not the template's budget: a cold start on
+ * The children's program, plain CommonJS, relative to this module in the source tree and in dist/
+ * (bin/copy-assets.js) and to the bundled app in the deployment package (bin/package.js bundles it
+ * with its libraries, as the package has no node_modules). In a folder of its own: the Functions
+ * host loads every .js file beside the app.
+ */
+export const SANDBOX_CHILD_SCRIPT = 'sandbox-child/main.js';
+/**
+ * How long a fresh child may take to load its libraries. Not the template's budget: a cold start on
  * a busy host took over 2 s, and counting it refused legitimate hooks as over budget.
  */
 export const SANDBOX_BOOT_MS = 30_000;
-/** Workers kept; two cores are the smallest host, and jobs take milliseconds. */
+/**
+ * A child idle this long exits: an instance that fires no hooks does not carry extra node processes
+ * (~60 MB resident each), while a burst of fires reuses warm ones instead of paying a fork per job.
+ */
+export const SANDBOX_IDLE_MS = 60_000;
+/** Children kept; two cores are the smallest host, and jobs take milliseconds. */
 const POOL_SIZE = 2;
-/** Compiled schemas a worker keeps, keyed by the schema's JSON (hooks are few; this bounds churn). */
+/** Compiled schemas a child keeps, keyed by the schema's JSON (hooks are few; this bounds churn). */
 const SCHEMA_CACHE = 200;
+/** The start of a dead child's stderr kept for its log event (V8's heap-limit report comes first). */
+const STDERR_KEEP_CHARS = 4_000;
+/** What V8 writes when a heap reaches its limit, just before it aborts the process. */
+const HEAP_LIMIT_REPORT = /Reached heap limit|JavaScript heap out of memory/;
+/** Exit code of a process ended by SIGABRT (128 + 6), as V8's out-of-memory abort ends it. */
+const ABORT_EXIT_CODE = 134;
 
 export type SandboxJob =
   | { kind: 'render'; template: unknown; context: Record<string, unknown> }
@@ -37,50 +58,6 @@ export type SandboxJob =
 
 export type SandboxResult =
   { ok: true; json?: string; valid?: boolean; errors?: { instancePath: string; message?: string }[] } | { ok: false; name: string; message: string };
-
-/** What a worker runs: plain CommonJS, as the worker evaluates it from this string (no build step, same in tests). */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const jsone = require(workerData.jsone);
-const Ajv = require(workerData.ajv).default;
-const addFormats = require(workerData.ajvFormats).default;
-const ajv = new Ajv({ allErrors: true, strict: false });
-addFormats(ajv);
-const compiled = new Map();
-parentPort.postMessage({ ready: true });
-function compile(schema) {
-  const key = JSON.stringify(schema);
-  let fn = compiled.get(key);
-  if (!fn) {
-    fn = ajv.compile(schema);
-    ajv.removeSchema(schema);
-    if (compiled.size >= workerData.schemaCache) compiled.delete(compiled.keys().next().value);
-    compiled.set(key, fn);
-  }
-  return fn;
-}
-function run(job) {
-  if (job.kind === 'render') {
-    const json = JSON.stringify(jsone(job.template, job.context));
-    if (json !== undefined && json.length > workerData.resultChars)
-      return { ok: false, name: 'ResultTooLarge', message: 'the rendered result is ' + json.length + ' characters of JSON, more than ' + workerData.resultChars };
-    return { ok: true, json: json === undefined ? 'null' : json };
-  }
-  const fn = compile(job.schema);
-  if (job.kind === 'compile') return { ok: true };
-  const valid = fn(job.data);
-  return { ok: true, valid, errors: valid ? [] : (fn.errors || []).slice(0, 20).map((e) => ({ instancePath: e.instancePath, message: e.message })) };
-}
-parentPort.on('message', (job) => {
-  let out;
-  try {
-    out = run(job);
-  } catch (e) {
-    out = { ok: false, name: (e && e.name) || 'Error', message: String((e && e.message) || e) };
-  }
-  parentPort.postMessage(out);
-});
-`;
 
 interface Pending {
   job: SandboxJob;
@@ -107,115 +84,143 @@ export class BudgetExceeded extends Error {
   }
 }
 
-/**
- * Where a worker loads a library from. The deployment package has no node_modules: bin/package.js
- * bundles each library the workers load into `sandbox-libs/` beside the bundled app (whose
- * __dirname this then is); from the source tree or dist/, node resolves the package as usual.
- */
-export function libraryPath(name: 'json-e' | 'ajv' | 'ajv-formats'): string {
-  const bundled = path.join(__dirname, SANDBOX_LIBS_DIR, `${name}.js`);
-  return fs.existsSync(bundled) ? bundled : require.resolve(name);
+/** How a child ended, read once its stderr is closed too. */
+interface Death {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
 }
 
+interface Child {
+  proc: ChildProcess;
+  /** Settles when the child has said it is ready (its libraries loaded). */
+  ready: Promise<void>;
+  /** Settles when the child has ended, however it ended. */
+  gone: Promise<Death>;
+  /** Set when the pool ended the child itself (idle, over time, closing): its end is no news. */
+  retired: boolean;
+  /** Set while the child runs a job. */
+  running: boolean;
+}
+
+const exitOf = (d: Death) => (d.signal ? `signal ${d.signal}` : `code ${d.code}`);
+/** A child that reached its heap limit: V8 reports it and aborts (SIGABRT, or 134 through a shell); any signal is the same to the job. */
+const outOfMemory = (d: Death) => HEAP_LIMIT_REPORT.test(d.stderr);
+const diedOfMemory = (d: Death) => outOfMemory(d) || d.signal !== null || d.code === ABORT_EXIT_CODE;
+/** Young generation is three semi-spaces in V8: about an eighth of the old-generation budget, as a worker thread's was. */
+const semiSpaceMb = (heapMb: number) => Math.max(1, Math.round(heapMb / 24));
+
 class Slot {
-  private worker?: { w: Worker; ready: Promise<void> };
+  private child?: Child;
+  private idle?: NodeJS.Timeout;
   busy = false;
 
-  constructor(private readonly budget: SandboxBudget) {}
+  constructor(
+    private readonly budget: SandboxBudget,
+    private readonly log: Logger,
+  ) {}
 
-  private spawn(): { w: Worker; ready: Promise<void> } {
-    const w = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: {
-        jsone: libraryPath('json-e'),
-        ajv: libraryPath('ajv'),
-        ajvFormats: libraryPath('ajv-formats'),
-        schemaCache: SCHEMA_CACHE,
-        resultChars: SANDBOX_RESULT_CHARS,
-      },
-      resourceLimits: { maxOldGenerationSizeMb: this.budget.heapMb, maxYoungGenerationSizeMb: Math.max(4, this.budget.heapMb / 8) },
+  private spawn(): Child {
+    const proc = fork(path.join(__dirname, SANDBOX_CHILD_SCRIPT), [String(SCHEMA_CACHE), String(SANDBOX_RESULT_CHARS)], {
+      // Replaces the host's own flags (a test runner's, an inspector): the child gets only its limits.
+      execArgv: [`--max-old-space-size=${this.budget.heapMb}`, `--max-semi-space-size=${semiSpaceMb(this.budget.heapMb)}`],
+      // Nothing of the host's environment (NODE_OPTIONS could preload code or lift the limits).
+      env: {},
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    // An idle pool must not keep the process alive; a late error of a discarded worker is not news.
-    w.unref();
-    w.on('error', () => undefined);
-    const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`a sandbox worker did not start within ${SANDBOX_BOOT_MS} ms`)), SANDBOX_BOOT_MS);
-      const settle = () => {
+    // An idle pool must not keep the host alive.
+    proc.unref();
+    (proc.channel as { unref?: () => void } | undefined)?.unref?.();
+    (proc.stderr as Socket).unref();
+    let stderr = '';
+    proc.stderr!.setEncoding('utf8');
+    proc.stderr!.on('data', (chunk: string) => {
+      if (stderr.length < STDERR_KEEP_CHARS) stderr = (stderr + chunk).slice(0, STDERR_KEEP_CHARS);
+    });
+    // A failed send or a late error of an ended child is told by its end ('close').
+    proc.on('error', () => undefined);
+    const gone = new Promise<Death>((resolve) => proc.once('close', (code, signal) => resolve({ code, signal, stderr })));
+    const child: Child = { proc, gone, retired: false, running: false, ready: Promise.resolve() };
+    child.ready = new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
-        w.off('message', onReady);
-        w.off('error', fail);
-        w.off('exit', onExit);
+        proc.off('message', onReady);
+        fn();
       };
-      const onReady = () => {
-        settle();
-        resolve();
-      };
-      const fail = (e: Error) => {
-        settle();
-        void w.terminate();
-        reject(e);
-      };
-      const onExit = (code: number) => fail(new Error(`a sandbox worker exited with code ${code} while starting`));
-      w.once('message', onReady);
-      w.on('error', fail);
-      w.on('exit', onExit);
+      const timer = setTimeout(
+        () => settle(() => (this.retire(child), reject(new Error(`a sandbox process did not start within ${SANDBOX_BOOT_MS} ms`)))),
+        SANDBOX_BOOT_MS,
+      );
+      const onReady = () => settle(resolve);
+      proc.once('message', onReady);
+      void gone.then((d) => settle(() => reject(new Error(`a sandbox process ended (${exitOf(d)}) while starting`))));
     });
-    return { w, ready };
+    void gone.then((d) => {
+      if (this.child === child) this.child = undefined;
+      if (child.retired) return;
+      // One event instead of V8's report on the host's stderr; other output is kept for diagnosis.
+      const oom = outOfMemory(d);
+      this.log.warn('sandbox-process-ended', { exit: exitOf(d), outOfMemory: oom, running: child.running, ...(oom || !d.stderr ? {} : { stderr: d.stderr }) });
+    });
+    return child;
+  }
+
+  /** Ends a child the pool no longer wants; the next job starts a fresh one. */
+  private retire(child: Child, signal: NodeJS.Signals = 'SIGKILL'): void {
+    child.retired = true;
+    if (this.child === child) this.child = undefined;
+    child.proc.kill(signal);
   }
 
   /**
-   * Runs one job; its time budget starts once the worker is ready (a worker's start is not the
-   * template's cost). A worker that went over a budget, or failed to start, is gone and the next
-   * job starts a fresh one.
+   * Runs one job; its time budget starts once the child is ready (a child's start is not the
+   * template's cost). A child that went over a budget, or failed to start, is gone and the next job
+   * starts a fresh one.
    */
   async run(job: SandboxJob): Promise<SandboxResult> {
-    const worker = (this.worker ??= this.spawn());
-    const { w } = worker;
-    this.busy = true;
-    const discard = () => {
-      if (this.worker === worker) this.worker = undefined;
-    };
+    clearTimeout(this.idle);
+    const child = (this.child ??= this.spawn());
+    this.busy = child.running = true;
     try {
-      await worker.ready;
+      await child.ready;
     } catch (e) {
-      discard();
-      this.busy = false;
+      this.busy = child.running = false;
       throw e;
     }
     return new Promise<SandboxResult>((resolve, reject) => {
+      let settled = false;
       const done = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
-        w.off('message', onMessage);
-        w.off('error', onError);
-        w.off('exit', onExit);
-        this.busy = false;
+        child.proc.off('message', onMessage);
+        this.busy = child.running = false;
+        if (this.child === child) this.idle = setTimeout(() => this.retire(child, 'SIGTERM'), SANDBOX_IDLE_MS).unref();
         fn();
       };
       const onMessage = (r: SandboxResult) => done(() => resolve(r));
-      const onError = (e: Error & { code?: string }) => {
-        discard();
-        done(() => reject(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new BudgetExceeded('memory') : e));
-      };
-      const onExit = () => {
-        discard();
-        done(() => reject(new BudgetExceeded('memory')));
-      };
       const timer = setTimeout(() => {
-        discard();
-        void w.terminate();
+        this.retire(child);
         done(() => reject(new BudgetExceeded('time')));
       }, this.budget.timeMs);
-      w.on('message', onMessage);
-      w.on('error', onError);
-      w.on('exit', onExit);
-      w.postMessage(job);
+      child.proc.on('message', onMessage);
+      void child.gone.then((d) =>
+        done(() => reject(diedOfMemory(d) ? new BudgetExceeded('memory') : new Error(`a sandbox process ended (${exitOf(d)}) while running a job`))),
+      );
+      child.proc.send(job);
     });
   }
 
   async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (worker) await worker.w.terminate();
+    clearTimeout(this.idle);
+    const child = this.child;
+    if (!child) return;
+    this.retire(child);
+    await child.gone;
   }
 }
 
@@ -226,8 +231,9 @@ export class Sandbox {
   constructor(
     readonly budget: SandboxBudget = { timeMs: SANDBOX_TIME_MS, heapMb: SANDBOX_HEAP_MB },
     size = POOL_SIZE,
+    log: Logger = jsonLogger(),
   ) {
-    this.slots = Array.from({ length: size }, () => new Slot(budget));
+    this.slots = Array.from({ length: size }, () => new Slot(budget, log));
   }
 
   run(job: SandboxJob): Promise<SandboxResult> {
