@@ -68,8 +68,41 @@ const MAX_RETRY_DELAY_MS = 4 * SDK_BACKOFF_MS;
  * before a first retry, and a throttled call would outlast the deadline after two attempts).
  */
 const STORAGE_RETRY = { maxTries: SDK_RETRIES + 1, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS };
-/** The SDK pipeline's per-request tracing policy (core-rest-pipeline's name for it). */
-const TRACING_POLICY = 'tracingPolicy';
+/**
+ * SDK pipeline policies (core-rest-pipeline's and the storage SDKs' names) that run on every
+ * request and do nothing here: no tracer or SDK logger is installed (the tracing policy would
+ * still parse and sanitize each URL), storage answers neither with redirects nor compressed
+ * bodies, no request has a form or multipart body, and the browser policy acts only in browsers.
+ * Kept: user agent and client request id (Azure's own logs show them), proxy (an HTTPS_PROXY
+ * still applies), serialization, signing and the one retry policy.
+ */
+export const IDLE_POLICIES = [
+  'tracingPolicy',
+  'logPolicy',
+  'redirectPolicy',
+  'decompressResponsePolicy',
+  'formDataPolicy',
+  'multipartPolicy',
+  'storageBrowserPolicy',
+] as const;
+
+/** A core-rest-pipeline pipeline, as far as this adapter trims it. */
+interface CorePipeline {
+  removePolicy(options: { name: string }): unknown;
+}
+
+function dropIdlePolicies(pipeline: CorePipeline): void {
+  for (const name of IDLE_POLICIES) pipeline.removePolicy({ name });
+}
+
+/**
+ * The core-rest-pipeline pipeline of a Queue or Blob client. The storage SDKs build it once per
+ * `Pipeline` object and every client derived from that service client (`getQueueClient`,
+ * `getContainerClient`, `getBlockBlobClient`) shares it; they expose it only to subclasses.
+ */
+export function corePipelineOf(client: QueueServiceClient | BlobServiceClient): CorePipeline {
+  return (client as unknown as { storageClientContext: { pipeline: CorePipeline } }).storageClientContext.pipeline;
+}
 /** Pending queue permissions of the poll URLs: process (dequeue and delete) only. */
 const POLL_SAS_PERMISSIONS = 'p';
 
@@ -648,11 +681,13 @@ export class AzureStorage implements Storage {
     this.counted = this.meter.forAccount(opts.account ?? 0);
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
     this.queueService = QueueServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: QUEUE_TRY_TIMEOUT_MS } });
+    dropIdlePolicies(corePipelineOf(this.queueService));
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     // A blob call may move megabytes: Azure may take the whole deadline for one attempt.
     const blobService = BlobServiceClient.fromConnectionString(connectionString, {
       retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: STORAGE_CALL_TIMEOUT_MS },
     });
+    dropIdlePolicies(corePipelineOf(blobService));
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 
@@ -663,8 +698,7 @@ export class AzureStorage implements Storage {
         allowInsecureConnection: true,
         retryOptions: { maxRetries: SDK_RETRIES, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS },
       });
-      // No tracer is installed: the policy would still parse and sanitize every request's URL.
-      client.pipeline.removePolicy({ name: TRACING_POLICY });
+      dropIdlePolicies(client.pipeline);
       t = new AzureTable(name, client, this.counted);
       this.tables.set(name, t);
     }
