@@ -19,6 +19,7 @@ import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob'
 import { Meter, StorageMeter } from './counter';
 import { SDK_BACKOFF_MS, SDK_RETRIES } from '../config';
 import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
+import { QueueMessageCalls } from './queue-messages';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -354,6 +355,7 @@ class AzureQueue implements Queue {
     private readonly client: QueueClient,
     private readonly meter: Meter,
     private readonly label: string,
+    private readonly messages: QueueMessageCalls,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -382,14 +384,9 @@ class AzureQueue implements Queue {
 
   async put(body: unknown, opts: { visibilityS?: number; ttlS?: number } = {}): Promise<{ messageId: string; popReceipt: string }> {
     const text = Buffer.from(JSON.stringify(body)).toString('base64');
-    return this.call('put', async (abortSignal) => {
-      const r = await this.client.sendMessage(text, {
-        visibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0))),
-        messageTimeToLive: opts.ttlS === undefined ? -1 : Math.max(1, Math.floor(opts.ttlS)),
-        abortSignal,
-      });
-      return { messageId: r.messageId, popReceipt: r.popReceipt };
-    });
+    const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
+    const ttlS = opts.ttlS === undefined ? -1 : Math.max(1, Math.floor(opts.ttlS));
+    return this.call('put', (abortSignal) => this.messages.put(this.client.url, text, visibilityS, ttlS, abortSignal));
   }
 
   async receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
@@ -412,7 +409,7 @@ class AzureQueue implements Queue {
   async delete(messageId: string, popReceipt: string): Promise<void> {
     await this.call('delete', async (abortSignal) => {
       try {
-        await this.client.deleteMessage(messageId, popReceipt, { abortSignal });
+        await this.messages.delete(this.client.url, messageId, popReceipt, abortSignal);
       } catch (err) {
         if (staleReceipt(err)) return;
         throw err;
@@ -670,6 +667,7 @@ export class AzureStorage implements Storage {
   private readonly tables = new Map<string, AzureTable>();
   private readonly queues = new Map<string, AzureQueue>();
   private readonly queueService: QueueServiceClient;
+  private readonly messages: QueueMessageCalls;
 
   constructor(
     private readonly connectionString: string,
@@ -682,6 +680,7 @@ export class AzureStorage implements Storage {
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
     this.queueService = QueueServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: QUEUE_TRY_TIMEOUT_MS } });
     dropIdlePolicies(corePipelineOf(this.queueService));
+    this.messages = new QueueMessageCalls(this.queueService);
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     // A blob call may move megabytes: Azure may take the whole deadline for one attempt.
     const blobService = BlobServiceClient.fromConnectionString(connectionString, {
@@ -708,7 +707,7 @@ export class AzureStorage implements Storage {
   queueNamed(fullName: string, label: string): Queue {
     let q = this.queues.get(fullName);
     if (!q) {
-      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label);
+      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label, this.messages);
       this.queues.set(fullName, q);
     }
     return q;
