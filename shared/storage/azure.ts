@@ -19,6 +19,7 @@ import type { StorageSharedKeyCredential as BlobKey } from '@azure/storage-blob'
 import { Meter, StorageMeter } from './counter';
 import { SDK_BACKOFF_MS, SDK_RETRIES } from '../config';
 import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
+import { QueueMessageCalls } from './queue-messages';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -68,8 +69,41 @@ const MAX_RETRY_DELAY_MS = 4 * SDK_BACKOFF_MS;
  * before a first retry, and a throttled call would outlast the deadline after two attempts).
  */
 const STORAGE_RETRY = { maxTries: SDK_RETRIES + 1, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS };
-/** The SDK pipeline's per-request tracing policy (core-rest-pipeline's name for it). */
-const TRACING_POLICY = 'tracingPolicy';
+/**
+ * SDK pipeline policies (core-rest-pipeline's and the storage SDKs' names) that run on every
+ * request and do nothing here: no tracer or SDK logger is installed (the tracing policy would
+ * still parse and sanitize each URL), storage answers neither with redirects nor compressed
+ * bodies, no request has a form or multipart body, and the browser policy acts only in browsers.
+ * Kept: user agent and client request id (Azure's own logs show them), proxy (an HTTPS_PROXY
+ * still applies), serialization, signing and the one retry policy.
+ */
+export const IDLE_POLICIES = [
+  'tracingPolicy',
+  'logPolicy',
+  'redirectPolicy',
+  'decompressResponsePolicy',
+  'formDataPolicy',
+  'multipartPolicy',
+  'storageBrowserPolicy',
+] as const;
+
+/** A core-rest-pipeline pipeline, as far as this adapter trims it. */
+interface CorePipeline {
+  removePolicy(options: { name: string }): unknown;
+}
+
+function dropIdlePolicies(pipeline: CorePipeline): void {
+  for (const name of IDLE_POLICIES) pipeline.removePolicy({ name });
+}
+
+/**
+ * The core-rest-pipeline pipeline of a Queue or Blob client. The storage SDKs build it once per
+ * `Pipeline` object and every client derived from that service client (`getQueueClient`,
+ * `getContainerClient`, `getBlockBlobClient`) shares it; they expose it only to subclasses.
+ */
+export function corePipelineOf(client: QueueServiceClient | BlobServiceClient): CorePipeline {
+  return (client as unknown as { storageClientContext: { pipeline: CorePipeline } }).storageClientContext.pipeline;
+}
 /** Pending queue permissions of the poll URLs: process (dequeue and delete) only. */
 const POLL_SAS_PERMISSIONS = 'p';
 
@@ -321,6 +355,7 @@ class AzureQueue implements Queue {
     private readonly client: QueueClient,
     private readonly meter: Meter,
     private readonly label: string,
+    private readonly messages: QueueMessageCalls,
   ) {}
 
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -349,14 +384,9 @@ class AzureQueue implements Queue {
 
   async put(body: unknown, opts: { visibilityS?: number; ttlS?: number } = {}): Promise<{ messageId: string; popReceipt: string }> {
     const text = Buffer.from(JSON.stringify(body)).toString('base64');
-    return this.call('put', async (abortSignal) => {
-      const r = await this.client.sendMessage(text, {
-        visibilityTimeout: Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0))),
-        messageTimeToLive: opts.ttlS === undefined ? -1 : Math.max(1, Math.floor(opts.ttlS)),
-        abortSignal,
-      });
-      return { messageId: r.messageId, popReceipt: r.popReceipt };
-    });
+    const visibilityS = Math.max(0, Math.min(MAX_VISIBILITY_S, Math.floor(opts.visibilityS ?? 0)));
+    const ttlS = opts.ttlS === undefined ? -1 : Math.max(1, Math.floor(opts.ttlS));
+    return this.call('put', (abortSignal) => this.messages.put(this.client.url, text, visibilityS, ttlS, abortSignal));
   }
 
   async receive(count: number, visibilityS: number): Promise<QueueMessage[]> {
@@ -379,7 +409,7 @@ class AzureQueue implements Queue {
   async delete(messageId: string, popReceipt: string): Promise<void> {
     await this.call('delete', async (abortSignal) => {
       try {
-        await this.client.deleteMessage(messageId, popReceipt, { abortSignal });
+        await this.messages.delete(this.client.url, messageId, popReceipt, abortSignal);
       } catch (err) {
         if (staleReceipt(err)) return;
         throw err;
@@ -637,6 +667,7 @@ export class AzureStorage implements Storage {
   private readonly tables = new Map<string, AzureTable>();
   private readonly queues = new Map<string, AzureQueue>();
   private readonly queueService: QueueServiceClient;
+  private readonly messages: QueueMessageCalls;
 
   constructor(
     private readonly connectionString: string,
@@ -648,11 +679,14 @@ export class AzureStorage implements Storage {
     this.counted = this.meter.forAccount(opts.account ?? 0);
     // The SDKs read the connection string themselves (UseDevelopmentStorage=true included).
     this.queueService = QueueServiceClient.fromConnectionString(connectionString, { retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: QUEUE_TRY_TIMEOUT_MS } });
+    dropIdlePolicies(corePipelineOf(this.queueService));
+    this.messages = new QueueMessageCalls(this.queueService);
     this.queueEndpoint = this.queueService.url.replace(/\/+$/, '');
     // A blob call may move megabytes: Azure may take the whole deadline for one attempt.
     const blobService = BlobServiceClient.fromConnectionString(connectionString, {
       retryOptions: { ...STORAGE_RETRY, tryTimeoutInMs: STORAGE_CALL_TIMEOUT_MS },
     });
+    dropIdlePolicies(corePipelineOf(blobService));
     this.artifacts = new AzureArtifacts(blobService.getContainerClient(`${prefix}-artifacts`), this.counted);
   }
 
@@ -663,8 +697,7 @@ export class AzureStorage implements Storage {
         allowInsecureConnection: true,
         retryOptions: { maxRetries: SDK_RETRIES, retryDelayInMs: SDK_BACKOFF_MS, maxRetryDelayInMs: MAX_RETRY_DELAY_MS },
       });
-      // No tracer is installed: the policy would still parse and sanitize every request's URL.
-      client.pipeline.removePolicy({ name: TRACING_POLICY });
+      dropIdlePolicies(client.pipeline);
       t = new AzureTable(name, client, this.counted);
       this.tables.set(name, t);
     }
@@ -674,7 +707,7 @@ export class AzureStorage implements Storage {
   queueNamed(fullName: string, label: string): Queue {
     let q = this.queues.get(fullName);
     if (!q) {
-      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label);
+      q = new AzureQueue(fullName, this.queueService.getQueueClient(fullName), this.counted, label, this.messages);
       this.queues.set(fullName, q);
     }
     return q;

@@ -22,6 +22,13 @@ function rowBytes(row: Entity): number {
   return n;
 }
 
+/** A kept task row: as written or read, with its ETag and the amendments made since (amendRecent). */
+interface RecentRow {
+  readonly row: Entity;
+  readonly etag: string;
+  amends?: ((t: TaskRecord) => void)[];
+}
+
 /** A task row with the id of the write that stores it (see TaskStore.ownWrite). */
 function withWriteId(row: Entity): Entity {
   return { ...row, writeId: crypto.randomUUID() };
@@ -30,8 +37,12 @@ function withWriteId(row: Entity): Entity {
 export class TaskStore {
   constructor(private readonly storage: Storage) {}
 
-  /** Least recently used first (a Map keeps insertion order). */
-  private readonly recent = new Map<string, TaskRecord>();
+  /**
+   * Least recently used first (a Map keeps insertion order). The encoded row, not the record: a
+   * row is never changed after it is written or read, so keeping it costs no copy, and each
+   * hand-out decodes a record of its own.
+   */
+  private readonly recent = new Map<string, RecentRow>();
 
   private get table() {
     return this.storage.table('Tasks');
@@ -54,14 +65,18 @@ export class TaskStore {
    * before it refuses or answers without a write).
    */
   recentRow(taskId: string): TaskRecord | undefined {
-    const t = this.recent.get(taskId);
-    return t && structuredClone(t);
+    const kept = this.recent.get(taskId);
+    if (!kept) return undefined;
+    const t = decodeTask(kept.row);
+    t.etag = kept.etag;
+    for (const amend of kept.amends ?? []) amend(t);
+    return t;
   }
 
   private keep(t: TaskRecord, row: Entity): void {
     this.recent.delete(t.taskId);
     if (!t.etag || rowBytes(row) > RECENT_ROW_MAX_BYTES) return;
-    this.recent.set(t.taskId, structuredClone(t));
+    this.recent.set(t.taskId, { row, etag: t.etag });
     if (this.recent.size > RECENT_ROWS) this.recent.delete(this.recent.keys().next().value!);
   }
 
@@ -71,8 +86,8 @@ export class TaskStore {
    * keeps the old ref, whose drop then fails harmlessly (the trigger fires and finds nothing to do).
    */
   amendRecent(taskId: string, amend: (t: TaskRecord) => void): void {
-    const t = this.recent.get(taskId);
-    if (t) amend(t);
+    const kept = this.recent.get(taskId);
+    if (kept) (kept.amends ??= []).push(amend);
   }
 
   /**
