@@ -398,7 +398,6 @@ test('a claim outliving several reclaims keeps running and completes', async () 
   const status = await resolved(taskId);
   await fs.promises.rm(go);
   expect(status.runs[0].state).toBe('completed');
-  expect(worker.matching('task-resolved', taskId, 'outcome=completed')).toHaveLength(1);
   expect(await worker.stop()).toBe(0);
 });
 
