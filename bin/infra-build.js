@@ -7,9 +7,13 @@
  * source with `#disable-next-line <code>` and a comment saying why.
  *
  *   --no-lint  compile only (the settings tests use this)
+ *
+ * infra/.build/inputs.sha256 records a hash of the inputs a successful build compiled, so the tests
+ * reuse an output that is current (CI builds just before them) and compile again otherwise.
  */
 'use strict';
 const { spawnSync } = require('node:child_process');
+const { createHash } = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -28,6 +32,25 @@ const PARAM_PLACEHOLDERS = {
   QUEUE_ROOT_ACCESS_TOKEN: 'lint-placeholder-root-access-token',
   QUEUE_TOKEN_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
 };
+
+/** Where a build records what it compiled: infra/.build/ is current while this matches inputsHash(). */
+const INPUTS_STAMP = path.join(OUT, 'inputs.sha256');
+
+/** A hash of everything the build reads: the Bicep sources, the pinned compiler's project and this script. */
+function inputsHash() {
+  const hash = createHash('sha256');
+  const files = [__filename];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) walk(full);
+      else if (/\.(bicep|bicepparam|csproj)$/.test(e.name)) files.push(full);
+    }
+  };
+  walk(INFRA);
+  for (const f of files) hash.update(path.relative(ROOT, f)).update('\0').update(fs.readFileSync(f)).update('\0');
+  return hash.digest('hex');
+}
 
 function fail(msg) {
   console.error(`infra-build: ${msg}`);
@@ -69,6 +92,8 @@ function main() {
   const lint = !process.argv.includes('--no-lint');
   const exe = bicepPath();
   fs.mkdirSync(OUT, { recursive: true });
+  fs.rmSync(INPUTS_STAMP, { force: true });
+  const inputs = inputsHash();
   const findings = new Set(run(exe, ['build', 'infra/main.bicep', '--outdir', OUT]));
   // The parameters file as the deployment would read it (secrets: the placeholders), for the tests.
   for (const l of run(exe, ['build-params', 'infra/main.bicepparam', '--outfile', path.join(OUT, 'main.parameters.check.json')], PARAM_PLACEHOLDERS)) {
@@ -81,9 +106,11 @@ function main() {
   const rel = (l) => l.split(ROOT + path.sep).join('');
   for (const l of findings) console.error(rel(l));
   if (findings.size > 0) fail(`${findings.size} finding(s); fix them, or suppress a warning with #disable-next-line and say why`);
+  fs.writeFileSync(INPUTS_STAMP, inputs);
   console.log(
     `infra-build: compiled infra/main.bicep to ${path.relative(ROOT, path.join(OUT, 'main.json'))}${lint ? ', linted every Bicep file' : ''}: no findings`,
   );
 }
 
-main();
+if (require.main === module) main();
+module.exports = { inputsHash, INPUTS_STAMP };

@@ -487,12 +487,18 @@ const BUILD = path.join(INFRA, '.build');
 const README = path.join(ROOT, 'README.md');
 const NODE_TEST_SCRIPT = path.join(ROOT, 'bin', 'test-node22.sh');
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS build script
+const { inputsHash, INPUTS_STAMP } = require('../bin/infra-build');
+
 let template: any;
-/** infra/main.bicep compiled by the pinned compiler now (a stale infra/.build/ must not pass). */
+/** infra/main.bicep as the pinned compiler compiles it: reused if built from today's sources, else compiled now (a stale infra/.build/ must not pass). */
 function compiled(): any {
   if (!template) {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'infra-build.js'), '--no-lint'], { cwd: ROOT, encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`bin/infra-build.js failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    const current = fs.existsSync(INPUTS_STAMP) && fs.readFileSync(INPUTS_STAMP, 'utf8') === inputsHash();
+    if (!current) {
+      const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'infra-build.js'), '--no-lint'], { cwd: ROOT, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`bin/infra-build.js failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
+    }
     template = JSON.parse(fs.readFileSync(path.join(BUILD, 'main.json'), 'utf8'));
   }
   return template;

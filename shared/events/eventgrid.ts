@@ -4,8 +4,8 @@
  * In Azure the app authenticates with its managed identity; a topic access key is accepted for
  * setups without one (and for the local test endpoint).
  */
-import { AzureKeyCredential, EventGridPublisherClient } from '@azure/eventgrid';
-import { DefaultAzureCredential } from '@azure/identity';
+import type * as EventGridSdk from '@azure/eventgrid';
+import type * as IdentitySdk from '@azure/identity';
 import type { EventSink } from './dispatch';
 import type { QueueEvent } from './exchanges';
 import { EXCHANGE_PREFIX, HOOKS_EXCHANGE_PREFIX } from './exchanges';
@@ -48,6 +48,11 @@ export function cloudEventOf(e: QueueEvent, source: string) {
 }
 
 export function eventGridSink(s: EventGridSettings): EventSink {
+  // Loaded only where a topic is configured: the SDKs add to every cold start otherwise.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { AzureKeyCredential, EventGridPublisherClient } = require('@azure/eventgrid') as typeof EventGridSdk;
+  const { DefaultAzureCredential } = require('@azure/identity') as typeof IdentitySdk;
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const credential = s.key ? new AzureKeyCredential(s.key) : new DefaultAzureCredential({ managedIdentityClientId: s.managedIdentityClientId });
   // Plain http only ever points at a local endpoint (tests); Azure topics are https.
   // No SDK retries: a failed publish is retried by the reaper's sweep, and the API call does not wait for back-offs.

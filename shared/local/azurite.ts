@@ -8,6 +8,9 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { TableServiceClient } from '@azure/data-tables';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { DEVSTORE_ACCOUNT, DEVSTORE_KEY } from '../config';
+import { freePort } from './ports';
+
+export { freePort };
 
 /** Azurite needs a few seconds to open its three ports on a busy machine. */
 const START_TIMEOUT_MS = 30_000;
@@ -17,18 +20,6 @@ export interface Azurite {
   ports: { blob: number; queue: number; table: number };
   pid: number;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitForPort(port: number, deadline: number): Promise<void> {

@@ -3,7 +3,7 @@
  * `azure.ts` (Azurite or a real account) and `memory.ts` (tests), and are the only code that
  * knows which one it is.
  */
-import { AzureStorage } from './azure';
+import type { AzureStorage } from './azure';
 import { MemoryStorage } from './memory';
 import { AccountRoots, AccountsStorage } from './accounts';
 import { StorageMeter } from './counter';
@@ -43,7 +43,12 @@ function single(
       namedMemory.set(key, shared);
     }
     inner = shared;
-  } else inner = new AzureStorage(connectionString, prefix, opts);
+  } else {
+    // Loaded on first use: a process on `memory:` (tests, local runs) skips the Azure SDKs' load time.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { AzureStorage: Adapter } = require('./azure') as { AzureStorage: typeof AzureStorage };
+    inner = new Adapter(connectionString, prefix, opts);
+  }
   if (!opts.faults) return inner;
   // Each account and app instance draws its own faults, from the seed and their places.
   const seed = opts.faults.seed + 1_000_003 * (opts.account ?? 0) + 7919 * opts.faults.instance;

@@ -145,7 +145,8 @@ export async function claimWork(
 ): Promise<Claim[]> {
   const end = Date.now() + pollS * 1000;
   const poller = pollersOf(svc).get(taskQueueId);
-  while (Date.now() < end && !gone?.aborted) {
+  // At least one look, however short the window (see HintPoller.request).
+  do {
     const leased = await poller.request(count, end, gone);
     if (!leased.length) break;
     if (gone?.aborted) {
@@ -155,6 +156,6 @@ export async function claimWork(
     }
     const claims = await claimHints(svc, leased, worker, record);
     if (claims.length) return claims;
-  }
+  } while (Date.now() < end && !gone?.aborted);
   return [];
 }

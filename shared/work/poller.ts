@@ -33,7 +33,13 @@ export interface LeasedHint {
 interface Waiter {
   want: number;
   resolve: (hints: LeasedHint[]) => void;
+  /** Answers [] and leaves. */
+  leave: () => void;
   timer: NodeJS.Timeout;
+  /** A pass that started after this waiter joined has ended: an empty answer now means nothing was there. */
+  looked: boolean;
+  /** The window ended before any pass looked: the waiter leaves after the next one. */
+  due: boolean;
 }
 
 export class HintPoller {
@@ -50,7 +56,11 @@ export class HintPoller {
     readonly taskQueueId: string,
   ) {}
 
-  /** Resolves with at least one leased hint, or [] once `untilMs` passes or `gone` aborts (the caller hung up). */
+  /**
+   * Resolves with at least one leased hint, or [] once `untilMs` has passed and a pass has looked
+   * since the request came (a window shorter than the back-off still gets its look: an empty answer
+   * always means the pending queues were empty), or at once when `gone` aborts (the caller hung up).
+   */
   request(want: number, untilMs: number, gone?: AbortSignal): Promise<LeasedHint[]> {
     return new Promise((resolve) => {
       if (gone?.aborted) return resolve([]);
@@ -60,13 +70,21 @@ export class HintPoller {
         this.waiters = this.waiters.filter((w) => w !== waiter);
         resolve([]);
       };
+      const expire = () => {
+        if (waiter.looked) return leave();
+        waiter.due = true;
+        this.wakeSleep?.();
+      };
       const waiter: Waiter = {
         want,
         resolve: (hints) => {
           gone?.removeEventListener('abort', leave);
           resolve(hints);
         },
-        timer: setTimeout(leave, Math.max(0, untilMs - Date.now())),
+        leave,
+        timer: setTimeout(expire, Math.max(0, untilMs - Date.now())),
+        looked: false,
+        due: false,
       };
       gone?.addEventListener('abort', leave, { once: true });
       this.waiters.push(waiter);
@@ -100,17 +118,24 @@ export class HintPoller {
     let backoff = MIN_BACKOFF_MS;
     try {
       while (this.waiters.length) {
+        const lookedFor = [...this.waiters];
         let got = 0;
         try {
           got = await this.pass();
         } catch (err) {
           this.svc.log.error('hint-poller-failed', { taskQueueId: this.taskQueueId, error: String((err as Error)?.message ?? err) });
         }
+        for (const w of lookedFor) {
+          w.looked = true;
+          if (w.due && this.waiters.includes(w)) w.leave();
+        }
         if (got > 0) {
           backoff = MIN_BACKOFF_MS;
           continue;
         }
         if (!this.waiters.length) break;
+        // A waiter whose window ended before any pass looked gets its look now, not after the back-off.
+        if (this.waiters.some((w) => w.due)) continue;
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, backoff);
           this.wakeSleep = () => {

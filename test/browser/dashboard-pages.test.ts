@@ -162,8 +162,25 @@ browserTest(
       expect(await page.locator(`tr[data-run="0"] a.log-link`).textContent()).toBe('live log');
       await page.screenshot({ path: path.join(OUT, 'dashboard-task-running.png'), fullPage: true });
 
-      // The log view follows the run: lines appended after it opened show up.
+      // The log link clicked while an auto-refresh of the task view is still loading: the log opens
+      // once that refresh is done (the click was dropped, and the log view never auto-refreshes).
+      const statusUrl = `**/task/${ids.build}/status`;
+      let arrived!: () => void;
+      let release!: () => void;
+      const refreshLoading = new Promise<void>((r) => (arrived = r));
+      const held = new Promise<void>((r) => (release = r));
+      await page.route(statusUrl, async (route) => {
+        arrived();
+        await held;
+        await route.continue();
+      });
+      const refresh = page.evaluate(() => (window as any).render());
+      await refreshLoading;
       await page.click('tr[data-run="0"] a.log-link');
+      release();
+      await refresh;
+      await page.unroute(statusUrl);
+      // The log view follows the run: lines appended after it opened show up.
       await page.waitForSelector('#log :text("CC src/module29.o")', { timeout: 15_000 });
       await fs.promises.appendFile(logFile, '  LD bin/queue\nbuild finished: 0 warnings\n');
       await stream.flush();

@@ -2,18 +2,30 @@
  * Scheduling controls end to end, driven by a client built by taskcluster-client's `createClient`
  * from the queue reference the service serves (v87 predates changeTaskPriority).
  */
-import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
+import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError, clock } from '../helpers/service';
 import { releaseKey } from '../../shared/tasks/keys';
 import { rehinter } from '../../shared/tasks/executor';
-import { claim, claimOne, runSummary, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
+import { CHECK_POLL_S, claim, claimOne, passTime, runSummary, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
 
 let svc: TestService;
+/**
+ * Another instance that checks "nothing (else) to claim": one look, no poll window to wait out. A
+ * claim meant to meet every hint of a concurrency key's waiters (so they join its line) polls `svc`.
+ */
+let check: TestService;
 let ref: any;
 beforeAll(async () => {
   svc = await startTestService({ QUEUE_CLAIM_WORK_POLL_S: '1' });
+  check = await startSecondInstance(svc, { QUEUE_CLAIM_WORK_POLL_S: CHECK_POLL_S });
   ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
 });
-afterAll(async () => svc?.close());
+afterAll(async () => {
+  await check?.close();
+  await svc?.close();
+});
+
+/** Polls a worker makes after the one that was waiting when the clock moved, should that one end first on a busy machine. */
+const RETRY_POLLS = 5;
 
 /** A Queue client with the served reference's methods (root credentials unless given). */
 const queue = (opts: Record<string, unknown> = {}) =>
@@ -32,7 +44,7 @@ describe('changeTaskPriority', () => {
     // Without the change, `first` (created earlier at the same priority) would come first.
     await claimOne(svc, tq, second, W1);
     await claimOne(svc, tq, first, W2);
-    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    expect(await claim(check, tq, W1, 1)).toEqual([]);
   });
 
   test('lowering a priority lets other tasks go first', async () => {
@@ -215,18 +227,19 @@ describe('delayed start (notBefore)', () => {
   test('the task is pending but scheduled for later; nobody gets it before notBefore, a waiting worker gets it after', async () => {
     const tq = uniqueQueue();
     const taskId = slugid();
-    const notBefore = new Date(Date.now() + DELAY_MS).toJSON();
+    const notBefore = new Date(clock.ms() + DELAY_MS).toJSON();
     const created = await svc.queue().createTask(taskId, taskDef(tq, { notBefore }));
     expect(created.status).toMatchObject({ state: 'pending', runs: [{ runId: 0, state: 'pending', scheduled: notBefore }] });
     expect((await svc.queue().task(taskId)).notBefore).toBe(notBefore);
-    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    expect(await claim(check, tq, W1, 1)).toEqual([]);
     await expectError(svc.queue().claimTask(taskId, 0, W1), 409, 'RequestConflict');
     // A worker waiting in claimWork (1 s polls) picks it up once it is due, without a reaper pass.
-    let c: any[] = [];
-    const end = Date.now() + DELAY_MS + 10_000;
-    while (!c.length && Date.now() < end) c = await claim(svc, tq, W1, 1);
+    const waiting = claim(svc, tq, W1, 1);
+    await passTime(DELAY_MS);
+    let c = await waiting;
+    for (let i = 0; !c.length && i < RETRY_POLLS; i++) c = await claim(svc, tq, W1, 1);
     expect(c.map((x) => x.status.taskId)).toEqual([taskId]);
-    expect(Date.now()).toBeGreaterThanOrEqual(new Date(notBefore).getTime());
+    expect(clock.ms()).toBeGreaterThanOrEqual(new Date(notBefore).getTime());
   });
 
   test('a task without notBefore is unaffected; one whose notBefore has passed starts at once', async () => {
@@ -245,7 +258,7 @@ describe('delayed start (notBefore)', () => {
     await wq.reportCompleted(dep, 0);
     const s = await status(svc, taskId);
     expect(s.runs).toMatchObject([{ state: 'pending', scheduled: notBefore }]);
-    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    expect(await claim(check, tq, W1, 1)).toEqual([]);
   });
 
   test('a priority change keeps the delay', async () => {
@@ -253,7 +266,7 @@ describe('delayed start (notBefore)', () => {
     const taskId = slugid();
     await svc.queue().createTask(taskId, taskDef(tq, { notBefore: new Date(Date.now() + 60_000).toJSON() }));
     await queue().changeTaskPriority(taskId, { newPriority: 'highest' });
-    expect(await claim(svc, tq, W1, 1)).toEqual([]);
+    expect(await claim(check, tq, W1, 1)).toEqual([]);
   });
 
   test('notBefore at or after the deadline, or not a date: 400', async () => {
@@ -313,6 +326,7 @@ describe('concurrency keys', () => {
     await svc.queue().createTask(low1, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
     await svc.queue().createTask(high, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
     await svc.queue().createTask(low2, taskDef(tq, { concurrencyKey: key, priority: 'low' }));
+    // Polls that meet every hint (one look hands out one priority's): each waiter joins the line.
     expect(await claim(svc, tq, W1, 3)).toEqual([]);
     await queue().changeTaskPriority(high, { newPriority: 'high' });
     // A priority change of a waiter gives it a fresh hint; it waits again, now ahead of the others.
@@ -434,14 +448,15 @@ describe('suspend and resume', () => {
   test('resumeAt delays the resumed run; a repeat of the same suspension is idempotent', async () => {
     const { tq, taskId, c, wq } = await runningTask(svc);
     const q = queue({ credentials: c.credentials });
-    const resumeAt = new Date(Date.now() + 2000).toJSON();
+    const resumeAt = new Date(clock.ms() + 2000).toJSON();
     const s = await q.suspendRun(taskId, 0, { continuation: 'later', resumeAt });
     expect(s.status.runs[1]).toMatchObject({ state: 'pending', reasonCreated: 'resumed', scheduled: resumeAt });
     expect((await q.suspendRun(taskId, 0, { continuation: 'later', resumeAt })).status.runs).toHaveLength(2);
-    expect(await claim(svc, tq, W1, 1)).toEqual([]);
-    let got: any[] = [];
-    const end = Date.now() + 10_000;
-    while (!got.length && Date.now() < end) got = await claim(svc, tq, W1, 1);
+    expect(await claim(check, tq, W1, 1)).toEqual([]);
+    const waiting = claim(svc, tq, W1, 1);
+    await passTime(2000);
+    let got = await waiting;
+    for (let i = 0; !got.length && i < RETRY_POLLS; i++) got = await claim(svc, tq, W1, 1);
     expect(got[0]).toMatchObject({ runId: 1, continuation: 'later' });
     void wq;
   });
@@ -483,7 +498,7 @@ describe('suspend and resume', () => {
     await svc.queue().createTask(a, taskDef(tq, { concurrencyKey: key }));
     const ca = await claimOne(svc, tq, a, W1);
     await svc.queue().createTask(b, taskDef(tq, { concurrencyKey: key }));
-    expect(await claim(svc, tq, W2, 1)).toEqual([]);
+    expect(await claim(check, tq, W2, 1)).toEqual([]);
     await queue({ credentials: ca.credentials }).suspendRun(a, 0, { continuation: {}, resumeAt: new Date(Date.now() + 60_000).toJSON() });
     await claimOne(svc, tq, b, W2);
   });

@@ -9,10 +9,13 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export const E2E_DIST = path.join(ROOT, '.local', 'e2e-worker-dist');
 export const WORKER_MAIN = path.join(E2E_DIST, 'worker', 'main.js');
 
-/** Compiles the project into `outDir` (the worker's private directory by default). */
+/**
+ * Compiles the project into `outDir` (the worker's private directory by default). Without type
+ * checking (`npm test` type-checks once, in its checks): the same output in half the CPU time.
+ */
 export function buildWorker(outDir = E2E_DIST): void {
   const tsc = require.resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: ROOT, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--noCheck', '--outDir', outDir], { cwd: ROOT, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`tsc failed:\n${r.stdout}\n${r.stderr}`);
 }
 

@@ -389,10 +389,15 @@ test('a cancel noticed at reclaim stops the command, reports nothing, and the wo
 test('a claim outliving several reclaims keeps running and completes', async () => {
   const tq = newQueue();
   const worker = startWorker(tq, 'claimWork');
-  const taskId = await createTask(tq, { command: [NODE, '-e', 'setTimeout(() => {}, ' + CLAIM_TIMEOUT_S * 1500 + ')'], maxRunTime: 60 });
-  const status = await resolved(taskId, 0, 60_000);
+  // The command runs until the test has seen two reclaims (a file as the signal), not for a fixed time.
+  const go = path.join(os.tmpdir(), `e2e-go-${slugid()}`);
+  const script = `const t = setInterval(() => { if (require('fs').existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50);`;
+  const taskId = await createTask(tq, { command: [NODE, '-e', script], maxRunTime: 60 });
+  await until(() => worker.matching('task-reclaimed', taskId).length >= 2, 4 * CLAIM_TIMEOUT_S * 1000, 'two reclaims');
+  await fs.promises.writeFile(go, '');
+  const status = await resolved(taskId);
+  await fs.promises.rm(go);
   expect(status.runs[0].state).toBe('completed');
-  expect(worker.matching('task-reclaimed', taskId).length).toBeGreaterThanOrEqual(2);
   expect(await worker.stop()).toBe(0);
 });
 

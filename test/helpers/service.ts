@@ -9,7 +9,7 @@ import { FaultSettings, loadConfig } from '../../shared/config';
 import { Services, Tuning } from '../../shared/services';
 import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
-import { freePort } from '../../shared/local/azurite';
+import { freePort } from '../../shared/local/ports';
 import { memoryLogger } from '../../shared/log';
 import { generateAccessToken } from '../../shared/auth/clients';
 import { outputErrors } from '../../shared/api/output-schemas';

@@ -2,7 +2,7 @@
  * Small helpers for tests of the worker path: unique task queues, claiming one task, waiting for a
  * moment to pass.
  */
-import { TestService, taskDef, slugid, clock } from './service';
+import { TestService, taskDef, slugid, clock, settleServices } from './service';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -39,12 +39,13 @@ export async function claim(svc: TestService, taskQueueId: string, worker: Worke
 }
 
 /**
- * claimWork's long poll for instances that check "nothing left to claim" many times (a crash
- * sweep's every step): an empty answer costs the whole window, and a visible hint is found in the
- * poller's first pass, well inside it. A claim that must succeed goes through claimAny.
+ * claimWork's poll window for instances that check "nothing left to claim" many times (a crash
+ * sweep's every step): none. claimWork still looks once (HintPoller.request), so an empty answer
+ * means no visible hint was claimable, and costs no waiting. A claim that must succeed goes through
+ * claimAny.
  */
-export const CHECK_POLL_S = '0.3';
-/** Short polls a claim that must succeed makes before it gives up (one may end before its first pass on a busy machine). */
+export const CHECK_POLL_S = '0';
+/** Looks a claim that must succeed makes before it gives up; background work settles between them. */
 const CLAIM_ATTEMPTS = 10;
 
 /** claimWork until something is claimed (see CHECK_POLL_S); [] only if every attempt came back empty. */
@@ -52,6 +53,8 @@ export async function claimAny(svc: TestService, taskQueueId: string, worker: Wo
   for (let i = 0; i < CLAIM_ATTEMPTS; i++) {
     const got = await claim(svc, taskQueueId, worker, tasks);
     if (got.length) return got;
+    // A hint another instance puts in the background (dependency resolution, event delivery) may still be on its way.
+    await settleServices();
   }
   return [];
 }

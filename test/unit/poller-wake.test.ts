@@ -1,8 +1,9 @@
 /**
  * A local wake names the pending queue the new hint went to: with several shards, the poller's
- * next pass starts there instead of receiving empty shards first.
+ * next pass starts there instead of receiving empty shards first. A request whose window ends
+ * while the poller sleeps between passes still gets a look before it is answered.
  */
-import { HintPoller } from '../../shared/work/poller';
+import { HintPoller, MIN_BACKOFF_MS } from '../../shared/work/poller';
 import { PendingQueues } from '../../shared/tasks/pending';
 import { MemoryStorage } from '../../shared/storage/memory';
 import type { Services } from '../../shared/services';
@@ -59,4 +60,37 @@ test('without a wake, passes rotate their starting shard', async () => {
   expect(got.map((l) => l.hint.taskId)).toEqual([taskId]);
   // The first pass starts at shard 0 and reaches shard 2 after two empty receives.
   expect(received).toEqual([0, 1, 2]);
+});
+
+describe('a window shorter than the back-off', () => {
+  // Inside the back-off that follows an empty pass.
+  const ASLEEP_MS = MIN_BACKOFF_MS / 4;
+
+  test('is answered after a pass that looked: a hint put while the poller sleeps is handed out', async () => {
+    const { pending, received, poller } = await setup();
+    await pending.ensure(TQ, 'lowest', 0);
+    // A long-polling waiter: its first pass finds nothing and the poller sleeps.
+    const long = poller.request(1, Date.now() + 5_000);
+    await new Promise((r) => setTimeout(r, ASLEEP_MS));
+    const passes = received.length;
+    expect(passes).toBeGreaterThan(0);
+    await pending.put(TQ, 'lowest', 'first', 0, 'h', new Date(Date.now() + 60_000).toJSON());
+    await pending.put(TQ, 'lowest', 'second', 0, 'h', new Date(Date.now() + 60_000).toJSON());
+    // A window that has already ended: answered only once a pass has looked for it.
+    const short = await poller.request(1, Date.now());
+    expect(received.length).toBeGreaterThan(passes);
+    expect(short).toHaveLength(1);
+    expect((await long).length).toBe(1);
+  });
+
+  test('an empty answer comes after a look', async () => {
+    const { pending, received, poller } = await setup();
+    await pending.ensure(TQ, 'lowest', 0);
+    const long = poller.request(1, Date.now() + 300);
+    await new Promise((r) => setTimeout(r, ASLEEP_MS));
+    const passes = received.length;
+    expect(await poller.request(1, Date.now())).toEqual([]);
+    expect(received.length).toBeGreaterThan(passes);
+    expect(await long).toEqual([]);
+  });
 });

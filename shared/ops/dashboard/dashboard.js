@@ -679,8 +679,14 @@ function busy() {
 }
 
 var rendering = false;
+/** A render asked for while one ran (a link clicked during an auto-refresh): it runs right after. */
+var renderAgain = false;
 async function render() {
-  if (rendering || !ROOT_URL) return;
+  if (!ROOT_URL) return;
+  if (rendering) {
+    renderAgain = true;
+    return;
+  }
   rendering = true;
   try {
     await showSignIn();
@@ -738,6 +744,10 @@ async function render() {
     main.appendChild(el('p', { class: 'muted', id: 'rendered', text: 'updated ' + new Date().toLocaleTimeString() }));
   } finally {
     rendering = false;
+    if (renderAgain) {
+      renderAgain = false;
+      render();
+    }
   }
 }
 
@@ -768,7 +778,7 @@ fetch('/api/dashboard/config.json')
   .then(function (config) {
     ROOT_URL = config.rootUrl;
     setInterval(function () {
-      if (document.getElementById('auto').checked && !busy()) render();
+      if (document.getElementById('auto').checked && !busy() && !rendering) render();
     }, REFRESH_MS);
     render();
   });
