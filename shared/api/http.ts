@@ -13,7 +13,7 @@ import { validate } from './schemas';
 import { checkDeclaredLength, parseBody } from './body';
 import type { ApiRequest, ApiResponse, RouteDef } from './types';
 import type { Services } from '../services';
-import { InjectedFault, invocationTally } from '../storage/counter';
+import { InjectedFault, invocationTally, newInvocation } from '../storage/counter';
 import { StorageLimit } from '../storage/port';
 import { ActorContext, runAs } from '../ops/actor';
 
@@ -105,7 +105,7 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
   const auto = def.scopes !== null && urlOnly(def.scopes, compiled);
 
   return async function handler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
-    const tally = { calls: 0 };
+    const tally = newInvocation();
     const actor: ActorContext = { transitions: 0 };
     const response = await invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
     // HEAD is answered like GET, without the body.

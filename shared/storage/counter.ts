@@ -14,8 +14,43 @@ export class InjectedFault extends Error {
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-/** Per-invocation tally, so each function's log line reports its own storage calls. */
-export const invocationTally = new AsyncLocalStorage<{ calls: number }>();
+/**
+ * One function invocation's tally, so its log line reports its own storage calls; `seq` orders
+ * invocations by start, so a test sweep counts only the calls of those it started (see `Sweep`).
+ */
+export interface Invocation {
+  calls: number;
+  readonly seq: number;
+}
+
+/** The current invocation, if any (an HTTP request, or an operation a test sweep runs). */
+export const invocationTally = new AsyncLocalStorage<Invocation>();
+
+let invocationsStarted = 0;
+
+/** A new invocation's tally, numbered after every earlier one. */
+export function newInvocation(): Invocation {
+  return { calls: 0, seq: ++invocationsStarted };
+}
+
+/**
+ * What a test sweep counts: the calls of invocations started after it was armed (the swept
+ * operation, and the requests it makes), not those of work still running from earlier ones or of
+ * an instance's own loops (claimWork pollers, cache refreshes), whose timing shifts under load.
+ */
+export class Sweep {
+  private readonly after = invocationsStarted;
+
+  counts(): boolean {
+    const current = invocationTally.getStore();
+    return current !== undefined && current.seq > this.after;
+  }
+
+  /** Runs `op` as an invocation of its own, so a sweep armed before counts its calls. */
+  static run<T>(op: () => Promise<T>): Promise<T> {
+    return invocationTally.run(newInvocation(), op);
+  }
+}
 
 /** What an adapter counts its calls through (an account's adapter also tallies its account). */
 export interface Meter {
@@ -32,6 +67,7 @@ export class StorageMeter implements Meter {
   /** Calls and entities per table partition, calls per queue (`table <name> <pk>`, `queue <name>`), while tracked. */
   partitions: Map<string, { calls: number; entities: number }> | undefined;
   private failAt: number | undefined;
+  private sweep: Sweep | undefined;
   private armedCalls = 0;
   /** ops (e.g. `Tasks.update`) seen since the fault was armed (while counting, those that failed too), for test diagnostics. */
   readonly armedOps: string[] = [];
@@ -63,7 +99,7 @@ export class StorageMeter implements Meter {
     const tally = invocationTally.getStore();
     if (tally) tally.calls++;
     this.byOp.set(op, (this.byOp.get(op) ?? 0) + 1);
-    if (this.failAt === undefined) return fn();
+    if (this.failAt === undefined || !this.sweep?.counts()) return fn();
     // Armed (crash tests): calls made side by side complete in a fixed order, so a sweep that
     // fails the n-th call reaches each call of the operation in turn, whatever the timing.
     const before = this.turn;
@@ -98,9 +134,13 @@ export class StorageMeter implements Meter {
     return result;
   }
 
-  /** Make the n-th storage call from now (1-based) fail after it has taken effect. */
+  /**
+   * Make the n-th storage call from now (1-based) of invocations started from now (`Sweep`) fail
+   * after it has taken effect.
+   */
   failAfterCall(n: number): void {
     this.failAt = n;
+    this.sweep = new Sweep();
     this.armedCalls = 0;
     this.armedOps.length = 0;
   }
@@ -114,6 +154,7 @@ export class StorageMeter implements Meter {
   /** Count calls without injecting anything (to learn how many calls an operation makes). */
   startCounting(): void {
     this.failAt = Number.POSITIVE_INFINITY;
+    this.sweep = new Sweep();
     this.armedCalls = 0;
     this.armedOps.length = 0;
   }

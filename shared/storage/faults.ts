@@ -18,7 +18,7 @@
  *
  * `QUEUE_STORAGE_FAULTS` turns it on (see parseFaults); docs/storage-faults.md says how to run it.
  */
-import type { StorageMeter } from './counter';
+import { Sweep, type StorageMeter } from './counter';
 import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import type { FaultSettings } from '../config';
 
@@ -111,6 +111,8 @@ export class FaultPlan {
   /** Messages leased by a receive whose answer was lost, until `expireLostLeases`. */
   private readonly lost: { queue: Queue; message: QueueMessage }[] = [];
   private armAt: number | undefined;
+  /** Which writes the armed sweep counts: those of invocations started after it (see Sweep). */
+  private sweep: Sweep | undefined;
   private writes = 0;
   /** The writes seen while armed (`Tasks.transaction`, …), for sweep diagnostics. */
   readonly armedOps: string[] = [];
@@ -153,9 +155,10 @@ export class FaultPlan {
     return Math.floor(this.rand(op) * n);
   }
 
-  /** Make the n-th write from now (1-based) apply and then answer ambiguously once. */
+  /** Make the n-th write from now (1-based) of invocations started from now (Sweep) apply and then answer ambiguously once. */
   ambiguousAt(n: number): void {
     this.armAt = n;
+    this.sweep = new Sweep();
     this.writes = 0;
     this.armedOps.length = 0;
   }
@@ -191,7 +194,7 @@ export class FaultPlan {
   }
 
   private armedHit(op: string): boolean {
-    if (this.armAt === undefined) return false;
+    if (this.armAt === undefined || !this.sweep?.counts()) return false;
     this.writes++;
     this.armedOps.push(op);
     if (this.writes !== this.armAt) return false;

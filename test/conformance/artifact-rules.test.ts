@@ -11,6 +11,7 @@ import { ArtifactStore } from '../../shared/artifacts/store';
 import { indexKeys } from '../../shared/artifacts/expiry';
 import { runKey } from '../../shared/artifacts/model';
 import { execute } from '../../shared/tasks/executor';
+import { Sweep } from '../../shared/storage/counter';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -304,7 +305,7 @@ describe('storage cost', () => {
       await svc.settled();
       const extras = faultExtras(svc.services.storage);
       meter.startCounting();
-      await fn();
+      await Sweep.run(fn);
       const ops = operationCalls(meter.armedOps, extras.since());
       meter.disarm();
       return ops;

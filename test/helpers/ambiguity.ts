@@ -5,6 +5,7 @@
  * operation must come out as it does without the fault: the scenario checks that after each n.
  */
 import { FaultyStorage } from '../../shared/storage/faults';
+import { Sweep } from '../../shared/storage/counter';
 import type { Storage } from '../../shared/storage/port';
 import { settleServices } from './service';
 
@@ -42,7 +43,7 @@ export async function eachWrite(
       let value;
       let error;
       try {
-        value = await op();
+        value = await Sweep.run(op);
       } catch (err) {
         error = err;
       }

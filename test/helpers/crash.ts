@@ -1,11 +1,12 @@
 /**
  * Crash-safety harness: run an operation with a storage failure injected right after its n-th
  * storage call (the call takes effect, then the caller "crashes"), for n = 1, 2, … until the
- * operation completes without reaching the fault. The scenario recovers (client retry, reaper
- * pass) and checks the invariants after each n. On the faithful storage mode the fault draws start
+ * operation completes without reaching the fault. Only the calls of the operation and of the
+ * requests it makes count (Sweep): an instance's own loops and earlier requests' lingering work do
+ * not. The scenario recovers (client retry, reaper pass) and checks the invariants after each n. On the faithful storage mode the fault draws start
  * over before each attempt, so each attempt meets the same faults (see FaultPlan.reseed).
  */
-import type { StorageMeter } from '../../shared/storage/counter';
+import { Sweep, type StorageMeter } from '../../shared/storage/counter';
 import { reseedFaults, settleServices } from './service';
 
 export interface FaultResult<T> {
@@ -55,7 +56,7 @@ export async function eachStorageCall(
       let value;
       let error;
       try {
-        value = await op();
+        value = await Sweep.run(op);
       } catch (err) {
         error = err;
       }

@@ -12,6 +12,7 @@ import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
 import type { Query } from '../../shared/storage/storage';
 import { GROUP_PREFIX } from '../../shared/tasks/groups';
 import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';
+import { Sweep } from '../../shared/storage/counter';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -195,7 +196,7 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
     for (let i = 0; i < 5; i++) await fresh.queue().createTask(slugid(), taskDef(uniqueQueue()));
     const meter = fresh.services.storage.meter;
     meter.startCounting();
-    await runReaper(fresh.services);
+    await Sweep.run(() => runReaper(fresh.services));
     expect(meter.disarm()).toBe(TRIGGER_QUEUES.length * TRIGGER_SHARDS + 5);
     // Four trigger polls, each over its shards (the last: event sweeps), the index and hooks consumers' queue, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
     expect(meter.armedOps).toEqual([

@@ -9,6 +9,7 @@ import { fireDueHooks } from '../../shared/hooks/schedule';
 import { HookStore } from '../../shared/hooks/store';
 import { HOOK_LEASE_S } from '../../shared/services';
 import type { Services } from '../../shared/services';
+import { Sweep } from '../../shared/storage/counter';
 
 /** The reaper runs every 10 s (shared/config.ts DEFAULT_REAPER_SCHEDULE). */
 const REAPER_INTERVAL_S = 10;
@@ -56,7 +57,7 @@ test('a tick claimed by a crashed instance fires within the lease plus one reape
 
   // Instance a queries the due hooks, writes its claim, and dies right after (its next call fails).
   a.services.storage.meter.failAfterCall(2);
-  await fireDueHooks(at(a, () => t0));
+  await Sweep.run(() => fireDueHooks(at(a, () => t0)));
   a.services.storage.meter.disarm();
   const claimed = (await store.get('lease', hookId))!;
   expect(claimed.pendingFire).toBeDefined();
