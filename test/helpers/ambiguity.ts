@@ -5,20 +5,11 @@
  * operation must come out as it does without the fault: the scenario checks that after each n.
  */
 import { FaultyStorage } from '../../shared/storage/faults';
-import { Sweep } from '../../shared/storage/counter';
 import type { Storage } from '../../shared/storage/port';
-import { settleServices } from './service';
+import { eachArmed, type Armed } from './sweep';
 
-export interface AmbiguousResult<T> {
-  value?: T & any;
-  error?: any;
-  /** Whether the operation reached its n-th write. */
-  hit: boolean;
-  /** The write answered ambiguously, e.g. `Tasks.transaction`. */
-  op?: string;
-}
-
-export type Ambiguous = <T>(op: () => Promise<T>) => Promise<AmbiguousResult<T>>;
+/** `op` is the write answered ambiguously, e.g. `Tasks.transaction`. */
+export type Ambiguous = <T>(op: () => Promise<T>) => Promise<Armed<T>>;
 
 function faultyOf(storage: Storage): FaultyStorage {
   if (!(storage instanceof FaultyStorage)) throw new Error('the ambiguity sweep needs the faithful storage mode (QUEUE_STORAGE_FAULTS)');
@@ -26,43 +17,19 @@ function faultyOf(storage: Storage): FaultyStorage {
 }
 
 /** Sweeps the writes of `scenario`'s operation on `storage`; returns the write made ambiguous at each n. */
-export async function eachWrite(
+export function eachWrite(
   storage: Storage,
   scenario: (ambiguous: Ambiguous, n: number) => Promise<void>,
   opts: { warm?: () => Promise<unknown>; max?: number } = {},
 ): Promise<string[]> {
   const plan = faultyOf(storage).plan;
-  const max = opts.max ?? 60;
-  const ops: string[] = [];
-  for (let n = 1; n <= max; n++) {
-    let hit: boolean | undefined;
-    const ambiguous: Ambiguous = async (op) => {
-      await opts.warm?.();
-      await settleServices();
-      plan.ambiguousAt(n);
-      let value;
-      let error;
-      try {
-        value = await Sweep.run(op);
-      } catch (err) {
-        error = err;
-      }
-      const writes = plan.disarm();
-      hit = writes >= n;
-      const failed = hit ? plan.armedOps[n - 1] : undefined;
-      if (failed) ops.push(failed);
-      return { value, error, hit, op: failed };
-    };
-    try {
-      await scenario(ambiguous, n);
-    } catch (err) {
-      (err as Error).message = `with write #${n} (${ops[n - 1] ?? 'not reached'}) answered ambiguously: ${(err as Error).message}`;
-      throw err;
-    }
-    if (hit === undefined) throw new Error('the scenario never ran its operation through ambiguous()');
-    if (!hit) return ops;
-  }
-  throw new Error(`the operation still made writes after ${max}`);
+  const trap = {
+    describe: (n: number) => `write #${n} answered ambiguously`,
+    arm: (n: number) => plan.ambiguousAt(n),
+    disarm: () => plan.disarm(),
+    ops: plan.armedOps,
+  };
+  return eachArmed(trap, scenario, opts);
 }
 
 /**
