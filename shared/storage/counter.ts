@@ -34,16 +34,18 @@ export function newInvocation(): Invocation {
 }
 
 /**
- * What a test sweep counts: the calls of invocations started after it was armed (the swept
- * operation, and the requests it makes), not those of work still running from earlier ones or of
- * an instance's own loops (claimWork pollers, cache refreshes), whose timing shifts under load.
+ * What a test sweep counts: the calls of the invocation that armed it and of those started after
+ * (the swept operation, and the requests it makes), not those of work still running from earlier
+ * ones or of an instance's own loops (claimWork pollers, cache refreshes), whose timing shifts
+ * under load.
  */
 export class Sweep {
   private readonly after = invocationsStarted;
+  private readonly arming = invocationTally.getStore();
 
   counts(): boolean {
     const current = invocationTally.getStore();
-    return current !== undefined && current.seq > this.after;
+    return current !== undefined && (current.seq > this.after || current === this.arming);
   }
 
   /** Runs `op` as an invocation of its own, so a sweep armed before counts its calls. */

@@ -6,6 +6,7 @@ import { FaultSettings, parseFaults, loadConfig } from '../../shared/config';
 import { FaultyStorage, clockSkewMs } from '../../shared/storage/faults';
 import { MemoryStorage } from '../../shared/storage/memory';
 import { Entity, StorageConflict, StorageLimit, Table } from '../../shared/storage/port';
+import { Sweep } from '../../shared/storage/counter';
 
 const settings = (s: string): FaultSettings => parseFaults(s)!;
 const row = (pk: string, rk: string, props: Record<string, unknown> = {}): Entity => ({ partitionKey: pk, rowKey: rk, ...props });
@@ -208,6 +209,9 @@ describe('re-seeding: the draws a crash sweep holds still', () => {
   });
 });
 
+/** A sweep counts the calls of the invocation that armed it (shared/storage/counter.ts Sweep): the test is one. */
+const armedHere = (fn: () => Promise<void>) => () => Sweep.run(fn);
+
 describe('ambiguous writes: applied, then the retry meets its own success', () => {
   /** The next write applies and its first answer is lost; the retry goes through (what the ambiguity sweep arms). */
   async function onceAmbiguous(): Promise<FaultyStorage> {
@@ -216,54 +220,69 @@ describe('ambiguous writes: applied, then the retry meets its own success', () =
     return s;
   }
 
-  test('an insert retried gets 409 though the row is stored', async () => {
-    const s = await onceAmbiguous();
-    const err = await failure(s.table('Tasks').insert(row('a', 'x', { v: 1 })));
-    expect(err).toBeInstanceOf(StorageConflict);
-    expect(err.reason).toBe('exists');
-    expect(await s.inner.table('Tasks').get('a', 'x')).toMatchObject({ v: 1 });
-  });
+  test(
+    'an insert retried gets 409 though the row is stored',
+    armedHere(async () => {
+      const s = await onceAmbiguous();
+      const err = await failure(s.table('Tasks').insert(row('a', 'x', { v: 1 })));
+      expect(err).toBeInstanceOf(StorageConflict);
+      expect(err.reason).toBe('exists');
+      expect(await s.inner.table('Tasks').get('a', 'x')).toMatchObject({ v: 1 });
+    }),
+  );
 
-  test('an If-Match update retried gets 412 though it applied; a delete retried answers missing', async () => {
-    const s = await onceAmbiguous();
-    const etag = await s.inner.table('Tasks').insert(row('a', 'x', { v: 1 }));
-    const err = await failure(s.table('Tasks').update(row('a', 'x', { v: 2 }), etag));
-    expect(err.reason).toBe('etag');
-    expect(await s.inner.table('Tasks').get('a', 'x')).toMatchObject({ v: 2 });
-    s.plan.ambiguousAt(1);
-    expect(await s.table('Tasks').delete('a', 'x')).toBe(false);
-    expect(await s.inner.table('Tasks').get('a', 'x')).toBeUndefined();
-  });
+  test(
+    'an If-Match update retried gets 412 though it applied; a delete retried answers missing',
+    armedHere(async () => {
+      const s = await onceAmbiguous();
+      const etag = await s.inner.table('Tasks').insert(row('a', 'x', { v: 1 }));
+      const err = await failure(s.table('Tasks').update(row('a', 'x', { v: 2 }), etag));
+      expect(err.reason).toBe('etag');
+      expect(await s.inner.table('Tasks').get('a', 'x')).toMatchObject({ v: 2 });
+      s.plan.ambiguousAt(1);
+      expect(await s.table('Tasks').delete('a', 'x')).toBe(false);
+      expect(await s.inner.table('Tasks').get('a', 'x')).toBeUndefined();
+    }),
+  );
 
-  test('an entity-group transaction retried meets its own success as a conflict', async () => {
-    const s = await onceAmbiguous();
-    const err = await failure(
-      s.table('Tasks').transact([
-        { op: 'create', entity: row('t', '1') },
-        { op: 'upsert', entity: row('t', '2') },
-      ]),
-    );
-    expect(err.reason).toBe('exists');
-    expect(await s.inner.table('Tasks').get('t', '2')).toBeDefined();
-  });
+  test(
+    'an entity-group transaction retried meets its own success as a conflict',
+    armedHere(async () => {
+      const s = await onceAmbiguous();
+      const err = await failure(
+        s.table('Tasks').transact([
+          { op: 'create', entity: row('t', '1') },
+          { op: 'upsert', entity: row('t', '2') },
+        ]),
+      );
+      expect(err.reason).toBe('exists');
+      expect(await s.inner.table('Tasks').get('t', '2')).toBeDefined();
+    }),
+  );
 
-  test('a queue put retried leaves the message twice; an update retried holds a stale receipt', async () => {
-    const s = await onceAmbiguous();
-    const q = s.trigger('deadline');
-    await q.put({ n: 1 });
-    expect(await s.inner.trigger('deadline').approximateCount()).toBe(2);
-    expect(s.plan.duplicated).toEqual([{ queue: expect.stringMatching(/deadline/), body: { n: 1 } }]);
-    const [m] = await s.inner.trigger('deadline').receive(1, 30);
-    s.plan.ambiguousAt(1);
-    expect(await q.rearm(m.messageId, m.popReceipt, { n: 2 }, 0)).toBeUndefined();
-  });
+  test(
+    'a queue put retried leaves the message twice; an update retried holds a stale receipt',
+    armedHere(async () => {
+      const s = await onceAmbiguous();
+      const q = s.trigger('deadline');
+      await q.put({ n: 1 });
+      expect(await s.inner.trigger('deadline').approximateCount()).toBe(2);
+      expect(s.plan.duplicated).toEqual([{ queue: expect.stringMatching(/deadline/), body: { n: 1 } }]);
+      const [m] = await s.inner.trigger('deadline').receive(1, 30);
+      s.plan.ambiguousAt(1);
+      expect(await q.rearm(m.messageId, m.popReceipt, { n: 2 }, 0)).toBeUndefined();
+    }),
+  );
 
-  test('when every retry is ambiguous the caller gets the transient error, and the write applied', async () => {
-    const s = await faulty('seed=1 ambiguous=1 retries=0');
-    const err = await failure(s.table('Tasks').upsert(row('a', 'y')));
-    expect([408, 500, 503]).toContain(err.statusCode);
-    expect(await s.inner.table('Tasks').get('a', 'y')).toBeDefined();
-  });
+  test(
+    'when every retry is ambiguous the caller gets the transient error, and the write applied',
+    armedHere(async () => {
+      const s = await faulty('seed=1 ambiguous=1 retries=0');
+      const err = await failure(s.table('Tasks').upsert(row('a', 'y')));
+      expect([408, 500, 503]).toContain(err.statusCode);
+      expect(await s.inner.table('Tasks').get('a', 'y')).toBeDefined();
+    }),
+  );
 });
 
 describe('lost receives: the lease took effect, the answer did not arrive', () => {
@@ -301,22 +320,25 @@ describe('lost receives: the lease took effect, the answer did not arrive', () =
 });
 
 describe('blob writes of the artifact container', () => {
-  test('a commit, an upload and a copy retried after they applied meet their own success', async () => {
-    const s = await faulty('seed=1 backoff-ms=0');
-    const a = s.artifacts;
-    await a.putBlock('b/x', 'AAAA', Buffer.from('hello'));
-    s.plan.ambiguousAt(1);
-    expect(await a.commitBlocks('b/x', ['AAAA'], 'text/plain')).toBe(true);
-    expect(s.plan.armedOps).toEqual(['artifacts.commit', 'artifacts.commit']); // applied, then sent again
-    s.plan.ambiguousAt(1);
-    await a.upload('b/y', Buffer.from('inline'), 'text/plain');
-    s.plan.ambiguousAt(1);
-    expect(await a.copyIfAbsent('b/y', 'b/z')).toEqual({ size: 6, copied: false });
-    s.plan.disarm();
-    expect((await a.download('b/x'))?.body.toString()).toBe('hello');
-    expect((await a.download('b/z'))?.body.toString()).toBe('inline');
-    expect([...s.plan.extra.keys()].sort()).toEqual(['artifacts.commit', 'artifacts.copy', 'artifacts.upload']);
-  });
+  test(
+    'a commit, an upload and a copy retried after they applied meet their own success',
+    armedHere(async () => {
+      const s = await faulty('seed=1 backoff-ms=0');
+      const a = s.artifacts;
+      await a.putBlock('b/x', 'AAAA', Buffer.from('hello'));
+      s.plan.ambiguousAt(1);
+      expect(await a.commitBlocks('b/x', ['AAAA'], 'text/plain')).toBe(true);
+      expect(s.plan.armedOps).toEqual(['artifacts.commit', 'artifacts.commit']); // applied, then sent again
+      s.plan.ambiguousAt(1);
+      await a.upload('b/y', Buffer.from('inline'), 'text/plain');
+      s.plan.ambiguousAt(1);
+      expect(await a.copyIfAbsent('b/y', 'b/z')).toEqual({ size: 6, copied: false });
+      s.plan.disarm();
+      expect((await a.download('b/x'))?.body.toString()).toBe('hello');
+      expect((await a.download('b/z'))?.body.toString()).toBe('inline');
+      expect([...s.plan.extra.keys()].sort()).toEqual(['artifacts.commit', 'artifacts.copy', 'artifacts.upload']);
+    }),
+  );
 });
 
 describe('throttling', () => {
