@@ -4,7 +4,7 @@
  * and has a deadline, so a storage account that stops answering fails a request fast instead of
  * holding it past the client's timeout.
  */
-import { TableClient, TransactionAction } from '@azure/data-tables';
+import { TableClient } from '@azure/data-tables';
 import { QueueClient, QueueSASPermissions, QueueServiceClient, SASProtocol as QueueSasProtocol, generateQueueSASQueryParameters } from '@azure/storage-queue';
 import type { StorageSharedKeyCredential as QueueKey } from '@azure/storage-queue';
 import {
@@ -20,6 +20,7 @@ import { Meter, StorageMeter } from './counter';
 import { SDK_BACKOFF_MS, SDK_RETRIES } from '../config';
 import { ShardedTriggerQueue, triggerShardNames } from './trigger-shards';
 import { QueueMessageCalls } from './queue-messages';
+import { failedIndexOf, TableTransactions } from './table-transactions';
 import {
   ArtifactContainer,
   checkContinuation,
@@ -165,33 +166,27 @@ export function odataFilter(q: Query): string {
 
 // ---- tables ----
 
+/** A refused transaction as the port reports it; Azure's message names the refused action. */
 function conflictOf(err: unknown, table: string): unknown {
   const s = statusOf(err);
-  if (s === 409) return new StorageConflict('exists', `${table}: entity exists`);
-  if (s === 412) return new StorageConflict('etag', `${table}: entity changed`);
-  if (s === 404) return new StorageConflict('missing', `${table}: entity gone`);
+  const i = failedIndexOf(err);
+  const which = i === undefined ? '' : ` (action ${i})`;
+  if (s === 409) return new StorageConflict('exists', `${table}: entity exists${which}`);
+  if (s === 412) return new StorageConflict('etag', `${table}: entity changed${which}`);
+  if (s === 404) return new StorageConflict('missing', `${table}: entity gone${which}`);
   return err;
 }
 
-function sdkAction(a: TableAction): TransactionAction {
-  switch (a.op) {
-    case 'create':
-      return ['create', a.entity];
-    case 'delete':
-      return ['delete', { partitionKey: a.partitionKey, rowKey: a.rowKey }];
-    case 'upsert':
-      return ['upsert', a.entity, a.mode ?? 'Replace'];
-    case 'update':
-      return ['update', a.entity, a.mode ?? 'Replace', { etag: a.etag }];
-  }
-}
-
 class AzureTable implements Table {
+  private readonly transactions: TableTransactions;
+
   constructor(
     readonly name: string,
     private readonly client: TableClient,
     private readonly meter: Meter,
-  ) {}
+  ) {
+    this.transactions = new TableTransactions(client);
+  }
 
   /** `pk` and `entities` feed the meter's per-partition tally (when tracked: the bench's scale model). */
   private call<T>(op: string, fn: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal, pk?: string, entities = 1): Promise<T> {
@@ -300,13 +295,11 @@ class AzureTable implements Table {
   }
 
   async transact(actions: TableAction[]): Promise<(string | undefined)[]> {
-    const sdk = actions.map(sdkAction);
     return this.call(
       'transaction',
       async (abortSignal) => {
         try {
-          const r = await this.client.submitTransaction(sdk, { abortSignal });
-          return actions.map((a, i) => (a.op === 'delete' ? undefined : r.subResponses[i]?.etag));
+          return await this.transactions.submit(actions, abortSignal);
         } catch (err) {
           throw conflictOf(err, this.name);
         }
