@@ -159,10 +159,15 @@ export class TableTransactions {
 
   /**
    * Runs `actions` as one transaction; returns each action's new ETag (undefined for deletes).
-   * Azure checks its own limits (100 actions, 4 MiB, one partition, each row once) and refuses
-   * the whole transaction with 400 or 413.
+   * Azure checks its own limits (100 actions, 4 MiB, each row once) and refuses the whole
+   * transaction with 400 or 413. One partition is checked here as well, as the SDK did: Azurite
+   * lets a transaction across partitions through.
    */
   async submit(actions: TableAction[], abortSignal: AbortSignal): Promise<(string | undefined)[]> {
+    const pk = actions.map((a) => (a.op === 'delete' ? a.partitionKey : a.entity.partitionKey));
+    if (pk.some((k) => k !== pk[0])) {
+      throw new RestError('All operations in a transaction must target the same partitionKey', { statusCode: 400, code: 'CommandsInBatchActOnDifferentPartitions' });
+    }
     const batchId = randomUUID();
     const body = batchBody(actions, this.tableUrl, batchId, randomUUID());
     const headers = createHttpHeaders({
