@@ -245,7 +245,8 @@ class MemoryTable implements Table {
         if (a.op === 'create' && r) throw new StorageConflict('exists', `${this.name}: entity exists`);
         if (a.op === 'update') this.guard(k.pk, k.rk, a.etag);
         if (a.op === 'delete' && !r) throw new StorageConflict('missing', `${this.name}: entity gone`);
-        if (a.op === 'delete' && a.etag !== undefined && a.etag !== '*' && a.etag !== r!.etag) throw new StorageConflict('etag', `${this.name}: entity changed`);
+        if (a.op === 'delete' && a.etag !== undefined && a.etag !== '*' && a.etag !== r!.etag)
+          throw new StorageConflict('etag', `${this.name}: entity changed`);
       }
       return actions.map((a) => {
         if (a.op === 'delete') {

@@ -166,7 +166,10 @@ export class TableTransactions {
   async submit(actions: TableAction[], abortSignal: AbortSignal): Promise<(string | undefined)[]> {
     const pk = actions.map((a) => (a.op === 'delete' ? a.partitionKey : a.entity.partitionKey));
     if (pk.some((k) => k !== pk[0])) {
-      throw new RestError('All operations in a transaction must target the same partitionKey', { statusCode: 400, code: 'CommandsInBatchActOnDifferentPartitions' });
+      throw new RestError('All operations in a transaction must target the same partitionKey', {
+        statusCode: 400,
+        code: 'CommandsInBatchActOnDifferentPartitions',
+      });
     }
     const batchId = randomUUID();
     const body = batchBody(actions, this.tableUrl, batchId, randomUUID());

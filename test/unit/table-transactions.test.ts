@@ -14,7 +14,8 @@ import type { TableAction } from '../../shared/storage/port';
 
 /** No network: a policy at the end of the pipeline answers every request. */
 const ACCOUNT_KEY = connectionStringFor({ blob: 1, queue: 2, table: 3 });
-const SAS = 'TableEndpoint=https://acct.table.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=t&srt=sco&sp=rwdlacu&se=2030-01-01T00:00:00Z&spr=https&sig=abc%3D';
+const SAS =
+  'TableEndpoint=https://acct.table.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=t&srt=sco&sp=rwdlacu&se=2030-01-01T00:00:00Z&spr=https&sig=abc%3D';
 
 interface Seen {
   method: string;
@@ -43,7 +44,8 @@ function answering(connection: string, answer: (r: PipelineRequest) => Omit<Pipe
 /** The boundary ids (random per transaction) and the per-attempt headers, fixed for comparison. */
 function normal(s: Seen): Omit<Seen, 'headers'> & { headers: Record<string, string>; signed: boolean } {
   const ids = new Map<string, string>();
-  const fix = (t: string) => t.replace(/(batch|changeset)_([0-9a-f-]{36})/g, (_, kind: string, id: string) => `${kind}_${ids.get(id) ?? (ids.set(id, `#${ids.size}`), ids.get(id))}`);
+  const fix = (t: string) =>
+    t.replace(/(batch|changeset)_([0-9a-f-]{36})/g, (_, kind: string, id: string) => `${kind}_${ids.get(id) ?? (ids.set(id, `#${ids.size}`), ids.get(id))}`);
   const headers = Object.fromEntries(
     Object.entries(s.headers)
       .filter(([k]) => !['x-ms-client-request-id', 'x-ms-date', 'authorization', 'content-length'].includes(k.toLowerCase()))
@@ -134,7 +136,7 @@ describe('the transaction request is the one the SDK sends', () => {
       connection === SAS ? [false, expect.stringMatching(/\/\$batch\?sv=.*&sig=/)] : [true, expect.stringMatching(/\/\$batch$/)],
     );
     expect(r.ours.result).toEqual(r.sdk.result);
-    expect(r.ours.result).toEqual([0, 1, 2, 3, 4].map((i) => `W/"datetime'2026-01-01T00%3A00%3A0${i}.0000000Z'"`).concat([undefined]));
+    expect(r.ours.result).toEqual([...[0, 1, 2, 3, 4].map((i) => `W/"datetime'2026-01-01T00%3A00%3A0${i}.0000000Z'"`), undefined]);
   });
 
   test('a guarded delete carries its ETag (the SDK transaction API always sent *)', async () => {
@@ -158,7 +160,9 @@ describe('answers are read as the SDK reads them', () => {
   });
 
   test('a refused transaction (its status on the whole request)', async () => {
-    const body = JSON.stringify({ 'odata.error': { code: 'InvalidInput', message: { value: '0:The batch request operation exceeds the maximum 100 changes per change set.' } } });
+    const body = JSON.stringify({
+      'odata.error': { code: 'InvalidInput', message: { value: '0:The batch request operation exceeds the maximum 100 changes per change set.' } },
+    });
     const answer = () => ({ status: 400, headers: createHttpHeaders({ 'content-type': 'application/json' }), bodyAsText: body });
     const r = await both(ACCOUNT_KEY, ACTIONS.slice(0, 2), answer);
     expect(r.ours.result).toMatchObject({ statusCode: 400, code: 'InvalidInput', message: expect.stringMatching(/^0:The batch request/) });
