@@ -169,6 +169,22 @@ describe('answers are read as the SDK reads them', () => {
     expect(r.sdk.result).toMatchObject({ statusCode: 400, code: 'InvalidInput', message: (r.ours.result as Error).message });
   });
 
+  test('a batch refused outside any change set keeps its status and code (the SDK would have read no results)', async () => {
+    const error = JSON.stringify({ 'odata.error': { code: 'InvalidInput', message: { value: '99:One of the request inputs is not valid.' } } });
+    const bodyAsText =
+      `--batchresponse_1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nHTTP/1.1 400 Bad Request\r\n` +
+      `Content-Type: application/json;odata=minimalmetadata;charset=utf-8\r\n\r\n${error}\r\n--batchresponse_1--\r\n`;
+    const { client } = answering(ACCOUNT_KEY, () => ({
+      status: 202,
+      headers: createHttpHeaders({ 'content-type': 'multipart/mixed; boundary=batchresponse_1' }),
+      bodyAsText,
+    }));
+    await expect(new TableTransactions(client).submit(ACTIONS.slice(0, 2), new AbortController().signal)).rejects.toMatchObject({
+      statusCode: 400,
+      code: 'InvalidInput',
+    });
+  });
+
   test('an answer with fewer results than actions is an error, not missing ETags', async () => {
     const { client } = answering(ACCOUNT_KEY, () => accepted(1));
     await expect(new TableTransactions(client).submit(ACTIONS.slice(0, 2), new AbortController().signal)).rejects.toThrow(/2 actions was answered with 1/);
