@@ -32,7 +32,10 @@ interface SendingClient {
  * transactions do.
  */
 export function tableSenderOf(client: TableClient): SendingClient {
-  return (client as unknown as { generatedClient: SendingClient }).generatedClient;
+  const sender = (client as unknown as { generatedClient?: SendingClient }).generatedClient;
+  // When the table's client is made (start-up makes every table's), not at the first transaction.
+  if (typeof sender?.sendRequest !== 'function') throw new Error('@azure/data-tables: TableClient.generatedClient.sendRequest is gone (SDK upgrade?)');
+  return sender;
 }
 
 const CRLF = '\r\n';

@@ -196,4 +196,7 @@ test("the SDK internals the module uses: the TableClient's generated client send
   const sender = tableSenderOf(client) as unknown as { sendRequest: unknown; pipeline: unknown };
   expect(typeof sender?.sendRequest).toBe('function');
   expect(sender.pipeline).toBe(client.pipeline);
+  // Renamed by an SDK upgrade: the table's client fails when it is made, not at a first transaction.
+  Object.defineProperty(client, 'generatedClient', { value: undefined });
+  expect(() => new TableTransactions(client)).toThrow(/generatedClient/);
 });
