@@ -7,56 +7,15 @@
  * whole. A delete guarded by an ETag holds in both adapters.
  */
 import crypto from 'node:crypto';
-import http from 'node:http';
-import net from 'node:net';
 import { AzureStorage } from '../../shared/storage/azure';
+import { BusyProxy } from '../helpers/busy-proxy';
 import { MemoryStorage } from '../../shared/storage/memory';
 import { Storage, StorageConflict, StorageLimit } from '../../shared/storage/port';
 
-/** An HTTP proxy in front of the test Azurite's table endpoint that answers the first `busy` transactions with 503. */
-class BusyProxy {
-  busy = 0;
-  readonly seen: string[] = [];
-  private server!: http.Server;
-  private readonly agent = new http.Agent({ keepAlive: true });
-  connectionString = '';
-
-  async start(connection: string): Promise<void> {
-    const m = /TableEndpoint=http:\/\/([^:/]+):(\d+)/.exec(connection)!;
-    const [host, port] = [m[1], Number(m[2])];
-    this.server = http.createServer((req, res) => {
-      const body: Buffer[] = [];
-      req.on('data', (c: Buffer) => body.push(c));
-      req.on('end', () => {
-        const batch = req.url!.split('?')[0].endsWith('/$batch');
-        if (batch) this.seen.push(`${req.method} $batch`);
-        if (this.busy > 0 && batch) {
-          this.busy--;
-          res.writeHead(503, { 'x-ms-error-code': 'ServerBusy', 'content-type': 'application/json' });
-          res.end(JSON.stringify({ 'odata.error': { code: 'ServerBusy', message: { value: 'Operations per second is over the account limit.' } } }));
-          return;
-        }
-        const up = http.request({ host, port, path: req.url, method: req.method, headers: req.headers, agent: this.agent }, (r) => {
-          res.writeHead(r.statusCode!, r.headers);
-          r.pipe(res);
-        });
-        up.on('error', () => res.destroy());
-        up.end(Buffer.concat(body));
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    const own = (this.server.address() as net.AddressInfo).port;
-    this.connectionString = connection.replace(m[0], `TableEndpoint=http://127.0.0.1:${own}`);
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    this.agent.destroy();
-    await new Promise((r) => this.server.close(r));
-  }
-}
-
-const proxy = new BusyProxy();
+const proxy = new BusyProxy('TableEndpoint', (path) => path.endsWith('/$batch'), {
+  contentType: 'application/json',
+  body: JSON.stringify({ 'odata.error': { code: 'ServerBusy', message: { value: 'Operations per second is over the account limit.' } } }),
+});
 let azure: AzureStorage;
 beforeAll(async () => {
   await proxy.start(process.env.TEST_STORAGE_CONNECTION!);
