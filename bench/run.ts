@@ -3,8 +3,8 @@
  * throughput, backlog drain, storage transactions per lifecycle (background included), idle
  * polling cost and the raw Azurite ceiling, then prints a table and one JSON line.
  *
- * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h, s; (i) comes with (d); (s),
- * subscribers on the request path, only when named). A phase
+ * `BENCH_PHASES=abf npm run bench` runs only the phases named (a-h, m, s; (i) comes with (d); (m),
+ * (b)'s loop on the in-memory adapter, and (s), subscribers on the request path, only when named). A phase
  * that fails is reported and the others still run. Each deployment's queues, tables and containers
  * are dropped once its phases are done: Azurite's queue calls scan every message in the account.
  */
@@ -107,7 +107,7 @@ const ALL_PHASES = 'abcdefgh';
 const selected = new Set(
   (process.env.BENCH_PHASES || ALL_PHASES)
     .toLowerCase()
-    .replace(/[^a-hs]/g, '')
+    .replace(/[^a-hms]/g, '')
     .split(''),
 );
 
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
     connection = conn,
     azuritePid = azurite.pid,
   ): Promise<T | undefined> => {
-    const dep = newDeployment(connection, label, azuritePid);
+    const dep = newDeployment(connection, label, connection.startsWith(MEMORY_CONNECTION) ? undefined : azuritePid);
     const mine: Instance[] = [];
     try {
       for (const n of names) {
@@ -177,7 +177,9 @@ async function main(): Promise<void> {
       return undefined;
     } finally {
       await Promise.all(mine.map((i) => i.close().catch(() => undefined)));
-      const dropped = await dropPrefix(connection, dep.prefix).catch((err) => phase(`could not drop ${dep.prefix}: ${(err as Error)?.message ?? err}`));
+      const dropped = connection.startsWith(MEMORY_CONNECTION)
+        ? undefined
+        : await dropPrefix(connection, dep.prefix).catch((err) => phase(`could not drop ${dep.prefix}: ${(err as Error)?.message ?? err}`));
       if (dropped) phase(`dropped deployment ${label}: ${dropped.queues} queues, ${dropped.tables} tables, ${dropped.containers} containers`);
       // The next phase reuses this phase's memory instead of growing the process (the RSS figure is a peak).
       (globalThis as { gc?: () => void }).gc?.();
@@ -229,6 +231,22 @@ async function main(): Promise<void> {
         return { ...r, cpu: cpu.stop() };
       })(),
     );
+
+    // (m): (b)'s loop with the service on the in-memory adapter. Its CPU per lifecycle is the
+    // service's own work (serving, auth, validation, the domain) with no storage I/O; (b) minus (m)
+    // is what the storage calls cost. Only when named: it says where the CPU goes, not what a run costs.
+    const memLoop = selected.has('m')
+      ? await withDeployment(
+          'm',
+          ['M'],
+          busyEnv,
+          ([M]) =>
+            step('m', `(b)'s closed loop on the in-memory adapter, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, () =>
+              closedLoop(M, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs }),
+            ),
+          `${MEMORY_CONNECTION}bench-m`,
+        )
+      : undefined;
 
     const d = selected.has('d')
       ? await withDeployment('d', ['D'], { ...busyEnv, QUEUE_CLAIM_TIMEOUT_S: String(SIZES.costClaimTimeoutS), QUEUE_DEADLINE_DELAY_S: '0' }, ([D]) =>
@@ -349,6 +367,7 @@ async function main(): Promise<void> {
       azurite: per(loop.cpu.childMs, loop.completed),
       raw: raw && per(raw.cpu.selfMs, raw.lifecycles),
     };
+    const memCpu = memLoop && round(memLoop.cpu.selfMs / Math.max(1, memLoop.completed));
     const lifecycleDollars =
       cost &&
       cpuPer &&
@@ -416,6 +435,33 @@ async function main(): Promise<void> {
                   },
                 ]),
             { metric: '(b) CPU ms per lifecycle, load generator / Azurite', value: `${cpuPer!.load ?? '?'} / ${cpuPer!.azurite ?? '?'}` },
+          ]
+        : []),
+      ...(memLoop && memCpu !== undefined
+        ? [
+            {
+              metric: `(m) the same loop on the in-memory adapter: lifecycles/s, service CPU ms per lifecycle (no storage I/O)`,
+              value: `${memLoop.perSecond}, ${memCpu}`,
+            },
+            ...(cpuPer
+              ? [
+                  {
+                    metric: "(b) - (m): the storage calls' share of (b)'s service CPU",
+                    value: `${round(((cpuPer.service - memCpu) / cpuPer.service) * 100, 1)}%`,
+                  },
+                ]
+              : []),
+            // The service's CPU read as its calls at the storage port's own cost per call plus its own work:
+            // when this sum is close to (b), the calls are as cheap as the port makes them, and only fewer
+            // calls or less work in (m) lowers (b).
+            ...(cpuPer && raw && cpuPer.raw !== undefined
+              ? [
+                  {
+                    metric: '(b) storage calls x (f) storage-port CPU per raw call + (m) = modelled service CPU ms per lifecycle',
+                    value: `${loopFgPer!.total} x ${round(cpuPer.raw / raw.callsPerLifecycle, 2)} + ${memCpu} = ${round(loopFgPer!.total * (cpuPer.raw / raw.callsPerLifecycle) + memCpu, 1)}`,
+                  },
+                ]
+              : []),
           ]
         : []),
       ...(crossLoop
@@ -654,6 +700,13 @@ async function main(): Promise<void> {
         seconds: crossLoop.seconds,
         lifecyclesPerSecond: crossLoop.perSecond,
         txPerLifecycle: perUnit(crossLoop.storage, Math.max(1, crossLoop.completed)),
+      },
+      inMemory: memLoop && {
+        completed: memLoop.completed,
+        seconds: memLoop.seconds,
+        lifecyclesPerSecond: memLoop.perSecond,
+        serviceCpuMsPerLifecycle: memCpu,
+        loadCpuMsPerLifecycle: per(memLoop.cpu.loadMs, memLoop.completed),
       },
       raw: raw && { ...raw, sequence: RAW_SEQUENCE },
       throughputVsRaw: round(vsRaw, 3),
