@@ -241,9 +241,11 @@ async function main(): Promise<void> {
           ['M'],
           busyEnv,
           ([M]) =>
-            step('m', `(b)'s closed loop on the in-memory adapter, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, () =>
-              closedLoop(M, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs }),
-            ),
+            step('m', `(b)'s closed loop on the in-memory adapter, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, async () => {
+              const profile = profileWindow(process.env.BENCH_CPU_PROFILE && `${process.env.BENCH_CPU_PROFILE}-m.cpuprofile`);
+              const r = await closedLoop(M, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
+              return { ...r, profile: await profile.stop() };
+            }),
           `${MEMORY_CONNECTION}bench-m`,
         )
       : undefined;
@@ -641,6 +643,7 @@ async function main(): Promise<void> {
     }
     for (const [id, pf] of [
       ['b', loop?.profile],
+      ['m', memLoop?.profile],
       ['c', backlog?.drainProfile],
     ] as const) {
       if (!pf) continue;
