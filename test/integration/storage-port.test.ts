@@ -3,7 +3,7 @@
  * the in-memory adapter, so the in-memory one can stand in for storage in fast domain tests.
  */
 import crypto from 'node:crypto';
-import { createStorage, Entity, Storage, StorageConflict } from '../../shared/storage/storage';
+import { allRows, createStorage, Entity, Storage, StorageConflict, StorageLimit } from '../../shared/storage/storage';
 import { MemoryStorage, isMemoryStorage } from '../../shared/storage/memory';
 import { FaultyStorage } from '../../shared/storage/faults';
 import { parseFaults } from '../../shared/config';
@@ -161,6 +161,30 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       ]);
       expect(await t.get('g', 'meta')).toMatchObject({ v: 2, w: 'x' });
       expect(await t.get('g', 'm2')).toBeUndefined();
+    });
+
+    test("Azure's limits refuse a transaction as a whole: 100 actions, one partition, each row once, 4 MiB", async () => {
+      const t = storage.table('TaskDeps');
+      const many = Array.from({ length: 101 }, (_, i) => ({ op: 'upsert' as const, entity: row('l', String(i)) }));
+      await expect(t.transact(many)).rejects.toMatchObject({ statusCode: 400 });
+      await expect(
+        t.transact([
+          { op: 'upsert', entity: row('l', '1') },
+          { op: 'upsert', entity: row('m', '1') },
+        ]),
+      ).rejects.toMatchObject({ statusCode: 400 });
+      await expect(
+        t.transact([
+          { op: 'upsert', entity: row('l', '1') },
+          { op: 'delete', partitionKey: 'l', rowKey: '1' },
+        ]),
+      ).rejects.toMatchObject({ statusCode: 400 });
+      // 100 entities of 60,000 characters each: about 6 MB as JSON.
+      const big = 'x'.repeat(30_000);
+      const large = Array.from({ length: 100 }, (_, i) => ({ op: 'upsert' as const, entity: row('l', `b${i}`, { a: big, b: big }) }));
+      await expect(t.transact(large)).rejects.toBeInstanceOf(StorageLimit);
+      // Nothing of any of them was written (read through short and empty pages).
+      expect(await allRows(t, { partitionKey: { ge: 'l', lt: 'n' } })).toEqual([]);
     });
 
     test('queries: key equality and ranges, property conditions, projection, order and paging', async () => {
@@ -440,27 +464,6 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
 });
 
 describe('memory adapter only', () => {
-  test('transactions are limited to 100 actions in one partition, each row once', async () => {
-    const s = new MemoryStorage(prefix());
-    await s.ensureAll();
-    const t = s.table('Tasks');
-    const many = Array.from({ length: 101 }, (_, i) => ({ op: 'upsert' as const, entity: { partitionKey: 'p', rowKey: String(i) } }));
-    await expect(t.transact(many)).rejects.toMatchObject({ statusCode: 400 });
-    await expect(
-      t.transact([
-        { op: 'upsert', entity: { partitionKey: 'p', rowKey: '1' } },
-        { op: 'upsert', entity: { partitionKey: 'q', rowKey: '1' } },
-      ]),
-    ).rejects.toMatchObject({ statusCode: 400 });
-    await expect(
-      t.transact([
-        { op: 'upsert', entity: { partitionKey: 'p', rowKey: '1' } },
-        { op: 'delete', partitionKey: 'p', rowKey: '1' },
-      ]),
-    ).rejects.toMatchObject({ statusCode: 400 });
-    expect((await t.page({}, 1000)).items).toEqual([]);
-  });
-
   test('its clock drives leases and time to live', async () => {
     let now = Date.parse('2026-01-01T00:00:00Z');
     const s = new MemoryStorage(prefix(), { now: () => now });

@@ -3,14 +3,15 @@
  * client (shared/storage/table-transactions.ts). What the SDK did for them must still happen, on
  * Azurite: a throttled attempt (503 ServerBusy) is retried after the SDK's back-off; a refused
  * action reaches the port as the conflict it stands for, and nothing of the transaction is
- * written; the ETags returned are the stored rows' ETags; Azure's limits refuse a transaction as a
- * whole. A delete guarded by an ETag holds in both adapters.
+ * written; the ETags returned are the stored rows' ETags. A delete guarded by an ETag holds in both
+ * adapters. Azure's limits on a transaction are the storage port's contract
+ * (test/integration/storage-port.test.ts).
  */
 import crypto from 'node:crypto';
 import { AzureStorage } from '../../shared/storage/azure';
 import { BusyProxy } from '../helpers/busy-proxy';
 import { MemoryStorage } from '../../shared/storage/memory';
-import { Storage, StorageConflict, StorageLimit } from '../../shared/storage/port';
+import { Storage, StorageConflict } from '../../shared/storage/port';
 
 const proxy = new BusyProxy('TableEndpoint', (path) => path.endsWith('/$batch'), {
   contentType: 'application/json',
@@ -81,29 +82,6 @@ test('a conflicting insert, a stale If-Match and a delete of a missing row are t
 
   expect(await t.get('c', 'new')).toBeUndefined();
   expect(await t.get('c', 'taken')).toMatchObject({ v: 2 });
-});
-
-test("Azure's limits refuse the whole transaction: 100 actions, one partition, each row once, 4 MiB", async () => {
-  const t = azure.table('Tasks');
-  const many = Array.from({ length: 101 }, (_, i) => ({ op: 'upsert' as const, entity: { partitionKey: 'l', rowKey: String(i) } }));
-  await expect(t.transact(many)).rejects.toMatchObject({ statusCode: 400 });
-  await expect(
-    t.transact([
-      { op: 'upsert', entity: { partitionKey: 'l', rowKey: '1' } },
-      { op: 'upsert', entity: { partitionKey: 'm', rowKey: '1' } },
-    ]),
-  ).rejects.toMatchObject({ statusCode: 400 });
-  await expect(
-    t.transact([
-      { op: 'upsert', entity: { partitionKey: 'l', rowKey: '1' } },
-      { op: 'delete', partitionKey: 'l', rowKey: '1' },
-    ]),
-  ).rejects.toMatchObject({ statusCode: 400 });
-  // 100 entities of 60,000 characters each: about 6 MB as JSON.
-  const big = 'x'.repeat(30_000);
-  const large = Array.from({ length: 100 }, (_, i) => ({ op: 'upsert' as const, entity: { partitionKey: 'l', rowKey: `b${i}`, a: big, b: big } }));
-  await expect(t.transact(large)).rejects.toBeInstanceOf(StorageLimit);
-  expect((await t.page({ partitionKey: { ge: 'l', lt: 'n' } }, 1000)).items).toEqual([]);
 });
 
 describe.each([
