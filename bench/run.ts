@@ -246,7 +246,7 @@ async function main(): Promise<void> {
               const r = await closedLoop(M, 'bench/loop', { concurrency: SIZES.concurrency, durationMs: SIZES.throughputMs });
               return { ...r, profile: await profile.stop() };
             }),
-          `${MEMORY_CONNECTION}bench-m`,
+          MEMORY_CONNECTION,
         )
       : undefined;
 
