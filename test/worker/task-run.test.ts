@@ -24,15 +24,24 @@ afterAll(async () => {
 
 type Call = { call: string; clientId: string; name?: string; body?: any };
 
-function fakeQueue(opts: { reclaim?: (n: number) => unknown; createArtifact?: (name: string) => unknown; suspendRun?: () => unknown } = {}) {
+function fakeQueue(
+  opts: {
+    reclaim?: (n: number) => unknown;
+    /** How far ahead each reclaim moves takenUntil (default 2 s: the next reclaim comes 1 s later). */
+    reclaimForMs?: number;
+    createArtifact?: (name: string) => unknown;
+    suspendRun?: () => unknown;
+  } = {},
+) {
   const calls: Call[] = [];
   let reclaims = 0;
   const queueFor = (c: Credentials): RunQueue => ({
     async reclaimTask() {
       calls.push({ call: 'reclaimTask', clientId: c.clientId });
-      const r = opts.reclaim?.(++reclaims);
+      reclaims++;
+      const r = opts.reclaim?.(reclaims);
       if (r instanceof Error) throw r;
-      return { takenUntil: new Date(Date.now() + 2000).toJSON(), credentials: { clientId: `reclaimed-${reclaims}`, accessToken: 'x' } };
+      return { takenUntil: new Date(Date.now() + (opts.reclaimForMs ?? 2000)).toJSON(), credentials: { clientId: `reclaimed-${reclaims}`, accessToken: 'x' } };
     },
     async reportCompleted() {
       calls.push({ call: 'reportCompleted', clientId: c.clientId });
@@ -82,7 +91,9 @@ const putBody = (name: string) => storage.puts.filter((p) => p.path.startsWith(`
 const live = (c: Call) => c.name === 'public/logs/live.log';
 
 test('uploads go before reportCompleted, all signed with the newest credentials; the run directory is removed', async () => {
-  const q = fakeQueue();
+  // One reclaim, half way to the claim's takenUntil (1 s in, while the command runs its 1.5 s);
+  // it holds the run for an hour, so no later reclaim can fall between the uploads.
+  const q = fakeQueue({ reclaimForMs: 3600_000 });
   const claim = claimFor(
     {
       command: [NODE, '-e', "require('fs').writeFileSync('o.txt', 'out'); setTimeout(() => {}, 1500)"],
@@ -94,13 +105,12 @@ test('uploads go before reportCompleted, all signed with the newest credentials;
   const outcome = await runTask(claim, new AbortController().signal, deps(q.queueFor));
   expect(outcome).toEqual({ kind: 'completed' });
   const order = q.calls.map((c) => `${c.call}${c.name ? ' ' + c.name : ''} as ${c.clientId}`);
-  expect(order[0]).toBe('reclaimTask as claim');
-  expect(order.slice(-3)).toEqual([
-    `createArtifact public/o.txt as ${q.calls.at(-1)!.clientId}`,
-    `createArtifact public/logs/live.log as ${q.calls.at(-1)!.clientId}`,
-    `reportCompleted as ${q.calls.at(-1)!.clientId}`,
+  expect(order).toEqual([
+    'reclaimTask as claim',
+    'createArtifact public/o.txt as reclaimed-1',
+    'createArtifact public/logs/live.log as reclaimed-1',
+    'reportCompleted as reclaimed-1',
   ]);
-  expect(q.calls.at(-1)!.clientId).toMatch(/^reclaimed-/);
   expect(putBody('public/o.txt')).toEqual(['out']);
   expect(putBody('public/logs/live.log')[0]).toContain('exited with code 0');
   expect(fs.readdirSync(workDir)).toEqual([]);
