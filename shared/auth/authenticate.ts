@@ -11,6 +11,39 @@ import { authFailed } from '../errors';
 /** Hawk timestamp tolerance, as Taskcluster allows (the hawk default is 60 s). */
 export const HAWK_SKEW_S = 15 * 60;
 
+/**
+ * Characters Node's legacy URL parser percent-encodes wherever they appear. Hawk's client parses
+ * the URL with it before signing, while the HTTP client sends the URL as WHATWG parsing leaves it:
+ * `encodeURIComponent` keeps `'` in a path parameter, WHATWG keeps it on the wire, and the
+ * signature covers `%27`.
+ */
+const LEGACY_ESCAPED = /['{}|\\^`"<> \t\r\n]/g;
+
+/**
+ * The forms of a resource a correct client may have signed: as sent, and as Hawk's own client
+ * parser rewrites it. Each rewrite is a character's own percent-encoding, so both forms name the
+ * same resource. (That parser also turns a backslash in the path into `/`, a different resource:
+ * not followed; clients encode backslashes in parameters.)
+ */
+export function signedForms(resource: string): string[] {
+  const legacy = resource.replace(LEGACY_ESCAPED, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`);
+  return legacy === resource ? [resource] : [resource, legacy];
+}
+
+/** Runs a Hawk check against each signed form of the resource; the first form's error if none passes. */
+async function anyForm(resource: string, check: (url: string) => Promise<unknown>): Promise<void> {
+  let first: unknown;
+  for (const url of signedForms(resource)) {
+    try {
+      await check(url);
+      return;
+    } catch (e) {
+      first ??= e;
+    }
+  }
+  throw first;
+}
+
 export interface AuthRequest {
   method: string;
   /** Path and query exactly as the client sent them. */
@@ -79,14 +112,16 @@ export class Authenticator {
     const ext = parseExt(attrs.ext);
     const { key, caller } = await this.resolve(attrs.id, ext);
     try {
-      await hawk.server.authenticate(
-        {
-          method: req.method,
-          url: req.resource,
-          headers: { authorization: req.authorization, host: `${req.host}:${req.port}`, 'content-type': req.contentType ?? '' },
-        },
-        async () => ({ key, algorithm: 'sha256' }),
-        { host: req.host, port: req.port, timestampSkewSec: HAWK_SKEW_S },
+      await anyForm(req.resource, (url) =>
+        hawk.server.authenticate(
+          {
+            method: req.method,
+            url,
+            headers: { authorization: req.authorization, host: `${req.host}:${req.port}`, 'content-type': req.contentType ?? '' },
+          },
+          async () => ({ key, algorithm: 'sha256' }),
+          { host: req.host, port: req.port, timestampSkewSec: HAWK_SKEW_S },
+        ),
       );
     } catch (e) {
       throw authFailed(`Unauthorized: ${hawkMessage(e)}`);
@@ -109,10 +144,11 @@ export class Authenticator {
     const ext = parseExt(extRaw);
     const { key, caller } = await this.resolve(id, ext);
     try {
-      await hawk.uri.authenticate(
-        { method: req.method, url: req.resource, headers: { host: `${req.host}:${req.port}` } },
-        async () => ({ key, algorithm: 'sha256' }),
-        { host: req.host, port: req.port },
+      await anyForm(req.resource, (url) =>
+        hawk.uri.authenticate({ method: req.method, url, headers: { host: `${req.host}:${req.port}` } }, async () => ({ key, algorithm: 'sha256' }), {
+          host: req.host,
+          port: req.port,
+        }),
       );
     } catch (e) {
       throw authFailed(`Unauthorized: ${hawkMessage(e)}`);
