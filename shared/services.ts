@@ -3,6 +3,7 @@
  */
 import { Config } from './config';
 import { createStorage } from './storage/storage';
+import { storageOriginFor } from './storage/memory';
 import { clockSkewMs, Sleep } from './storage/faults';
 import { ClientStore } from './auth/clients';
 import { Authenticator } from './auth/authenticate';
@@ -138,7 +139,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const storage = createStorage(config.storageConnection, config.storagePrefix, {
     faults: config.storageFaults,
     sleep: opts.sleep,
-    origin: config.publicUrl,
+    origin: storageOriginFor(config.publicUrl),
     more: config.moreStorageConnections,
     roots: ACCOUNT_ROOTS,
     // A hint lives until its task's deadline, at most this long after it was put.

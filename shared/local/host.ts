@@ -16,6 +16,9 @@ import { setClientGone } from '../api/client-gone';
 import { memoryStoresOf } from '../storage/storage';
 import { MEMORY_STORAGE_PATH } from '../storage/memory';
 
+/** The error context of a request that matched no route. */
+const NO_ROUTE = { method: 'unknown', params: {}, payload: {} };
+
 /** Where `/` sends a browser. */
 export const DASHBOARD_PATH = '/api/dashboard';
 
@@ -144,8 +147,13 @@ export async function startHost(opts: {
         res.end();
         return;
       }
-      if (path.startsWith(`${MEMORY_STORAGE_PATH}/`)) {
-        const store = memoryStoresOf((await opts.app.services()).storage).find((s) => s.serves(path));
+      // With in-memory storage, its endpoints have an origin of their own (storageOriginFor): served
+      // only there, and nothing else is served there.
+      const svc = await opts.app.services();
+      const stores = memoryStoresOf(svc.storage);
+      if (stores.length) {
+        const onStorageOrigin = stores.some((s) => new URL(s.endpoint).host === req.headers.host);
+        const store = onStorageOrigin && path.startsWith(`${MEMORY_STORAGE_PATH}/`) ? stores.find((s) => s.serves(path)) : undefined;
         if (store) {
           const headers: Record<string, string> = {};
           for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
@@ -153,6 +161,14 @@ export async function startHost(opts: {
           const payload = r.status === 204 ? undefined : Buffer.from(r.body);
           res.writeHead(r.status, payload ? { ...r.headers, 'content-length': String(payload.length) } : r.headers);
           res.end(method === 'HEAD' ? undefined : payload);
+          return;
+        }
+        if (onStorageOrigin && !path.startsWith(`${MEMORY_STORAGE_PATH}/`) && (method === 'GET' || method === 'HEAD')) {
+          res.writeHead(302, { location: `${svc.config.publicUrl}${rawUrl}` }).end();
+          return;
+        }
+        if (onStorageOrigin || path.startsWith(`${MEMORY_STORAGE_PATH}/`)) {
+          await send(res, errorResponse(new ApiError('ResourceNotFound', `no storage endpoint ${path} on this origin`), NO_ROUTE));
           return;
         }
       }
@@ -169,7 +185,7 @@ export async function startHost(opts: {
       }
       const hit = findRoute(compiled, method, path);
       if (!hit) {
-        await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), { method: 'unknown', params: {}, payload: {} }));
+        await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), NO_ROUTE));
         return;
       }
       const headers: Record<string, string> = {};
@@ -202,7 +218,7 @@ export async function startHost(opts: {
       else
         await send(
           res,
-          errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), { method: 'unknown', params: {}, payload: {} }),
+          errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), NO_ROUTE),
         );
     }
   });

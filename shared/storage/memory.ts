@@ -645,6 +645,17 @@ class MemoryArtifacts implements ArtifactContainer {
 
 /** The path under which an app serves its in-memory stores' blob and queue endpoints (per account). */
 export const MEMORY_STORAGE_PATH = '/memory-storage';
+
+/**
+ * The origin the local host serves the in-memory stores from: the app's own host and port under
+ * the other loopback name, so that an artifact (an HTML page, say) never runs in the dashboard's
+ * origin, where the signed-in user's credentials are (as Azure's blob endpoint is another origin).
+ */
+export function storageOriginFor(publicUrl: string): string {
+  const u = new URL(publicUrl);
+  u.hostname = u.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
+  return u.origin;
+}
 /** Get Messages accepts a visibility timeout of up to 7 days. */
 const GET_MESSAGES_MAX_VISIBILITY_S = 7 * 24 * 3600;
 /** Where a store no host serves says it is (tests that call `fetch` themselves). */
