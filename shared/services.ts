@@ -28,6 +28,7 @@ import { SUBSCRIPTION_CACHE_MS, Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './
 import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
+import { liveLogBlob } from './artifacts/blobs';
 import { SYNC_DEPENDENCIES } from './tasks/create';
 
 /**
@@ -195,7 +196,10 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
     groups,
     expiry,
-    uploads: { commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)) },
+    uploads: {
+      commit: async (taskId, runId) => void (await commitRunUploads(storage, taskId, runId)),
+      sealLiveLog: (taskId, runId) => storage.artifacts.seal(liveLogBlob(taskId, runId)),
+    },
     now,
     log,
     startedAt: now(),

@@ -1,8 +1,8 @@
 /**
  * Streams the task log to the queue's live-log append blob as it is written, so the dashboard can
- * follow a running task: the queue's `createLiveLog` gives a URL, the first PUT creates the append
- * blob, then every LIVE_LOG_INTERVAL_MS the bytes added to the log file since the last append go
- * in one Append Block (at most 4 MiB, Azure's limit). Each append names the position it expects,
+ * follow a running task: the queue's `createLiveLog` creates the append blob and gives a URL that
+ * appends to it; every LIVE_LOG_INTERVAL_MS the bytes added to the log file since the last append go
+ * in one Append Block (at most 4 MiB, Azure's limit), up to the queue's `maxBytes`. Each append names the position it expects,
  * so an append repeated after a lost answer cannot write twice. Best effort: the complete log is
  * uploaded as an artifact at the end anyway, so a failure only stops the streaming.
  */
@@ -30,8 +30,8 @@ export const fetchSend: BlobSend = async (method, url, body, headers) => {
 export interface LiveLogDeps {
   /** The task log file, as it is being written. */
   file: string;
-  /** Asks the queue for the append URL (createLiveLog). */
-  createUrl: () => Promise<{ url: string }>;
+  /** Asks the queue for the append URL (createLiveLog) and the most it takes. */
+  createUrl: () => Promise<{ url: string; maxBytes?: number }>;
   send?: BlobSend;
   log: WorkerLog;
   ids: Record<string, unknown>;
@@ -40,6 +40,8 @@ export interface LiveLogDeps {
 
 export class LiveLogStream {
   private url: string | undefined;
+  /** The queue's cap on the streamed log (none from an older queue). */
+  private maxBytes = Infinity;
   /** An append whose answer did not come: sent again exactly, so a 412 means it landed. */
   private pending: Buffer | undefined;
   private offset = 0;
@@ -93,13 +95,14 @@ export class LiveLogStream {
   private async step(): Promise<void> {
     if (this.stopped || this.blocks >= MAX_APPEND_BLOCKS) return;
     if (!this.url) {
-      const { url } = await this.deps.createUrl();
-      const status = await this.send('PUT', url, Buffer.alloc(0), { 'x-ms-blob-type': 'AppendBlob', 'content-type': 'text/plain; charset=utf-8' });
-      if (status !== 201) throw new Error(`creating the live log answered ${status}`);
+      const { url, maxBytes } = await this.deps.createUrl();
       this.url = url;
+      this.maxBytes = maxBytes ?? Infinity;
     }
     for (;;) {
-      const chunk = this.pending ?? (await readFrom(this.deps.file, this.offset, MAX_APPEND_BYTES));
+      const room = Math.min(MAX_APPEND_BYTES, this.maxBytes - this.offset);
+      if (room <= 0) return;
+      const chunk = this.pending ?? (await readFrom(this.deps.file, this.offset, room));
       if (!chunk.length) return;
       this.pending = chunk;
       const u = new URL(this.url);

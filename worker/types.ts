@@ -53,7 +53,7 @@ export interface RunQueue {
   /** This queue's extension; absent on a queue that lacks it. */
   suspendRun?(taskId: string, runId: number, payload: { continuation: unknown; resumeAt: string }): Promise<unknown>;
   /** This queue's extension (worker/log-stream.ts); absent on a queue that lacks it. */
-  createLiveLog?(taskId: string, runId: number): Promise<{ url: string; expires: string }>;
+  createLiveLog?(taskId: string, runId: number): Promise<{ url: string; expires: string; maxBytes?: number }>;
   /** Only object artifacts need it (--object-artifacts). */
   finishArtifact?(taskId: string, runId: number, name: string, payload: { uploadId: string }): Promise<unknown>;
 }

@@ -434,7 +434,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'latest-tasks-response': pageOf('tasks', obj({ taskId: slugid, name: str, taskQueueId, taskGroupId: slugid, created: dateTime, status: taskStatus })),
   'task-queue-state-counts-response': obj({ taskQueueId, since: dateTime, counts }),
   'worker-state-counts-response': obj({ taskQueueId, workerGroup: str, workerId: str, since: dateTime, counts }),
-  'live-log-url-response': obj({ url: str, expires: dateTime }),
+  'live-log-url-response': obj({ url: str, expires: dateTime, maxBytes: int }),
   'live-log-response': obj({
     taskId: slugid,
     runId,

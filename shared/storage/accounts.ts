@@ -470,6 +470,12 @@ class RoutedArtifacts implements ArtifactContainer {
   putUrl(blobName: string, expiresOn: Date): string {
     return this.now(blobName).putUrl(blobName, expiresOn);
   }
+  async createAppend(blobName: string, contentType: string): Promise<void> {
+    return (await this.on(blobName)).createAppend(blobName, contentType);
+  }
+  async seal(blobName: string): Promise<void> {
+    return (await this.on(blobName)).seal(blobName);
+  }
   appendUrl(blobName: string, expiresOn: Date): string {
     return this.now(blobName).appendUrl(blobName, expiresOn);
   }

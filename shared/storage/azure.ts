@@ -562,7 +562,33 @@ class AzureArtifacts implements ArtifactContainer {
 
   async delete(blobName: string): Promise<void> {
     await this.call('delete', async (abortSignal) => {
-      await this.blob(blobName).deleteIfExists({ abortSignal });
+      try {
+        await this.blob(blobName).deleteIfExists({ abortSignal });
+      } catch (err) {
+        // 412: sealed (leased, see `seal`): end the lease at once, then delete.
+        if (statusOf(err) !== 412) throw err;
+        await this.blob(blobName).getBlobLeaseClient().breakLease(0, { abortSignal });
+        await this.blob(blobName).deleteIfExists({ abortSignal });
+      }
+    });
+  }
+
+  async createAppend(blobName: string, contentType: string): Promise<void> {
+    await this.call('createAppend', async (abortSignal) => {
+      await this.container.getAppendBlobClient(blobName).createIfNotExists({ blobHTTPHeaders: { blobContentType: contentType }, abortSignal });
+    });
+  }
+
+  async seal(blobName: string): Promise<void> {
+    await this.call('seal', async (abortSignal) => {
+      try {
+        // A random lease id nobody else learns: an append (which needs the id while the lease lasts) is refused.
+        await this.blob(blobName).getBlobLeaseClient().acquireLease(-1, { abortSignal });
+      } catch (err) {
+        // 404: never created; 409: leased already (an earlier seal).
+        const status = statusOf(err);
+        if (status !== 404 && status !== 409) throw err;
+      }
     });
   }
 
@@ -598,8 +624,8 @@ class AzureArtifacts implements ArtifactContainer {
   }
 
   appendUrl(blobName: string, expiresOn: Date): string {
-    // Create (the empty append blob) and add (Append Block): no read, no overwrite of blocks.
-    return `${this.blob(blobName).url}?${this.sas(blobName, 'ac', expiresOn)}`;
+    // Add (Append Block) only: the app creates the blob, so no URL can create it again, empty or overwrite it.
+    return `${this.blob(blobName).url}?${this.sas(blobName, 'a', expiresOn)}`;
   }
 
   async readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined> {

@@ -445,6 +445,14 @@ class FaultyArtifacts implements ArtifactContainer {
   putUrl(blobName: string, expiresOn: Date): string {
     return this.inner.putUrl(blobName, expiresOn);
   }
+  createAppend(blobName: string, contentType: string): Promise<void> {
+    return this.run('createAppend', true, () => this.inner.createAppend(blobName, contentType));
+  }
+
+  seal(blobName: string): Promise<void> {
+    return this.run('seal', true, () => this.inner.seal(blobName));
+  }
+
   appendUrl(blobName: string, expiresOn: Date): string {
     return this.inner.appendUrl(blobName, expiresOn);
   }

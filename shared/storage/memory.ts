@@ -466,6 +466,10 @@ interface Blob {
   blocks: Map<string, Buffer>;
   /** An append blob: only appends change it. */
   append?: boolean;
+  /** Blocks appended (Azure refuses the 50,001st). */
+  appends?: number;
+  /** Leased by `seal`: appends and overwrites are refused (Azure: 412 LeaseIdMissing). */
+  sealed?: boolean;
 }
 
 class MemoryArtifacts implements ArtifactContainer {
@@ -594,7 +598,22 @@ class MemoryArtifacts implements ArtifactContainer {
   }
 
   appendUrl(blobName: string, expiresOn: Date): string {
-    return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'ac', { expiresOn })}`;
+    return `${this.url(blobName)}?${this.store.sign(`blob/${this.containerName}/${blobName}`, 'a', { expiresOn })}`;
+  }
+
+  createAppend(blobName: string, contentType: string): Promise<void> {
+    return this.call('createAppend', () => {
+      this.mustExist();
+      if (!this.committed.has(blobName)) this.createAppendNow(blobName, contentType);
+    });
+  }
+
+  seal(blobName: string): Promise<void> {
+    return this.call('seal', () => {
+      this.mustExist();
+      const b = this.committed.get(blobName);
+      if (b) b.sealed = true;
+    });
   }
 
   /** Creates an empty append blob (replacing any blob of that name, as Put Blob does). */
@@ -606,14 +625,18 @@ class MemoryArtifacts implements ArtifactContainer {
 
   /**
    * Appends to an append blob: 'missing' if there is none (Azure: 404 or 409 InvalidBlobType),
+   * 'sealed' if `seal` leased it (Azure: 412), 'blocks' at Azure's block limit (409),
    * 'position' if `position` is given and is not the blob's length (Azure: 412).
    */
-  appendNow(blobName: string, body: Buffer, position?: number): 'ok' | 'missing' | 'position' {
+  appendNow(blobName: string, body: Buffer, position?: number): 'ok' | 'missing' | 'sealed' | 'blocks' | 'position' {
     this.mustExist();
     const b = this.committed.get(blobName);
     if (!b?.append) return 'missing';
+    if (b.sealed) return 'sealed';
+    if ((b.appends ?? 0) >= APPEND_BLOB_MAX_BLOCKS) return 'blocks';
     if (position !== undefined && position !== b.body.length) return 'position';
     b.body = Buffer.concat([b.body, body]);
+    b.appends = (b.appends ?? 0) + 1;
     return 'ok';
   }
 
@@ -656,6 +679,15 @@ export function storageOriginFor(publicUrl: string): string {
   u.hostname = u.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
   return u.origin;
 }
+/** Azure's largest Append Block. */
+export const APPEND_BLOCK_MAX_BYTES = 4 * 1024 * 1024;
+/** Azure's limit of blocks in one append blob. */
+export const APPEND_BLOB_MAX_BLOCKS = 50_000;
+/**
+ * The largest block or blob one request may put here. Azure takes up to 4,000 MiB a block; this
+ * store keeps every byte in the process's memory, so it takes less, and says so as Azure would.
+ */
+export const MEMORY_UPLOAD_MAX_BYTES = 256 * 1024 * 1024;
 /** Get Messages accepts a visibility timeout of up to 7 days. */
 const GET_MESSAGES_MAX_VISIBILITY_S = 7 * 24 * 3600;
 /** Where a store no host serves says it is (tests that call `fetch` themselves). */
@@ -793,9 +825,20 @@ export class MemoryStorage implements Storage {
    * meter does not see a worker's requests to Azure).
    */
   fetch(method: string, url: string, body: Buffer = Buffer.alloc(0), headers: Record<string, string> = {}): MemoryResponse {
+    const p = this.prepare(method, url, headers);
+    if ('answer' in p) return p.answer;
+    return body.length > p.maxBody ? azureError(413, 'RequestBodyTooLarge') : p.run(body);
+  }
+
+  /**
+   * A request up to its body: Azure's answer when the SAS, the path or the operation refuses it
+   * already (so a host need not read a body that will be refused), else the most bytes the
+   * operation takes and the operation itself.
+   */
+  prepare(method: string, url: string, headers: Record<string, string> = {}): Prepared {
     const u = new URL(url);
     const q = u.searchParams;
-    if (!this.serves(u.pathname)) return azureError(400, 'InvalidUri');
+    if (!this.serves(u.pathname)) return answer(azureError(400, 'InvalidUri'));
     let path: string[];
     try {
       path = u.pathname
@@ -803,7 +846,7 @@ export class MemoryStorage implements Storage {
         .split('/')
         .map((s) => decodeURIComponent(s));
     } catch {
-      return azureError(400, 'InvalidUri');
+      return answer(azureError(400, 'InvalidUri'));
     }
     const [service, ...rest] = path;
     const authorized = (resource: string, needs: (sp: string) => boolean): MemoryResponse | undefined => {
@@ -824,81 +867,110 @@ export class MemoryStorage implements Storage {
       const created = (): MemoryResponse => ({ status: 201, body: '', headers: {} });
       if (method === 'PUT' && q.get('comp') === 'block' && q.get('blockid')) {
         const no = refusal(has('w'));
-        if (no) return no;
-        this.artifacts.putBlockNow(blobName, q.get('blockid')!, body);
-        return created();
+        if (no) return answer(no);
+        return takes(MEMORY_UPLOAD_MAX_BYTES, (body) => (this.artifacts.putBlockNow(blobName, q.get('blockid')!, body), created()));
       }
       if (method === 'PUT' && !q.get('comp') && headers['x-ms-blob-type'] === 'AppendBlob') {
-        const no = refusal(has('c', 'w'));
-        if (no) return no;
-        this.artifacts.createAppendNow(blobName, headers['content-type'] ?? headers['x-ms-blob-content-type']);
-        return created();
+        const no = refusal(has('c', 'w')) ?? this.overwrite(blobName, q);
+        if (no) return answer(no);
+        return takes(0, () => (this.artifacts.createAppendNow(blobName, headers['content-type'] ?? headers['x-ms-blob-content-type']), created()));
       }
       if (method === 'PUT' && q.get('comp') === 'appendblock') {
         const no = refusal(has('a', 'w'));
-        if (no) return no;
+        if (no) return answer(no);
         const pos = headers['x-ms-blob-condition-appendpos'];
-        const r = this.artifacts.appendNow(blobName, body, pos === undefined ? undefined : Number(pos));
-        if (r === 'position') return azureError(412, 'AppendPositionConditionNotMet');
-        return r === 'ok' ? created() : azureError(404, 'BlobNotFound');
+        return takes(APPEND_BLOCK_MAX_BYTES, (body) => {
+          const r = this.artifacts.appendNow(blobName, body, pos === undefined ? undefined : Number(pos));
+          if (r === 'position') return azureError(412, 'AppendPositionConditionNotMet');
+          if (r === 'sealed') return azureError(412, 'LeaseIdMissing');
+          if (r === 'blocks') return azureError(409, 'BlockCountExceedsLimit');
+          return r === 'ok' ? created() : azureError(404, 'BlobNotFound');
+        });
       }
       if (method === 'PUT' && !q.get('comp')) {
         // Put Blob needs its blob type, as on Azure (a block blob here).
-        if (headers['x-ms-blob-type'] !== undefined && headers['x-ms-blob-type'] !== 'BlockBlob') return azureError(400, 'InvalidHeaderValue');
-        const no = refusal(has('w'));
-        if (no) return no;
-        this.artifacts.uploadNow(blobName, body, headers['x-ms-blob-content-type'] ?? headers['content-type']);
-        return created();
+        if (headers['x-ms-blob-type'] !== undefined && headers['x-ms-blob-type'] !== 'BlockBlob') return answer(azureError(400, 'InvalidHeaderValue'));
+        const no = refusal(has('w')) ?? this.overwrite(blobName, q);
+        if (no) return answer(no);
+        return takes(
+          MEMORY_UPLOAD_MAX_BYTES,
+          (body) => (this.artifacts.uploadNow(blobName, body, headers['x-ms-blob-content-type'] ?? headers['content-type']), created()),
+        );
       }
       if ((method === 'GET' || method === 'HEAD') && !q.get('comp')) {
         const no = refusal(has('r'));
-        if (no) return no;
-        const b = this.artifacts.downloadNow(blobName);
-        if (!b) return azureError(404, 'BlobNotFound');
-        const out: Record<string, string> = { 'x-ms-blob-type': b.append ? 'AppendBlob' : 'BlockBlob' };
-        if (b.contentType) out['content-type'] = b.contentType;
-        if (b.contentEncoding) out['content-encoding'] = b.contentEncoding;
-        return { status: 200, body: b.body, headers: out };
+        if (no) return answer(no);
+        return takes(0, () => {
+          const b = this.artifacts.downloadNow(blobName);
+          if (!b) return azureError(404, 'BlobNotFound');
+          const out: Record<string, string> = { 'x-ms-blob-type': b.append ? 'AppendBlob' : 'BlockBlob' };
+          if (b.contentType) out['content-type'] = b.contentType;
+          if (b.contentEncoding) out['content-encoding'] = b.contentEncoding;
+          return { status: 200, body: b.body, headers: out };
+        });
       }
-      return refusal(() => false) ?? azureError(403, 'AuthorizationPermissionMismatch');
+      return answer(refusal(() => false) ?? azureError(403, 'AuthorizationPermissionMismatch'));
     }
     if (service === 'queue') {
       const [queueName, messages, messageId, ...extra] = rest;
       const queue = this.queues.get(queueName);
       if (messages !== 'messages' || extra.length || (method === 'DELETE' && !messageId) || (method === 'GET' && messageId))
-        return authorized(`queue/${queueName}`, () => false) ?? azureError(403, 'AuthorizationPermissionMismatch');
+        return answer(authorized(`queue/${queueName}`, () => false) ?? azureError(403, 'AuthorizationPermissionMismatch'));
       // Process (p) covers dequeue and delete; peek needs r, add a, update u.
       const needs = method === 'GET' ? (q.get('peekonly') === 'true' ? 'r' : 'p') : method === 'DELETE' ? 'p' : method === 'POST' ? 'a' : 'u';
       const no = authorized(`queue/${queueName}`, has(needs));
-      if (no) return no;
-      if (!queue?.exists) return azureError(404, 'QueueNotFound');
+      if (no) return answer(no);
+      if (!queue?.exists) return answer(azureError(404, 'QueueNotFound'));
       if (method === 'DELETE')
-        return queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : azureError(404, 'MessageNotFound');
-      if (method !== 'GET') return azureError(403, 'AuthorizationPermissionMismatch');
+        return takes(0, () =>
+          queue.deleteNow(messageId, q.get('popreceipt') ?? '') ? { status: 204, body: '', headers: {} } : azureError(404, 'MessageNotFound'),
+        );
+      if (method !== 'GET') return answer(azureError(403, 'AuthorizationPermissionMismatch'));
       const visibilityS = Number(q.get('visibilitytimeout') ?? 30);
       const count = Number(q.get('numofmessages') ?? 1);
       if (!Number.isInteger(visibilityS) || visibilityS < 1 || visibilityS > GET_MESSAGES_MAX_VISIBILITY_S)
-        return azureError(400, 'OutOfRangeQueryParameterValue');
-      if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE) return azureError(400, 'OutOfRangeQueryParameterValue');
-      const got = queue.receiveNow(count, visibilityS);
-      const doc = {
-        QueueMessagesList: {
-          QueueMessage: got.map((m) => ({
-            MessageId: m.messageId,
-            InsertionTime: m.insertedOn!.toUTCString(),
-            ExpirationTime: new Date(9999, 11, 31).toUTCString(),
-            PopReceipt: m.popReceipt,
-            TimeNextVisible: new Date(this.now() + visibilityS * 1000).toUTCString(),
-            DequeueCount: m.dequeueCount,
-            MessageText: m.messageText,
-          })),
-        },
-      };
-      return { status: 200, body: `<?xml version="1.0" encoding="utf-8"?>${xml.build(doc)}`, headers: { 'content-type': 'application/xml' } };
+        return answer(azureError(400, 'OutOfRangeQueryParameterValue'));
+      if (!Number.isInteger(count) || count < 1 || count > MAX_DEQUEUE) return answer(azureError(400, 'OutOfRangeQueryParameterValue'));
+      return takes(0, () => this.receiveXml(queue, count, visibilityS));
     }
-    return azureError(400, 'InvalidUri');
+    return answer(azureError(400, 'InvalidUri'));
+  }
+
+  /**
+   * Azure's refusal of a Put Blob over an existing blob: a leased (sealed) one needs the lease id
+   * (412), and a SAS with create but not write permission may not overwrite (403).
+   */
+  private overwrite(blobName: string, q: URLSearchParams): MemoryResponse | undefined {
+    const b = this.artifacts.committed.get(blobName);
+    if (!b) return undefined;
+    if (b.sealed) return azureError(412, 'LeaseIdMissing');
+    return (q.get('sp') ?? '').includes('w') ? undefined : azureError(403, 'UnauthorizedBlobOverwrite');
+  }
+
+  /** Get Messages' XML answer. */
+  private receiveXml(queue: MemoryQueue, count: number, visibilityS: number): MemoryResponse {
+    const got = queue.receiveNow(count, visibilityS);
+    const doc = {
+      QueueMessagesList: {
+        QueueMessage: got.map((m) => ({
+          MessageId: m.messageId,
+          InsertionTime: m.insertedOn!.toUTCString(),
+          ExpirationTime: new Date(9999, 11, 31).toUTCString(),
+          PopReceipt: m.popReceipt,
+          TimeNextVisible: new Date(this.now() + visibilityS * 1000).toUTCString(),
+          DequeueCount: m.dequeueCount,
+          MessageText: m.messageText,
+        })),
+      },
+    };
+    return { status: 200, body: `<?xml version="1.0" encoding="utf-8"?>${xml.build(doc)}`, headers: { 'content-type': 'application/xml' } };
   }
 }
+
+/** What `MemoryStorage.prepare` makes of a request before its body. */
+export type Prepared = { answer: MemoryResponse } | { maxBody: number; run: (body: Buffer) => MemoryResponse };
+const answer = (r: MemoryResponse): Prepared => ({ answer: r });
+const takes = (maxBody: number, run: (body: Buffer) => MemoryResponse): Prepared => ({ maxBody, run });
 
 /** An error answer as Azure Storage gives one: the code in `x-ms-error-code` and an XML body. */
 function azureError(status: number, code: string): MemoryResponse {

@@ -291,11 +291,15 @@ export interface ArtifactContainer {
   upload(blobName: string, body: Buffer, contentType: string): Promise<void>;
   /** A create/write URL for one PUT of the whole blob (`x-ms-blob-type: BlockBlob`; no storage call). */
   putUrl(blobName: string, expiresOn: Date): string;
-  /**
-   * A URL to create an append blob (a PUT with `x-ms-blob-type: AppendBlob`) and append to it
-   * (PUT `?comp=appendblock`), and nothing else (no storage call).
-   */
+  /** A URL to append to an append blob (PUT `?comp=appendblock`), and nothing else: no create, no overwrite (no storage call). */
   appendUrl(blobName: string, expiresOn: Date): string;
+  /** `artifacts.createAppend`: an empty append blob, unless the blob exists already (then nothing changes). */
+  createAppend(blobName: string, contentType: string): Promise<void>;
+  /**
+   * `artifacts.seal`: no URL can append to the blob any more (an infinite lease the app never
+   * shares); reads and the app's `delete` still work. A missing or already sealed blob is fine.
+   */
+  seal(blobName: string): Promise<void>;
   /** `artifacts.readRange`: up to `count` bytes from `offset` and the blob's size; undefined if missing, no bytes at or past its end. */
   readRange(blobName: string, offset: number, count: number): Promise<{ body: Buffer; size: number } | undefined>;
   /**

@@ -71,7 +71,7 @@ export interface TaskDeps {
   /** Test knobs (shared/services.ts Tuning); production uses the defaults. */
   tuning?: { syncDependencies?: number };
   /** Commits a resolved run's pending uploads (shared/artifacts/commit.ts); idempotent. */
-  uploads: { commit: (taskId: string, runId: number) => Promise<void> };
+  uploads: { commit: (taskId: string, runId: number) => Promise<void>; sealLiveLog: (taskId: string, runId: number) => Promise<void> };
   /** Wakes this instance's claimWork pollers for a task queue (no-op where none run), naming the hinted task. */
   wake: (taskQueueId: string, hinted?: WakeHint) => void;
   /**

@@ -48,7 +48,7 @@ export type Effect =
   | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: TriggerRef }
   /** Pollers of this instance look again, first at the pending queue the task's hint went to. */
   | { phase: 'after'; kind: 'wake'; taskQueueId: string; taskId: string; priority: Priority }
-  /** Uploads end with the run: commit the ones still pending. */
+  /** Uploads end with the run: commit the ones still pending, and seal its live log. */
   | { phase: 'after'; kind: 'commit-uploads'; taskId: string; runId: number }
   /** Tell dependents of the task's final resolution, then record it (dependentsNotified). */
   | { phase: 'after'; kind: 'propagate'; taskId: string }

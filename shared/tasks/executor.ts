@@ -327,11 +327,13 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
     case 'wake':
       d.wake(e.taskQueueId, { taskId: e.taskId, priority: e.priority });
       return;
-    case 'commit-uploads':
-      // Saves a query per report: a run without the mark created no s3 artifact (an unmarked older
-      // row's uploads are still committed on their first read).
-      if (task.runs[e.runId]?.uploads) await d.uploads.commit(e.taskId, e.runId);
+    case 'commit-uploads': {
+      // Saves calls per report: a run without the marks created no s3 artifact and no live log.
+      const run = task.runs[e.runId];
+      if (run?.uploads) await d.uploads.commit(e.taskId, e.runId);
+      if (run?.liveLog) await d.uploads.sealLiveLog(e.taskId, e.runId);
       return;
+    }
     case 'propagate':
       await propagate(d, task);
       return;

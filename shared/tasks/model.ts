@@ -47,6 +47,8 @@ export interface Run {
   claimTrigger?: TriggerRef;
   /** Set by createArtifact before the run's first s3 artifact row: only then has the run uploads to commit. */
   uploads?: boolean;
+  /** Set by createLiveLog while the run runs: its resolution seals the live log. */
+  liveLog?: boolean;
 }
 
 /** The normalized task definition, exactly as `task(taskId)` returns it. */
@@ -146,11 +148,12 @@ export function isResolved(state: TaskState): boolean {
 }
 
 function publicRun(r: Run): Run {
-  const { hintId: _h, claimedWith: _m, claimTrigger: _c, uploads: _u, ...rest } = r;
+  const { hintId: _h, claimedWith: _m, claimTrigger: _c, uploads: _u, liveLog: _l, ...rest } = r;
   void _h;
   void _m;
   void _c;
   void _u;
+  void _l;
   return rest;
 }
 

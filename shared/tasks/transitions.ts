@@ -576,11 +576,17 @@ export function dependentAdded(task: TaskRecord): Step {
   return { record: { name: 'dependent-added' }, next, effects: [] };
 }
 
-/** The run's first s3 artifact is about to be created: its resolution must commit uploads (shared/artifacts/create.ts). */
-export function markUploads(task: TaskRecord, input: { runId: number }): Step {
+/**
+ * The run's first s3 artifact is about to be created (shared/artifacts/create.ts), or its live log
+ * (`liveLog`, shared/artifacts/live-log.ts, only while it runs): its resolution must commit the
+ * uploads, or seal the log.
+ */
+export function markUploads(task: TaskRecord, input: { runId: number; liveLog?: true }): Step {
   const r = task.runs[input.runId];
-  if (!r || r.uploads) return same('mark-uploads', task);
+  const log = input.liveLog && r?.state === 'running' && !r.liveLog;
+  if (!r || (input.liveLog ? !log : r.uploads)) return same('mark-uploads', task);
   const next = copy(task);
-  next.runs[input.runId].uploads = true;
+  if (input.liveLog) next.runs[input.runId].liveLog = true;
+  else next.runs[input.runId].uploads = true;
   return { record: { name: 'mark-uploads', runId: input.runId }, next, effects: [] };
 }

@@ -445,11 +445,12 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       expect((await sasFetch(storage, 'GET', a.readUrl('t/1/x y.txt', past))).status).toBe(403);
     });
 
-    test('append SAS creates an append blob and appends to it, cannot read; readRange reads from an offset', async () => {
+    test('append SAS appends to the blob createAppend made, cannot create, overwrite or read it; readRange reads from an offset', async () => {
       const a = storage.artifacts;
       const soon = new Date(Date.now() + 600_000);
       const url = a.appendUrl('t/2.live/log', soon);
-      expect((await sasFetch(storage, 'PUT', url, undefined, { 'x-ms-blob-type': 'AppendBlob', 'content-type': 'text/plain' })).status).toBe(201);
+      expect((await sasFetch(storage, 'PUT', url, undefined, { 'x-ms-blob-type': 'AppendBlob', 'content-type': 'text/plain' })).status).toBe(403);
+      await a.createAppend('t/2.live/log', 'text/plain');
       expect(await a.readRange('t/2.live/log', 0, 100)).toEqual({ body: Buffer.alloc(0), size: 0 });
       const append = url.replace('?', '?comp=appendblock&');
       expect((await sasFetch(storage, 'PUT', append, Buffer.from('line one\n'))).status).toBe(201);
@@ -459,6 +460,25 @@ describe.each(adapters)('%s adapter', (_kind, make) => {
       expect(await a.readRange('t/2.live/log', 9, 4)).toEqual({ body: Buffer.from('line'), size: 18 });
       expect(await a.readRange('t/2.live/log', 18, 100)).toEqual({ body: Buffer.alloc(0), size: 18 });
       expect(await a.readRange('t/2.live/missing', 0, 100)).toBeUndefined();
+      // createAppend again (a retried createLiveLog) keeps what is there.
+      await a.createAppend('t/2.live/log', 'text/plain');
+      expect((await a.readRange('t/2.live/log', 0, 100))?.size).toBe(18);
+      expect((await sasFetch(storage, 'PUT', url, undefined, { 'x-ms-blob-type': 'AppendBlob' })).status).toBe(403);
+    });
+
+    test('seal: appends refused, reads and delete still work; a missing or sealed blob is fine', async () => {
+      const a = storage.artifacts;
+      const url = a.appendUrl('t/3.live/log', new Date(Date.now() + 600_000));
+      await a.createAppend('t/3.live/log', 'text/plain');
+      const append = url.replace('?', '?comp=appendblock&');
+      expect((await sasFetch(storage, 'PUT', append, Buffer.from('before\n'))).status).toBe(201);
+      await a.seal('t/3.live/log');
+      await a.seal('t/3.live/log');
+      await a.seal('t/3.live/missing');
+      expect((await sasFetch(storage, 'PUT', append, Buffer.from('after\n'))).status).toBe(412);
+      expect(await a.readRange('t/3.live/log', 0, 100)).toEqual({ body: Buffer.from('before\n'), size: 7 });
+      await a.delete('t/3.live/log');
+      expect(await a.readRange('t/3.live/log', 0, 100)).toBeUndefined();
     });
   });
 });

@@ -12,7 +12,7 @@ import { liveLogBlob } from '../../shared/artifacts/blobs';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
-async function setup(send?: (inner: BlobSend) => BlobSend) {
+async function setup(send?: (inner: BlobSend) => BlobSend, maxBytes?: number) {
   const storage = new MemoryStorage('live');
   await storage.ensureAll();
   const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'live-'));
@@ -21,7 +21,10 @@ async function setup(send?: (inner: BlobSend) => BlobSend) {
   const inner: BlobSend = async (method, url, body, headers) => storage.fetch(method, url, body, headers).status;
   const stream = new LiveLogStream({
     file,
-    createUrl: async () => ({ url: storage.artifacts.appendUrl(liveLogBlob('T', 0), new Date(Date.now() + 3600_000)) }),
+    createUrl: async () => {
+      await storage.artifacts.createAppend(liveLogBlob('T', 0), 'text/plain');
+      return { url: storage.artifacts.appendUrl(liveLogBlob('T', 0), new Date(Date.now() + 3600_000)), maxBytes };
+    },
     send: send ? send(inner) : inner,
     log: quiet,
     ids: {},
@@ -60,4 +63,13 @@ test('an append whose answer was lost is sent again as it was and not written tw
   await stream.flush(); // the same bytes again: 412, so they landed; then the rest
   await stream.stop();
   expect(await stored()).toBe('first\nsecond\n');
+});
+
+test("streaming stops at the queue's maxBytes", async () => {
+  const { file, stream, stored } = await setup(undefined, 10);
+  stream.start();
+  await fs.promises.appendFile(file, 'line one\nline two\n');
+  await stream.stop();
+  expect(await stored()).toBe('line one\nl');
+  expect(stream.streamed).toBe(10);
 });

@@ -24,7 +24,7 @@ import {
 } from '../../ops/indexes';
 import { QueueInfo } from '../../ops/workers';
 import { readChart } from '../../ops/rollups';
-import { LIVE_LOG_NAME, liveLogUrl, readLog } from '../../artifacts/live-log';
+import { LIVE_LOG_NAME, createLiveLog, readLog } from '../../artifacts/live-log';
 import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
@@ -303,11 +303,10 @@ export const opsQueryRoutes: RouteDef[] = [
     route: '/task/<taskId>/runs/<runId>/live-log',
     scopes: 'queue:create-artifact:<taskId>/<runId>',
     description:
-      'For the worker of a running run: a URL to stream the run log to as it is written: create an append blob there (`PUT` with ' +
-      '`x-ms-blob-type: AppendBlob`), then append (`PUT ?comp=appendblock`, at most 4 MiB each). Readers follow it with `liveLog`; ' +
-      `the complete log is still uploaded as the artifact \`${LIVE_LOG_NAME}\`.`,
-    handler: async (req) =>
-      ok(liveLogUrl(req.services.storage, await req.services.tasks.load(req.params.taskId), Number(req.params.runId), req.services.now())),
+      'For the worker of a running run: a URL to stream the run log to as it is written, appending to the append blob the queue ' +
+      'created there (`PUT ?comp=appendblock`, at most 4 MiB each), up to `maxBytes` in all. Appends are refused once the run ' +
+      `resolves. Readers follow it with \`liveLog\`; the complete log is still uploaded as the artifact \`${LIVE_LOG_NAME}\`.`,
+    handler: async (req) => ok(await createLiveLog(req.services, req.params.taskId, Number(req.params.runId))),
   },
   {
     name: 'liveLog',
