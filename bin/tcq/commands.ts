@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { clientFor, findEntry, findService, Client } from './services';
 import { table, fields, Row } from './table';
 import { Settings, UsageError } from './settings';
+import { safeLine } from './safe';
 
 export interface Flags {
   json?: boolean;
@@ -220,7 +221,7 @@ export const COMMANDS: Command[] = [
       for (const t of tasks) counts[String(t.status.state)] = (counts[String(t.status.state)] ?? 0) + 1;
       const rows = tasks.map((t) => ({ taskId: t.status.taskId, state: t.status.state, runs: t.status.runs?.length ?? 0, name: t.task?.metadata?.name }));
       const summary = `${tasks.length} tasks: ${Object.entries(counts)
-        .map(([s, n]) => `${n} ${s}`)
+        .map(([s, n]) => `${n} ${safeLine(s)}`)
         .join(', ')}`;
       return { json: { taskGroupId, counts, tasks }, text: `${summary}\n\n${table(rows, ['taskId', 'state', 'runs', 'name'])}` };
     },

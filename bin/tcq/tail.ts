@@ -12,6 +12,7 @@ import { parseQueueMessages } from '../../shared/work/queue-xml';
 import type { QueueEvent } from '../../shared/events/exchanges';
 import { clientFor } from './services';
 import { Settings, UsageError } from './settings';
+import { safeLine } from './safe';
 import type { Flags } from './commands';
 
 /** Between empty polls: events show within a second, an idle tail costs one request a second. */
@@ -60,7 +61,8 @@ export async function tail(settings: Settings, flags: Flags, stop: AbortSignal, 
       const messages = parseQueueMessages(await res.text());
       for (const m of messages) {
         const e = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as QueueEvent;
-        write(flags.json ? JSON.stringify(e) : eventLine(e, new Date()));
+        // One event, one line: a name with a newline in it cannot fake another event.
+        write(flags.json ? JSON.stringify(e) : safeLine(eventLine(e, new Date())));
         const del = sub.signedDeleteUrl
           .replace('{{messageId}}', encodeURIComponent(m.messageId))
           .replace('{{popReceipt}}', encodeURIComponent(m.popReceipt ?? ''));
