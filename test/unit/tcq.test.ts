@@ -102,3 +102,21 @@ describe('control characters from task data', () => {
     expect(safeLine('a\n\tb\r\nc')).toBe('a\\n\\tb\\r\\nc');
   });
 });
+
+describe('credentials in TASKCLUSTER_ROOT_URL', () => {
+  test.each([
+    'https://admin:s3cr3t-token@tc.example.com',
+    'http://:s3cr3t-token@127.0.0.1:7071',
+    'admin:s3cr3t-token@tc.example.com',
+    'http:/admin:s3cr3t-token@x',
+  ])('%s is refused (exit 2) without echoing the token, before any call', async (url) => {
+    const r = await run(['task', 'status', 'T1'], { TASKCLUSTER_ROOT_URL: url });
+    expect(r).toMatchObject({ code: 2, out: '' });
+    expect(r.err).toContain('TASKCLUSTER_ROOT_URL holds credentials (user:token@host)');
+    expect(r.err).not.toContain('s3cr3t');
+  });
+
+  test('an @ in the path is no credential', async () => {
+    expect((await run(['task', 'status', 'T1'], { TASKCLUSTER_ROOT_URL: `${rootUrl}/a@b/` })).err).not.toContain('credentials');
+  });
+});
