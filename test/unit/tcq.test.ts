@@ -6,6 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { main as tcq } from '../../bin/tcq/main';
+import { untilDate, MAX_AHEAD_DAYS, MAX_LIMIT } from '../../bin/tcq/bounds';
 import { safeLine, safeText } from '../../bin/tcq/safe';
 
 /** Clears the screen, sets the clipboard (OSC 52), starts a C1 CSI, reverses text (RLO), and fakes a row. */
@@ -16,7 +17,7 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2
 
 let server: http.Server;
 let rootUrl: string;
-/** Requests the fake queue received. */
+/** Requests the fake queue received: a refused argument must not cause one. */
 let calls: string[] = [];
 
 const status = { taskId: 'T1', state: 'failed', taskQueueId: 'p/w', taskGroupId: 'G1', retriesLeft: 0, deadline: '2030-01-01T00:00:00.000Z', runs: [] };
@@ -118,5 +119,33 @@ describe('credentials in TASKCLUSTER_ROOT_URL', () => {
 
   test('an @ in the path is no credential', async () => {
     expect((await run(['task', 'status', 'T1'], { TASKCLUSTER_ROOT_URL: `${rootUrl}/a@b/` })).err).not.toContain('credentials');
+  });
+});
+
+describe('numbers and durations are bounded before any call', () => {
+  test.each(['1e12', '0', '-1', '1.5', '0x10', String(MAX_LIMIT + 1), 'Infinity'])('--limit %s: exit 2', async (limit) => {
+    const r = await run(['queue', 'pending', 'p/w', `--limit=${limit}`]);
+    expect(r).toMatchObject({ code: 2, err: `error: --limit must be a whole number from 1 to ${MAX_LIMIT}, got '${limit}'` });
+    expect(calls).toEqual([]);
+  });
+
+  test.each(['999999d', '367d', '99999999999999999999d', '9000-01-01T00:00:00Z'])('--until %s: exit 2', async (until) => {
+    const r = await run(['worker', 'quarantine', 'p/w', 'g', 'w', '--until', until]);
+    expect(r).toMatchObject({ code: 2, err: `error: --until may be at most ${MAX_AHEAD_DAYS} days ahead, got '${until}'` });
+    expect(calls).toEqual([]);
+  });
+
+  test('--until up to the bound, an ISO time, or now', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    expect(untilDate(`${MAX_AHEAD_DAYS}d`, now)).toBe('2027-01-02T00:00:00.000Z');
+    expect(untilDate('90m', now)).toBe('2026-01-01T01:30:00.000Z');
+    expect(untilDate('2026-06-01T00:00:00Z', now)).toBe('2026-06-01T00:00:00.000Z');
+    expect(untilDate('now', now)).toBe(now.toJSON());
+  });
+
+  test.each(['1e12', 'Infinity', '0', '0.5', String(MAX_AHEAD_DAYS * 24 * 60 + 1)])('events tail --expires-min %s: exit 2', async (min) => {
+    const r = await run(['events', 'tail', '--expires-min', min]);
+    expect(r).toMatchObject({ code: 2, err: `error: --expires-min must be a whole number from 1 to ${MAX_AHEAD_DAYS * 24 * 60}, got '${min}'` });
+    expect(calls).toEqual([]);
   });
 });
