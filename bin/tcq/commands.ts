@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import { clientFor, findEntry, findService, Client } from './services';
 import { table, fields, Row } from './table';
 import { Settings, UsageError } from './settings';
+import { MAX_LIMIT, untilDate, wholeNumber } from './bounds';
+import { safeLine } from './safe';
 
 export interface Flags {
   json?: boolean;
@@ -40,8 +42,6 @@ const LOG_NAME = 'public/logs/live.log';
 const MAX_PAGES = 100;
 /** Default rows of a pending list. */
 const DEFAULT_LIMIT = 100;
-const DURATION = /^(\d+)\s*(s|m|h|d)$/;
-const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** All pages of a listing, up to `max` items (a continuation token is not the end). */
 async function pages<T>(
@@ -70,17 +70,6 @@ function taskQueueParts(taskQueueId: string): [string, string] {
   const [p, w, ...rest] = taskQueueId.split('/');
   if (!p || !w || rest.length) throw new UsageError(`a task queue id is provisionerId/workerType, got '${taskQueueId}'`);
   return [p, w];
-}
-
-/** `--until` as a date: an ISO time, a duration from now (30m, 2h, 7d), or `now` (lifts a quarantine). */
-export function untilDate(raw: string | undefined, now = new Date()): string {
-  if (!raw) throw new UsageError('--until is required: a duration (30m, 2h, 7d), an ISO time, or `now` to lift the quarantine');
-  if (raw === 'now') return now.toJSON();
-  const m = DURATION.exec(raw.trim());
-  if (m) return new Date(now.getTime() + Number(m[1]) * UNIT_MS[m[2]]).toJSON();
-  const t = Date.parse(raw);
-  if (Number.isNaN(t)) throw new UsageError(`--until must be a duration (30m, 2h, 7d), an ISO time or \`now\`, got '${raw}'`);
-  return new Date(t).toJSON();
 }
 
 /** --payload: inline JSON, @file, or - (stdin). */
@@ -220,7 +209,7 @@ export const COMMANDS: Command[] = [
       for (const t of tasks) counts[String(t.status.state)] = (counts[String(t.status.state)] ?? 0) + 1;
       const rows = tasks.map((t) => ({ taskId: t.status.taskId, state: t.status.state, runs: t.status.runs?.length ?? 0, name: t.task?.metadata?.name }));
       const summary = `${tasks.length} tasks: ${Object.entries(counts)
-        .map(([s, n]) => `${n} ${s}`)
+        .map(([s, n]) => `${n} ${safeLine(s)}`)
         .join(', ')}`;
       return { json: { taskGroupId, counts, tasks }, text: `${summary}\n\n${table(rows, ['taskId', 'state', 'runs', 'name'])}` };
     },
@@ -273,11 +262,10 @@ export const COMMANDS: Command[] = [
   {
     words: ['queue', 'pending'],
     args: ['taskQueueId'],
-    summary: `a task queue's pending tasks, oldest first (--limit N, default ${DEFAULT_LIMIT})`,
+    summary: `a task queue's pending tasks, oldest first (--limit N, default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`,
     async run(settings, [taskQueueId], flags) {
       taskQueueParts(taskQueueId);
-      const limit = flags.limit === undefined ? DEFAULT_LIMIT : Number(flags.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive number, got '${flags.limit}'`);
+      const limit = flags.limit === undefined ? DEFAULT_LIMIT : wholeNumber('limit', flags.limit, 1, MAX_LIMIT);
       const queue = await clientFor('queue', settings);
       const tasks = await pages<{ taskId: string; runId: number; inserted: string; task: { priority?: string; metadata?: { name?: string } } }>(
         (continuationToken) =>

@@ -11,6 +11,7 @@ import { TAIL_USAGE, tail } from './tail';
 import { explain } from './errors';
 import { closest } from './names';
 import { readSettings, UsageError } from './settings';
+import { safeText } from './safe';
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -64,7 +65,9 @@ export interface Io {
 
 const stdio: Io = { out: (s) => process.stdout.write(s + '\n'), err: (s) => process.stderr.write(s + '\n') };
 
-export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env, io: Io = stdio): Promise<number> {
+export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env, terminal: Io = stdio): Promise<number> {
+  // Everything printed may carry the service's text (task data): no control character gets through.
+  const io: Io = { out: (s) => terminal.out(safeText(s)), err: (s) => terminal.err(safeText(s)), stop: terminal.stop };
   let positionals: string[];
   let flags: Flags;
   try {

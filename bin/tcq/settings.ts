@@ -15,6 +15,11 @@ export interface Settings {
   credentials?: Credentials;
 }
 
+/** An `@` before the host (after an optional scheme): what a URL's `user:password@` looks like, parsed or not. */
+const USERINFO = /^([a-z][a-z0-9+.-]*:\/\/)?[^/?#]*@/i;
+const CREDENTIALS_IN_URL =
+  'TASKCLUSTER_ROOT_URL holds credentials (user:token@host): remove them, and set TASKCLUSTER_CLIENT_ID and TASKCLUSTER_ACCESS_TOKEN instead';
+
 /** A mistake of the user's (a missing variable, a bad argument): printed as one message, exit 2. */
 export class UsageError extends Error {}
 
@@ -24,12 +29,15 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     throw new UsageError(
       'TASKCLUSTER_ROOT_URL is not set: export TASKCLUSTER_ROOT_URL=<the deployment URL> (`npm start` prints the lines to paste, with the credentials)',
     );
+  let url: URL | undefined;
   try {
-    const u = new URL(rootUrl);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    url = new URL(rootUrl);
   } catch {
-    throw new UsageError(`TASKCLUSTER_ROOT_URL '${rootUrl}' is not an http(s) URL`);
+    // not a URL: said below
   }
+  // Checked before anything echoes the URL: its `user:token@` is a secret a terminal or a log would keep.
+  if (USERINFO.test(rootUrl) || url?.username || url?.password) throw new UsageError(CREDENTIALS_IN_URL);
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:') throw new UsageError(`TASKCLUSTER_ROOT_URL '${rootUrl}' is not an http(s) URL`);
   const clientId = env.TASKCLUSTER_CLIENT_ID?.trim();
   const accessToken = env.TASKCLUSTER_ACCESS_TOKEN?.trim();
   if (!clientId && !accessToken) return { rootUrl };

@@ -1,11 +1,12 @@
 /** Plain-text tables for a terminal: a header, aligned columns, `-` for what is missing. */
+import { safeLine } from './safe';
 
 export type Row = Record<string, unknown>;
 
+/** A value as one line: a cell's text comes from task data, which may hold control characters. */
 function cell(v: unknown): string {
   if (v === undefined || v === null || v === '') return '-';
-  if (typeof v === 'string') return v;
-  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return safeLine(typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v));
 }
 
 export function table(rows: Row[], columns: string[]): string {

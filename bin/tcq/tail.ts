@@ -12,6 +12,8 @@ import { parseQueueMessages } from '../../shared/work/queue-xml';
 import type { QueueEvent } from '../../shared/events/exchanges';
 import { clientFor } from './services';
 import { Settings, UsageError } from './settings';
+import { safeLine } from './safe';
+import { MAX_AHEAD_DAYS, wholeNumber } from './bounds';
 import type { Flags } from './commands';
 
 /** Between empty polls: events show within a second, an idle tail costs one request a second. */
@@ -20,6 +22,8 @@ const IDLE_POLL_MS = 1000;
 const URL_REFRESH_MARGIN_MS = 5 * 60_000;
 /** A tail is interactive; its subscription expires on its own soon after it is abandoned. */
 const DEFAULT_EXPIRES_MIN = 60;
+/** --expires-min counts minutes, its bound days. */
+const MINUTES_PER_DAY = 24 * 60;
 
 export const TAIL_USAGE = `tcq events tail [--exchange task-completed ...] [--task-group ID | --task ID | --task-queue P/W | --route R | --pattern KEY]
                [--json] [--id SUBSCRIPTION] [--keep] [--expires-min N]`;
@@ -39,8 +43,8 @@ export async function tail(settings: Settings, flags: Flags, stop: AbortSignal, 
   } catch (err) {
     throw new UsageError(`${(err as Error).message}\nusage: ${TAIL_USAGE}`);
   }
-  const expiresMin = Number(str('expires-min') ?? DEFAULT_EXPIRES_MIN);
-  if (!(expiresMin > 0)) throw new UsageError(`--expires-min must be a positive number of minutes, got '${str('expires-min')}'`);
+  const raw = str('expires-min');
+  const expiresMin = raw === undefined ? DEFAULT_EXPIRES_MIN : wholeNumber('expires-min', raw, 1, MAX_AHEAD_DAYS * MINUTES_PER_DAY);
   const api = await clientFor('queue', settings);
   const subscriptionId = str('id') ?? `tail-${crypto.randomBytes(6).toString('hex')}`;
   const expires = new Date(Date.now() + expiresMin * 60_000).toJSON();
@@ -60,7 +64,8 @@ export async function tail(settings: Settings, flags: Flags, stop: AbortSignal, 
       const messages = parseQueueMessages(await res.text());
       for (const m of messages) {
         const e = JSON.parse(Buffer.from(m.messageText, 'base64').toString('utf8')) as QueueEvent;
-        write(flags.json ? JSON.stringify(e) : eventLine(e, new Date()));
+        // One event, one line: a name with a newline in it cannot fake another event.
+        write(flags.json ? JSON.stringify(e) : safeLine(eventLine(e, new Date())));
         const del = sub.signedDeleteUrl
           .replace('{{messageId}}', encodeURIComponent(m.messageId))
           .replace('{{popReceipt}}', encodeURIComponent(m.popReceipt ?? ''));

@@ -36,8 +36,22 @@ function filePath(name: string): string {
   return fs.existsSync(built) ? built : require.resolve(VENDOR[name]);
 }
 
-/** The page's own origin only: no inline script or style, API calls to the same host. */
-export const DASHBOARD_CSP = "default-src 'self'; connect-src 'self'";
+/**
+ * The page's own origin only: no inline script or style, API calls to the same host; and no page
+ * may frame it (`frame-ancestors` is not covered by `default-src`), since a framed quarantine or
+ * hook-trigger form can be clicked through a decoy (clickjacking).
+ */
+export const DASHBOARD_CSP = "default-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+
+/**
+ * Headers of every dashboard response: the CSP, X-Frame-Options for browsers without
+ * `frame-ancestors`, and nosniff so a file is only ever run or styled as its declared type.
+ */
+export const DASHBOARD_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': DASHBOARD_CSP,
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+};
 
 export interface StaticFile {
   contentType: string;

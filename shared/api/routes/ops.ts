@@ -25,7 +25,7 @@ import {
 import { QueueInfo } from '../../ops/workers';
 import { readChart } from '../../ops/rollups';
 import { LIVE_LOG_NAME, createLiveLog, readLog } from '../../artifacts/live-log';
-import { DASHBOARD_CSP, dashboardConfig, dashboardFile } from '../../ops/dashboard';
+import { DASHBOARD_HEADERS, dashboardConfig, dashboardFile } from '../../ops/dashboard';
 import { OPS_QUERIES, REFERENCES, apiReference } from '../references';
 
 registerSchema('quarantine-worker-request', {
@@ -796,12 +796,15 @@ export const opsRoutes: RouteDef[] = [
     method: 'GET',
     route: '/dashboard/<file>',
     scopes: null,
-    handler: async (req) => (req.params.file === 'config.json' ? ok(dashboardConfig(req.services.config.publicUrl)) : dashboardResponse(req.params.file)),
+    handler: async (req) =>
+      req.params.file === 'config.json'
+        ? { ...ok(dashboardConfig(req.services.config.publicUrl)), headers: { ...DASHBOARD_HEADERS } }
+        : dashboardResponse(req.params.file),
   },
 ];
 
 function dashboardResponse(name: string): ApiResponse {
   const file = dashboardFile(name);
   if (!file) throw notFound(`the dashboard has no file ${name}`);
-  return { status: 200, headers: { 'content-type': file.contentType, 'content-security-policy': DASHBOARD_CSP }, raw: file.body };
+  return { status: 200, headers: { ...DASHBOARD_HEADERS, 'content-type': file.contentType }, raw: file.body };
 }
