@@ -15,9 +15,26 @@ import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
 import { setClientGone } from '../api/client-gone';
 import { memoryStoresOf } from '../storage/storage';
 import { MEMORY_STORAGE_PATH } from '../storage/memory';
+import { MAX_BODY_BYTES } from '../api/body';
 
 /** The error context of a request that matched no route. */
 const NO_ROUTE = { method: 'unknown', params: {}, payload: {} };
+
+/** An error answer to a request whose body was not read (whole): the connection closes after it. */
+function refuseError(req: http.IncomingMessage, res: http.ServerResponse, err: ApiError): void {
+  const r = errorResponse(err, NO_ROUTE);
+  refuseUnread(req, res, r.status ?? 500, r.headers as Record<string, string>, Buffer.from(String(r.body)));
+}
+
+/** Azure's answer to a body over the operation's limit. */
+const storageTooLarge = () => ({
+  status: 413,
+  body: '<?xml version="1.0" encoding="utf-8"?><Error><Code>RequestBodyTooLarge</Code></Error>',
+  headers: { 'content-type': 'application/xml', 'x-ms-error-code': 'RequestBodyTooLarge' },
+});
+
+/** How long a refused request's unread body is still taken (and dropped) before its connection is cut. */
+const UNREAD_LINGER_MS = 5_000;
 
 /** Where `/` sends a browser. */
 export const DASHBOARD_PATH = '/api/dashboard';
@@ -59,10 +76,56 @@ function requestUrl(host: string | undefined, rawUrl: string): string | undefine
   }
 }
 
-async function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
+/**
+ * The request's body, read only up to `limit` bytes: undefined as soon as it is longer (declared or
+ * streamed), with the rest left unread, so no body costs more memory than its limit.
+ */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  if (Number(req.headers['content-length'] ?? 0) > limit) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (v: Buffer | undefined) => {
+      req.off('data', onData).off('end', onEnd).off('error', reject);
+      req.pause();
+      resolve(v);
+    };
+    const onData = (c: Buffer) => {
+      size += c.length;
+      if (size > limit) stop(undefined);
+      else chunks.push(c);
+    };
+    const onEnd = () => stop(Buffer.concat(chunks));
+    req.on('data', onData).on('end', onEnd).on('error', reject);
+  });
+}
+
+/**
+ * Answers a request whose body was not read whole. The unread rest is discarded as it comes (never
+ * kept), so that a client still sending reads the answer instead of failing its write on a closed
+ * socket; a body still coming after UNREAD_LINGER_MS has its connection cut.
+ */
+function refuseUnread(req: http.IncomingMessage, res: http.ServerResponse, status: number, headers: Record<string, string>, body: Buffer): void {
+  res.writeHead(status, { ...headers, 'content-length': String(body.length) });
+  res.end(body);
+  const cut = setTimeout(() => req.socket.destroy(), UNREAD_LINGER_MS).unref();
+  req.once('end', () => clearTimeout(cut)).resume();
+}
+
+const headersOf = (req: http.IncomingMessage): Record<string, string> => {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+  return headers;
+};
+
+/** Whether `given` is `expected`, in constant time. */
+function keyMatches(expected: string, given: string | undefined): boolean {
+  const a = crypto.createHash('sha256').update(expected).digest();
+  const b = crypto
+    .createHash('sha256')
+    .update(given ?? '')
+    .digest();
+  return given !== undefined && crypto.timingSafeEqual(a, b);
 }
 
 async function send(res: http.ServerResponse, r: HttpResponseInit): Promise<void> {
@@ -131,9 +194,6 @@ export async function startHost(opts: {
 
   const server = http.createServer(async (req, res) => {
     try {
-      // Read first, even when the answer is an error: unread bytes of a kept-alive connection would
-      // be parsed as the next request.
-      const body = await readBody(req);
       const rawUrl = req.url ?? '/';
       const path = rawUrl.split('?')[0];
       const method = (req.method ?? 'GET').toUpperCase();
@@ -147,18 +207,22 @@ export async function startHost(opts: {
         res.end();
         return;
       }
-      // With in-memory storage, its endpoints have an origin of their own (storageOriginFor): served
-      // only there, and nothing else is served there.
       const svc = await opts.app.services();
+      // With in-memory storage, its endpoints have an origin of their own (storageOriginFor): served
+      // only there, and nothing else is served there. A request the store refuses anyway (its SAS,
+      // its operation) is answered before its body is read; an accepted one reads at most what the
+      // operation takes.
       const stores = memoryStoresOf(svc.storage);
       if (stores.length) {
         const onStorageOrigin = stores.some((s) => new URL(s.endpoint).host === req.headers.host);
         const store = onStorageOrigin && path.startsWith(`${MEMORY_STORAGE_PATH}/`) ? stores.find((s) => s.serves(path)) : undefined;
         if (store) {
-          const headers: Record<string, string> = {};
-          for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-          const r = store.fetch(method, `http://localhost${rawUrl}`, body, headers);
+          const headers = headersOf(req);
+          const prepared = store.prepare(method, `http://localhost${rawUrl}`, headers);
+          const body = 'run' in prepared ? await readBody(req, prepared.maxBody) : undefined;
+          const r = 'answer' in prepared ? prepared.answer : body ? prepared.run(body) : storageTooLarge();
           const payload = r.status === 204 ? undefined : Buffer.from(r.body);
+          if (!body) return refuseUnread(req, res, r.status, r.headers, payload ?? Buffer.alloc(0));
           res.writeHead(r.status, payload ? { ...r.headers, 'content-length': String(payload.length) } : r.headers);
           res.end(method === 'HEAD' ? undefined : payload);
           return;
@@ -168,12 +232,19 @@ export async function startHost(opts: {
           return;
         }
         if (onStorageOrigin || path.startsWith(`${MEMORY_STORAGE_PATH}/`)) {
-          await send(res, errorResponse(new ApiError('ResourceNotFound', `no storage endpoint ${path} on this origin`), NO_ROUTE));
-          return;
+          return refuseError(req, res, new ApiError('ResourceNotFound', `no storage endpoint ${path} on this origin`));
         }
       }
+      const body = await readBody(req, MAX_BODY_BYTES);
+      if (!body) return refuseError(req, res, new ApiError('InputTooLarge', `request body is larger than ${MAX_BODY_BYTES} bytes`));
+      // The Functions host runs a timer on this route for a caller with its master key; here the
+      // root client's access token is that key.
       const adminTimer = /^\/admin\/functions\/([A-Za-z0-9_-]+)$/.exec(path);
       if (adminTimer && method === 'POST' && timers.has(adminTimer[1])) {
+        if (!keyMatches(svc.config.rootAccessToken, req.headers['x-functions-key'] as string | undefined)) {
+          res.writeHead(401, { 'content-type': 'text/plain' }).end('POST /admin/functions/<name> needs the x-functions-key header: the root access token\n');
+          return;
+        }
         await runTimer(adminTimer[1]);
         res.writeHead(202).end();
         return;
@@ -188,8 +259,7 @@ export async function startHost(opts: {
         await send(res, errorResponse(new ApiError('ResourceNotFound', `no route ${method} ${path}`), NO_ROUTE));
         return;
       }
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+      const headers = headersOf(req);
       const url = requestUrl(req.headers.host, rawUrl);
       if (!url) {
         await send(
@@ -215,11 +285,7 @@ export async function startHost(opts: {
     } catch (err) {
       console.error('local host error:', err);
       if (res.headersSent) res.end();
-      else
-        await send(
-          res,
-          errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), NO_ROUTE),
-        );
+      else await send(res, errorResponse(new ApiError('InternalServerError', 'Internal Server Error in the local host'), NO_ROUTE));
     }
   });
   server.keepAliveTimeout = 65_000;
