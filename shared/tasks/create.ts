@@ -11,7 +11,7 @@ import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, task
 import type { TriggerRef } from './triggers';
 import { create, dependentAdded, schedule } from './transitions';
 import { execute, executeCreate } from './executor';
-import { Tracking, checkRequired, linkRequired, removeTracked, trackDependencies, writeRequirements, isBlocked } from './dependencies';
+import { Tracking, checkRequired, linkRequired, trackDependencies, writeRequirements, isBlocked } from './dependencies';
 
 /** Clients' clocks may drift this far from ours when they stamp `created`. */
 export const CREATED_DRIFT_MS = 15 * 60 * 1000;
@@ -119,6 +119,9 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   };
   const step = create({ taskId, definition, hintId: slugid.nice(), indexBuckets: d.pending.shardCount(q.taskQueueId) }, now);
   encodeTask(step.next); // refuses oversized definitions before anything is written
+  // Missing or expiring dependencies are a 400 before anything is written, found at the first ones.
+  const checked = definition.dependencies.length ? await checkRequired(d, step.next) : undefined;
+  if (checked && (checked.missing.length || checked.expiring.length)) throw refusedDependencies(checked);
   const background = definition.dependencies.length > (d.tuning?.syncDependencies ?? SYNC_DEPENDENCIES);
   // Put before the row: whatever happens to this call or to the background work, the tracking is finished.
   const net = background ? await d.triggers.tracking(taskId) : undefined;
@@ -139,8 +142,8 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
     // (idempotently) while the task is still waiting for them.
     if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);
   }
-  if (background) return trackInBackground(d, task, net!);
-  const tracked = await trackDependencies(d, task, taskTracking(d));
+  if (background) return trackInBackground(d, task, net!, checked!.found);
+  const tracked = await trackDependencies(d, task, taskTracking(d), checked?.found);
   if (tracked.missing.length || tracked.expiring.length) {
     await d.groups.removeMember(taskGroupId, taskId, true, definition.created);
     throw refusedDependencies(tracked);
@@ -171,22 +174,15 @@ function refusedDependencies(tracked: { missing: string[]; expiring: string[] })
 }
 
 /**
- * Many dependencies: the requirement rows (100 per transaction) and a read of each required task
- * (the 400 for missing or expiring ones) before answering `unscheduled`; the dependent rows, flags
- * and scheduling after. If this instance dies midway, `net` fires and `finishTracking` redoes it.
+ * Many dependencies (checked already, `found`): the requirement rows (100 per transaction) before
+ * answering `unscheduled`; the dependent rows, flags and scheduling after. If this instance dies
+ * midway, `net` fires and `finishTracking` redoes it.
  */
-async function trackInBackground(d: TaskDeps, task: TaskRecord, net: TriggerRef): Promise<TaskStatus> {
+async function trackInBackground(d: TaskDeps, task: TaskRecord, net: TriggerRef, found: Map<string, TaskRecord>): Promise<TaskStatus> {
   await writeRequirements(d, task);
-  const checked = await checkRequired(d, task);
-  if (checked.missing.length || checked.expiring.length) {
-    await removeTracked(d, task, false);
-    await d.groups.removeMember(task.definition.taskGroupId, task.taskId, true, task.definition.created);
-    await d.triggers.done(net).catch(() => undefined); // otherwise it finds no task
-    throw refusedDependencies(checked);
-  }
   const tracking = taskTracking(d);
   const work = (async () => {
-    await linkRequired(d, task, tracking, checked.found);
+    await linkRequired(d, task, tracking, found);
     if (!(await isBlocked(d, task.taskId))) await tracking.schedule(task.taskId);
     await d.triggers.done(net);
   })().catch((err) => d.log.warn('dependency-tracking-interrupted', { taskId: task.taskId, error: String(err?.message ?? err) }));

@@ -62,10 +62,10 @@ export interface Tracking {
  * Records a new unscheduled task's edges, checking every required task; schedules it if nothing
  * blocks it. With missing or expiring dependencies the task and its edges are removed again.
  */
-export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking: Tracking): Promise<TrackResult> {
+export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking: Tracking, known?: Map<string, TaskRecord>): Promise<TrackResult> {
   const deps = task.definition.dependencies;
   await writeRequirements(d, task);
-  const { missing, expiring } = await linkRequired(d, task, tracking);
+  const { missing, expiring } = await linkRequired(d, task, tracking, known);
   if (missing.length || expiring.length) {
     await removeTracked(d, task, true);
     return { missing: order(missing, deps), expiring: order(expiring, deps) };
@@ -89,8 +89,10 @@ export async function writeRequirements(d: TaskDeps, task: TaskRecord): Promise<
 }
 
 /**
- * Reads every required task (one point read each, nothing written): which are missing or expire
- * before the task's deadline (createTask's 400), and the rows found, for `linkRequired`.
+ * Reads the required tasks (one point read each, nothing written) before createTask writes
+ * anything: which are missing or expire before the task's deadline (its 400), and the rows found,
+ * for `linkRequired`. Stops starting reads once one is refused, so thousands of bad dependencies
+ * cost about one round of EDGE_CONCURRENCY reads; the 400 names those found by then.
  */
 export async function checkRequired(d: TaskDeps, task: TaskRecord): Promise<TrackResult & { found: Map<string, TaskRecord> }> {
   const deps = task.definition.dependencies;
@@ -98,6 +100,7 @@ export async function checkRequired(d: TaskDeps, task: TaskRecord): Promise<Trac
   const missing: string[] = [];
   const expiring: string[] = [];
   await mapLimit(others(task), EDGE_CONCURRENCY, async (r) => {
+    if (missing.length || expiring.length) return;
     const required = await d.tasks.load(r);
     if (!required) missing.push(r);
     else if (expiresTooSoon(task, required)) expiring.push(r);

@@ -105,6 +105,21 @@ describe('creation checks', () => {
     await expectError(svc.queue().task(taskId), 404, 'ResourceNotFound');
   });
 
+  test('10,000 dependencies that do not exist: a 400 after about one round of reads, and nothing written', async () => {
+    const taskId = slugid();
+    const deps = Array.from({ length: 10_000 }, () => slugid());
+    const meter = svc.services.storage.meter;
+    const before = meter.snapshot();
+    const err = await expectError(svc.queue().createTask(taskId, taskDef(uniqueQueue(), { dependencies: deps })), 400, 'InputError');
+    expect(err.message).toContain(deps[0]);
+    const after = meter.snapshot();
+    // One round of side-by-side reads (32), not a read and three writes per edge.
+    expect(after.total - before.total).toBeLessThan(100);
+    const writes = Object.entries(after.byOp).filter(([op, n]) => !/\.(get|query|receive|peek)/.test(op) && n !== (before.byOp[op] ?? 0));
+    expect(writes).toEqual([]);
+    await expectError(svc.queue().status(taskId), 404, 'ResourceNotFound');
+  });
+
   test("a dependency that expires before the task's deadline: 400", async () => {
     const soon = new Date(Date.now() + 600_000).toJSON();
     const a = await create({ deadline: soon, expires: soon });
