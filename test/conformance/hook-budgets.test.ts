@@ -161,8 +161,10 @@ test("one hook's flood of catastrophic triggers does not hold up another hook's 
           () => seen.other++,
           (e: any) => {
             if (e.statusCode === 400 && /budget of 500 ms/.test(e.message)) seen.overBudget++;
-            else if (e.statusCode === 409 && e.code === 'RequestConflict') (seen.refused++, (refusal ??= e));
-            else seen.other++;
+            else if (e.statusCode === 409 && e.code === 'RequestConflict') {
+              seen.refused++;
+              refusal ??= e;
+            } else seen.other++;
           },
         ),
       ),
