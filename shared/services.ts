@@ -30,6 +30,7 @@ import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
 import { liveLogBlob } from './artifacts/blobs';
 import { SYNC_DEPENDENCIES } from './tasks/create';
+import { Sandbox, sandbox as processSandbox } from './sandbox/sandbox';
 
 /**
  * The rows that exist whenever a task or group does: how several accounts find one stored before an
@@ -117,6 +118,8 @@ export interface Services extends TaskDeps {
   events: EventRecorder;
   /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
   checkTask: TaskCheck;
+  /** Where hook templates render and trigger schemas run (shared/sandbox/sandbox.ts). */
+  sandbox: Sandbox;
 }
 
 export type TaskCheck = (task: unknown) => string[];
@@ -129,6 +132,8 @@ export interface ServiceOptions {
   eventSinks?: EventSink[];
   /** How the faithful storage mode waits between retries (tests: no real time). */
   sleep?: Sleep;
+  /** The sandbox pool; the process's own by default (its children serve every instance of the process). */
+  sandbox?: Sandbox;
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
@@ -207,6 +212,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     wakeListeners,
     events,
     checkTask: opts.checkTask,
+    sandbox: opts.sandbox ?? processSandbox,
     background,
     wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
     taskEvents: taskEventEffects(events),

@@ -50,7 +50,7 @@ export function eventTime(e: QueueEvent): string | undefined {
 export async function fireForEvent(d: HookDeps, def: HookDefinition, event: QueueEvent, time: Date): Promise<TaskStatus | undefined> {
   if (!bindingMatches(def, event)) return undefined;
   try {
-    await checkPayload(def, event.payload);
+    await checkPayload(d, def, event.payload, 'pulseMessage');
   } catch {
     d.log.info('hook-event-dropped', { hookGroupId: def.hookGroupId, hookId: def.hookId, eventId: event.id, reason: 'payload does not match triggerSchema' });
     return undefined;

@@ -13,7 +13,7 @@ import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, definitionDigest, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
-import { BudgetExceeded, SandboxJob, SandboxResult, overBudget, sandbox } from '../sandbox/sandbox';
+import { BudgetExceeded, Sandbox, SandboxBusy, SandboxJob, SandboxOwner, SandboxResult, overBudget } from '../sandbox/sandbox';
 import { deniedExchange } from './denylist';
 
 /** What hook code needs: the queue's task dependencies plus roles (for the hook's scopes) and the token key. */
@@ -31,23 +31,51 @@ const DEFAULT_EXPIRES_MS = 31 * 24 * 3600 * 1000;
 export const EXPIRY_KIND_FIRE = 'hook-fire';
 
 /**
- * Runs a job in the sandbox (shared/sandbox/sandbox.ts); `what` names the template or schema in
- * the 400 when it goes over a budget.
+ * A trigger refused because its hook has too many sandbox jobs waiting (shared/sandbox/sandbox.ts).
+ * Taskcluster's error codes have no 429 or 503, and a 5xx would be wrong twice: taskcluster-client
+ * retries 5xx five times (multiplying a flood) and no caller may make the service answer 5xx
+ * (docs/hardening.md). RequestConflict (409, "conflicts with server state": the hook's share of the
+ * sandbox is full) is not retried by the client and tells the caller to try again later. Not
+ * recorded as a fire: the hook did not fire.
  */
-async function sandboxed(what: string, job: SandboxJob): Promise<SandboxResult> {
+export class HookBusy extends ApiError {
+  constructor(e: SandboxBusy) {
+    const why = e.penalized ? 'after one of its jobs went over its time or memory budget' : 'already';
+    super('RequestConflict', `hook ${e.owner} has ${e.waiting} triggers waiting for the sandbox ${why}; try again in a few seconds`);
+  }
+}
+
+/** A hook's work in the sandbox: its pool, and whether it is schedule- or trigger-class work (SandboxOwner). */
+export interface HookJob {
+  pool: Sandbox;
+  def: Pick<HookDefinition, 'hookGroupId' | 'hookId'>;
+  priority: SandboxOwner['priority'];
+}
+
+/** Schedule and event-bound fires are paced by the reaper; triggers by their callers. */
+export const priorityOf = (firedBy: FireRecord['firedBy']): SandboxOwner['priority'] =>
+  firedBy === 'triggerHook' || firedBy === 'triggerHookWithToken' ? 'trigger' : 'schedule';
+
+/**
+ * Runs a job in the sandbox (shared/sandbox/sandbox.ts) on the hook's account; `what` names the
+ * template or schema in the 400 when it goes over a budget.
+ */
+async function sandboxed(use: HookJob, what: string, job: SandboxJob): Promise<SandboxResult> {
+  const { pool, def, priority } = use;
   try {
-    const r = await sandbox.run(job);
-    if (!r.ok && r.name === 'ResultTooLarge') throw overBudget(what, 'size', sandbox.budget);
+    const r = await pool.run(job, { owner: `${def.hookGroupId}/${def.hookId}`, priority });
+    if (!r.ok && r.name === 'ResultTooLarge') throw overBudget(what, 'size', pool.budget);
     return r;
   } catch (e) {
-    if (e instanceof BudgetExceeded) throw overBudget(what, e.budget, sandbox.budget);
+    if (e instanceof BudgetExceeded) throw overBudget(what, e.budget, pool.budget);
+    if (e instanceof SandboxBusy) throw new HookBusy(e);
     throw e;
   }
 }
 
 /** Renders a JSON-e template in the sandbox; a template error is thrown as `{name, message}` (an Error). */
-export async function renderTemplate(what: string, template: unknown, context: Record<string, unknown>): Promise<unknown> {
-  const r = await sandboxed(what, { kind: 'render', template, context });
+export async function renderTemplate(use: HookJob, what: string, template: unknown, context: Record<string, unknown>): Promise<unknown> {
+  const r = await sandboxed(use, what, { kind: 'render', template, context });
   if (!r.ok) throw Object.assign(new Error(r.message), { name: r.name });
   return JSON.parse(r.json!);
 }
@@ -74,8 +102,13 @@ export function nextDate(schedule: string[], after: Date): Date | undefined {
   return best;
 }
 
-/** Checks what the schema cannot: cron patterns, the trigger schema, the template, the bindings. 400 naming the field. */
-export async function checkDefinition(def: HookDefinition): Promise<void> {
+/**
+ * Checks what the schema cannot: cron patterns, the trigger schema, the template, the bindings. 400
+ * naming the field. Schedule-class sandbox work: the hook's writer is authenticated, and a flood of
+ * its triggers must not keep it from fixing the hook.
+ */
+export async function checkDefinition(def: HookDefinition, pool: Sandbox): Promise<void> {
+  const use: HookJob = { pool, def, priority: 'schedule' };
   if (def.schedule.length > MAX_SCHEDULE_PATTERNS) throw inputError(`schedule may hold at most ${MAX_SCHEDULE_PATTERNS} patterns`);
   def.schedule.forEach((p, i) => {
     try {
@@ -86,11 +119,11 @@ export async function checkDefinition(def: HookDefinition): Promise<void> {
   });
   if (JSON.stringify(def).length > MAX_DEFINITION_CHARS)
     throw inputError(`the hook definition (task template included) may be at most ${MAX_DEFINITION_CHARS} characters of JSON`);
-  const compiled = await sandboxed('triggerSchema', { kind: 'compile', schema: def.triggerSchema });
+  const compiled = await sandboxed(use, 'triggerSchema', { kind: 'compile', schema: def.triggerSchema });
   if (!compiled.ok) throw inputError(`triggerSchema is not a valid JSON schema: ${compiled.message}`);
   // A trial render catches template errors that do not depend on the context's values.
   try {
-    await renderTemplate("the hook's task template", def.task, {
+    await renderTemplate(use, "the hook's task template", def.task, {
       firedBy: 'schedule',
       taskId: slugid.nice(),
       now: new Date().toJSON(),
@@ -119,7 +152,7 @@ export function definitionView(d: HookDefinition) {
   return overlap ? { ...rest, overlap } : rest;
 }
 
-async function normalize(hookGroupId: string, hookId: string, body: any): Promise<HookDefinition> {
+async function normalize(d: HookDeps, hookGroupId: string, hookId: string, body: any): Promise<HookDefinition> {
   for (const [k, v] of [
     ['hookGroupId', hookGroupId],
     ['hookId', hookId],
@@ -136,12 +169,12 @@ async function normalize(hookGroupId: string, hookId: string, body: any): Promis
     bindings: body.bindings,
     ...(body.overlap ? { overlap: body.overlap } : {}),
   };
-  await checkDefinition(def);
+  await checkDefinition(def, d.sandbox);
   return def;
 }
 
 export async function createHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {
-  const def = await normalize(hookGroupId, hookId, body);
+  const def = await normalize(d, hookGroupId, hookId, body);
   const store = new HookStore(d.storage);
   const next = nextDate(def.schedule, d.now());
   const rec: HookRecord = {
@@ -199,7 +232,7 @@ export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: strin
 }
 
 export async function updateHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {
-  const def = await normalize(hookGroupId, hookId, body);
+  const def = await normalize(d, hookGroupId, hookId, body);
   const now = d.now();
   await bindingsOf(d).widenHookBindings(hookGroupId, hookId, def.bindings);
   const announce = await d.events.prepareHookChanged('hook-updated', hookGroupId, hookId, slugid.nice(), definitionDigest(def));
@@ -242,9 +275,10 @@ export function tokenMatches(expected: string, given: string): boolean {
   return crypto.timingSafeEqual(a, b);
 }
 
-/** Validates a trigger payload against the hook's triggerSchema (400 with the schema's errors). */
-export async function checkPayload(def: HookDefinition, payload: unknown): Promise<void> {
-  const r = await sandboxed("the hook's triggerSchema validation", { kind: 'validate', schema: def.triggerSchema, data: payload });
+/** Validates a trigger payload against the hook's triggerSchema (400 with the schema's errors), as `firedBy` fires it. */
+export async function checkPayload(d: Pick<HookDeps, 'sandbox'>, def: HookDefinition, payload: unknown, firedBy: FireRecord['firedBy']): Promise<void> {
+  const use: HookJob = { pool: d.sandbox, def, priority: priorityOf(firedBy) };
+  const r = await sandboxed(use, "the hook's triggerSchema validation", { kind: 'validate', schema: def.triggerSchema, data: payload });
   if (!r.ok) throw inputError(`the hook's triggerSchema cannot be used: ${r.message}`);
   if (!r.valid) {
     const errors = (r.errors ?? []).map((e) => `  * ${e.instancePath || '/'} ${e.message}`).join('\n');
@@ -269,7 +303,7 @@ export async function fireHook(d: HookDeps, def: HookDefinition, ctx: FireContex
   if (ctx.clientId !== undefined) context.clientId = ctx.clientId;
   let task: any;
   try {
-    task = await renderTemplate("the hook's task template", def.task, context);
+    task = await renderTemplate({ pool: d.sandbox, def, priority: priorityOf(ctx.firedBy) }, "the hook's task template", def.task, context);
   } catch (e) {
     if (e instanceof ApiError) throw e;
     throw inputError(`the hook's task template failed to render: ${(e as Error).name}: ${(e as Error).message}`);
@@ -316,7 +350,7 @@ export function lastFireOf(result: { taskId: string; time: string; error?: ApiEr
  */
 export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext, givenTaskId?: string): Promise<TaskStatus | undefined> {
   const h = await loadHook(d, hookGroupId, hookId);
-  await checkPayload(h.definition, ctx.payload ?? {});
+  await checkPayload(d, h.definition, ctx.payload ?? {}, ctx.firedBy);
   const taskId = givenTaskId ?? slugid.nice();
   const time = d.now();
   let status: TaskStatus | undefined;
@@ -324,7 +358,7 @@ export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: stri
   try {
     status = await fireHook(d, h.definition, ctx, taskId, time);
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof ApiError) || err instanceof HookBusy) throw err; // a refused trigger is no fire
     error = err;
   }
   if (status || error) {

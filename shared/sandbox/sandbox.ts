@@ -10,6 +10,15 @@
  * A small pool of children is reused (starting one costs ~0.2 s, twice a worker thread's); jobs
  * beyond the pool wait their turn. Idle children keep neither the host alive nor themselves for
  * long, and end with the host. Over budget is a 400 naming the budget.
+ *
+ * Turns are fair between owners (a hook): one owner's flood of jobs that each use their whole
+ * budget must not stall every other hook's triggers and schedules. So
+ *   - an owner runs at most `max(1, size - 1)` jobs at once: another owner finds a free child;
+ *   - a freed child takes the next owner in turn (round robin), not the oldest job (FIFO);
+ *   - schedule-class jobs (paced by the service or asked for by a hook's writer) go before
+ *     trigger-class ones (paced by callers);
+ *   - an owner's trigger-class jobs wait at most SANDBOX_OWNER_WAITING deep, fewer once one of its
+ *     jobs went over a budget; more are refused at once (SandboxBusy).
  */
 import { ChildProcess, fork } from 'node:child_process';
 import type { Socket } from 'node:net';
@@ -42,6 +51,19 @@ export const SANDBOX_BOOT_MS = 30_000;
 export const SANDBOX_IDLE_MS = 60_000;
 /** Children kept; two cores are the smallest host, and jobs take milliseconds. */
 const POOL_SIZE = 2;
+/**
+ * Trigger-class jobs one owner may have waiting; more are refused at once. A legitimate burst of
+ * triggers takes milliseconds each, so this is far above it; a flood's backlog beyond it would only
+ * make its own callers wait (each waiting job may take a whole time budget).
+ */
+export const SANDBOX_OWNER_WAITING = 16;
+/**
+ * The same once one of the owner's jobs went over a budget, until one ends within it (or the owner
+ * has nothing in the pool): a flood of such jobs is refused at once instead of after seconds.
+ */
+export const SANDBOX_PENALIZED_WAITING = 1;
+/** Schedule-class jobs are taken before trigger-class ones. */
+const PRIORITIES = ['schedule', 'trigger'] as const;
 /** Compiled schemas a child keeps, keyed by the schema's JSON (hooks are few; this bounds churn). */
 const SCHEMA_CACHE = 200;
 /** The start of a dead child's stderr kept for its log event (V8's heap-limit report comes first). */
@@ -58,6 +80,18 @@ export type SandboxJob =
 
 export type SandboxResult =
   { ok: true; json?: string; valid?: boolean; errors?: { instancePath: string; message?: string }[] } | { ok: false; name: string; message: string };
+
+/**
+ * Whose job it is. `owner` is the unit of fairness (a hook, `hookGroupId/hookId`, so one trigger
+ * token too). `schedule`: work the service paces itself (scheduled and event-bound fires, run by
+ * the reaper one hook at a time) or that a hook's authenticated writer asks for (definition
+ * checks); never refused. `trigger`: work callers pace (triggerHook, triggerHookWithToken);
+ * refused past the owner's waiting bound.
+ */
+export interface SandboxOwner {
+  owner: string;
+  priority: (typeof PRIORITIES)[number];
+}
 
 interface Pending {
   job: SandboxJob;
@@ -82,6 +116,25 @@ export class BudgetExceeded extends Error {
   constructor(readonly budget: 'time' | 'memory') {
     super(`sandbox ${budget} budget exceeded`);
   }
+}
+
+/** A trigger-class job refused because its owner has `waiting` jobs waiting already; callers turn it into an ApiError. */
+export class SandboxBusy extends Error {
+  constructor(
+    readonly owner: string,
+    readonly waiting: number,
+    readonly penalized: boolean,
+  ) {
+    super(`sandbox owner ${owner} has ${waiting} jobs waiting${penalized ? ' after a job over its budget' : ''}`);
+  }
+}
+
+/** One owner's state in the pool; dropped when it has nothing running or waiting. */
+interface Owner {
+  running: number;
+  waiting: Record<SandboxOwner['priority'], Pending[]>;
+  /** Set when one of its jobs went over a budget; cleared when one ends within it. */
+  penalized: boolean;
 }
 
 /** How a child ended, read once its stderr is closed too. */
@@ -226,7 +279,10 @@ class Slot {
 
 export class Sandbox {
   private readonly slots: Slot[];
-  private readonly waiting: Pending[] = [];
+  /** Owners with jobs running or waiting, in turn order: the one served last is moved to the back. */
+  private readonly owners = new Map<string, Owner>();
+  /** Children one owner may hold at once: all but one, so that another owner always finds one. */
+  private readonly share: number;
 
   constructor(
     readonly budget: SandboxBudget = { timeMs: SANDBOX_TIME_MS, heapMb: SANDBOX_HEAP_MB },
@@ -234,25 +290,78 @@ export class Sandbox {
     log: Logger = jsonLogger(),
   ) {
     this.slots = Array.from({ length: size }, () => new Slot(budget, log));
+    this.share = Math.max(1, size - 1);
   }
 
-  run(job: SandboxJob): Promise<SandboxResult> {
+  /** Runs `job` on `by`'s account; rejects with SandboxBusy at once when its owner's waiting bound is reached. */
+  run(job: SandboxJob, by: SandboxOwner): Promise<SandboxResult> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ job, resolve, reject });
+      let o = this.owners.get(by.owner);
+      if (!o) this.owners.set(by.owner, (o = { running: 0, waiting: { schedule: [], trigger: [] }, penalized: false }));
+      const queue = o.waiting[by.priority];
+      if (by.priority === 'trigger' && queue.length >= this.waitingBound(o)) {
+        reject(new SandboxBusy(by.owner, queue.length, o.penalized));
+        this.forget(by.owner, o);
+        return;
+      }
+      queue.push({ job, resolve, reject });
       this.next();
     });
+  }
+
+  private waitingBound(o: Owner): number {
+    return o.penalized ? SANDBOX_PENALIZED_WAITING : SANDBOX_OWNER_WAITING;
   }
 
   private next(): void {
     for (const slot of this.slots) {
       if (slot.busy) continue;
-      const p = this.waiting.shift();
-      if (!p) return;
+      const turn = this.take();
+      if (!turn) return;
+      const { key, o, p } = turn;
+      o.running++;
       slot
         .run(p.job)
-        .then(p.resolve, p.reject)
-        .finally(() => this.next());
+        .then(
+          (r) => {
+            o.penalized = false;
+            p.resolve(r);
+          },
+          (e) => {
+            if (e instanceof BudgetExceeded) this.penalize(key, o);
+            p.reject(e);
+          },
+        )
+        .finally(() => {
+          o.running--;
+          this.forget(key, o);
+          this.next();
+        });
     }
+  }
+
+  /** The next job: schedule class first; within a class, the first owner in turn order below its share. */
+  private take(): { key: string; o: Owner; p: Pending } | undefined {
+    for (const priority of PRIORITIES) {
+      for (const [key, o] of this.owners) {
+        if (o.running >= this.share || !o.waiting[priority].length) continue;
+        this.owners.delete(key);
+        this.owners.set(key, o);
+        return { key, o, p: o.waiting[priority].shift()! };
+      }
+    }
+    return undefined;
+  }
+
+  /** An owner whose job went over a budget: its trigger-class jobs beyond the smaller bound are refused now. */
+  private penalize(key: string, o: Owner): void {
+    o.penalized = true;
+    const refused = o.waiting.trigger.splice(SANDBOX_PENALIZED_WAITING);
+    for (const p of refused) p.reject(new SandboxBusy(key, SANDBOX_PENALIZED_WAITING, true));
+  }
+
+  private forget(key: string, o: Owner): void {
+    if (!o.running && !o.waiting.schedule.length && !o.waiting.trigger.length) this.owners.delete(key);
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,15 @@
  */
 import { startTestService, TestService, expectError } from '../helpers/service';
 import { uniqueQueue } from '../helpers/work';
-import { SANDBOX_TIME_MS, SANDBOX_HEAP_MB } from '../../shared/sandbox/sandbox';
+import {
+  SANDBOX_TIME_MS,
+  SANDBOX_HEAP_MB,
+  SANDBOX_OWNER_WAITING,
+  SANDBOX_PENALIZED_WAITING,
+  Sandbox,
+  SandboxJob,
+  SandboxOwner,
+} from '../../shared/sandbox/sandbox';
 
 let svc: TestService;
 let hooks: any;
@@ -111,4 +119,73 @@ test('a template rendered at trigger time (payload-dependent) is bounded too', a
   console.log(`3000 x 3000 $map at trigger time: ${result.message.split('\n')[0]}; ${pings} pings meanwhile, slowest ${maxPingMs.toFixed(1)} ms`);
   // The failed fire is recorded as the hook's last fire, with the budget in its message.
   expect((await hooks.getHookStatus('budget', id)).lastFire).toEqual(expect.objectContaining({ result: 'error' }));
+});
+
+/** A pool of its own with a short budget (a flood is over in seconds) that tells when `n` jobs of `owner` have come. */
+class WatchedPool extends Sandbox {
+  private readonly arrivals = new Map<string, { n: number; resolve: () => void }>();
+  constructor() {
+    super({ timeMs: 500, heapMb: SANDBOX_HEAP_MB }, 2);
+  }
+  arrived(owner: string, n: number): Promise<void> {
+    return new Promise((resolve) => this.arrivals.set(owner, { n, resolve }));
+  }
+  override run(job: SandboxJob, by: SandboxOwner) {
+    const a = this.arrivals.get(by.owner);
+    if (a && --a.n === 0) a.resolve();
+    return super.run(job, by);
+  }
+}
+
+test("one hook's flood of catastrophic triggers does not hold up another hook's trigger, and its backlog is refused with a 409", async () => {
+  const pool = new WatchedPool();
+  const own = await startTestService({}, { sandbox: pool });
+  try {
+    const h = new own.tc.Hooks({ rootUrl: own.rootUrl, credentials: own.root, retries: 0 });
+    await own.auth().createRole('hook-id:budget/*', { description: 'budget hooks', scopes: ['queue:create-task:*', 'queue:scheduler-id:*'] });
+    const [a, b] = [uniqueHook(), uniqueHook()];
+    await h.createHook('budget', a, hookDef(goodTask(), { triggerSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } }));
+    await h.createHook('budget', b, hookDef(goodTask()));
+    const token = (await h.getTriggerToken('budget', a)).token;
+    const anonymous = new own.tc.Hooks({ rootUrl: own.rootUrl, retries: 0 });
+    // Both children started (a start is not what this measures): two hooks at once hold one each.
+    await Promise.all([h.triggerHook('budget', b, {}), anonymous.triggerHookWithToken('budget', a, token, { s: 'aaa' })]);
+
+    const FLOOD = 20;
+    const seen = { overBudget: 0, refused: 0, other: 0 };
+    let refusal: any;
+    const arrived = pool.arrived(`budget/${a}`, FLOOD);
+    const flood = Promise.all(
+      Array.from({ length: FLOOD }, () =>
+        anonymous.triggerHookWithToken('budget', a, token, { s: 'a'.repeat(40) + '!' }).then(
+          () => seen.other++,
+          (e: any) => {
+            if (e.statusCode === 400 && /budget of 500 ms/.test(e.message)) seen.overBudget++;
+            else if (e.statusCode === 409 && e.code === 'RequestConflict') {
+              seen.refused++;
+              refusal ??= e;
+            } else seen.other++;
+          },
+        ),
+      ),
+    );
+    await arrived; // every flood call is in the pool before hook b's trigger
+    const started = performance.now();
+    const fired = await h.triggerHook('budget', b, {});
+    const tookMs = performance.now() - started;
+    const overBudgetBeforeB = seen.overBudget;
+    await flood;
+    // Hook b finds the child hook a does not hold: it waits for none of the flood (at most one
+    // job's budget on a loaded machine). FIFO: it waited behind all 20, two at a time.
+    expect(fired.status.taskId).toEqual(expect.any(String));
+    expect(overBudgetBeforeB).toBeLessThanOrEqual(1);
+    console.log(`hook b's trigger during hook a's flood of ${FLOOD}: ${tookMs.toFixed(0)} ms, ${overBudgetBeforeB} of a's over-budget answers before it`);
+    // One ran and SANDBOX_OWNER_WAITING waited; after the first went over budget, SANDBOX_PENALIZED_WAITING stayed.
+    expect(seen).toEqual({ overBudget: 1 + SANDBOX_PENALIZED_WAITING, refused: FLOOD - 1 - SANDBOX_PENALIZED_WAITING, other: 0 });
+    expect(SANDBOX_OWNER_WAITING).toBeLessThan(FLOOD);
+    expect(refusal.message).toMatch(new RegExp(`hook budget/${a} has \\d+ triggers waiting for the sandbox .*try again`));
+  } finally {
+    await own.close();
+    await pool.close();
+  }
 });

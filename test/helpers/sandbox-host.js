@@ -18,6 +18,8 @@ require.extensions['.ts'] = (module, file) => {
   module._compile(ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions, fileName: file }).outputText, file);
 };
 const { sandbox } = require(path.join(__dirname, '..', '..', 'shared', 'sandbox', 'sandbox.ts'));
+/** Every job of this host is one owner's (the pool's fairness rule does not matter here). */
+const OWNER = { owner: 'test', priority: 'trigger' };
 
 /** This process's children running the sandbox's script. */
 function sandboxChildren() {
@@ -25,10 +27,10 @@ function sandboxChildren() {
   return lines.filter((l) => l.includes('sandbox-child/main.js')).map((l) => l.trim().split(/\s+/)[0]);
 }
 
-sandbox.run({ kind: 'render', template: { $eval: '1 + 1' }, context: {} }).then((r) => {
+sandbox.run({ kind: 'render', template: { $eval: '1 + 1' }, context: {} }, OWNER).then((r) => {
   const mode = process.argv[2];
   if (mode === 'busy')
-    void sandbox.run({ kind: 'validate', schema: { type: 'string', pattern: '^(a+)+$' }, data: 'a'.repeat(60) + '!' }).catch(() => undefined);
+    void sandbox.run({ kind: 'validate', schema: { type: 'string', pattern: '^(a+)+$' }, data: 'a'.repeat(60) + '!' }, OWNER).catch(() => undefined);
   process.stdout.write(`RENDERED ${r.json} ${sandboxChildren().join(',')}\n`);
   if (mode !== 'exit') setInterval(() => undefined, 1 << 30);
 });

@@ -18,6 +18,7 @@ import { TestClock } from './clock';
 import { FaultPlan, FaultyStorage } from '../../shared/storage/faults';
 import { AccountsStorage } from '../../shared/storage/accounts';
 import type { Storage } from '../../shared/storage/port';
+import type { Sandbox } from '../../shared/sandbox/sandbox';
 
 /**
  * This test file's clock (jest loads the module once per file): every service the file starts on
@@ -167,7 +168,13 @@ function testStorage(env: Record<string, string>): Record<string, string> {
   return { QUEUE_STORAGE_CONNECTION: 'memory:tests', QUEUE_STORAGE_FAULTS: `seed=${seed} ${TEST_FAULTS}` };
 }
 
-export async function startTestService(env: Record<string, string> = {}, opts: { tuning?: Partial<Tuning> } = {}): Promise<TestService> {
+/** A test service's own parts: tuning, and a sandbox pool of its own (the process's by default). */
+export interface TestServiceOptions {
+  tuning?: Partial<Tuning>;
+  sandbox?: Sandbox;
+}
+
+export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
   const port = await freePort();
   const rootUrl = `http://localhost:${port}`;
   const root = { clientId: 'static/root', accessToken: env.QUEUE_ROOT_ACCESS_TOKEN ?? generateAccessToken() };
@@ -192,7 +199,12 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
   // Queued index writes go out at once unless a test asks for the production linger, and chart
   // rollups are written only when read or at close: crash sweeps rely on a fixed order of calls,
   // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
-  const app = await startApp(config, { log, tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning }, ...(onMemory ? { now: clock.now } : {}) });
+  const app = await startApp(config, {
+    log,
+    tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning },
+    ...(onMemory ? { now: clock.now } : {}),
+    ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+  });
   const services = app.svc;
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });
   const tc = (await import('taskcluster-client')).default;

@@ -2,12 +2,16 @@
  * The pure rules of hooks and the index: next fire dates, entry preference, event task ids,
  * definition checks. No storage.
  */
-import { nextDate, checkDefinition } from '../../shared/hooks/hooks';
+import { nextDate, checkDefinition as checkWith } from '../../shared/hooks/hooks';
+import { sandbox } from '../../shared/sandbox/sandbox';
 import { eventTaskId, eventTime } from '../../shared/hooks/bindings';
 import { unionBindings } from '../../shared/events/subscriptions';
 import { prefers, namespaceExpiry } from '../../shared/index/index';
 import { SLUGID } from '../../shared/api/schemas';
 import type { HookDefinition } from '../../shared/hooks/store';
+
+/** Definition checks on the process's pool. */
+const checkDefinition = (d: HookDefinition) => checkWith(d, sandbox);
 
 const def = (over: Partial<HookDefinition> = {}): HookDefinition => ({
   hookGroupId: 'g',

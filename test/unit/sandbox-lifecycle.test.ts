@@ -6,7 +6,10 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SANDBOX_IDLE_MS, Sandbox } from '../../shared/sandbox/sandbox';
+import { SANDBOX_IDLE_MS, Sandbox, SandboxOwner } from '../../shared/sandbox/sandbox';
+
+/** Every job of this file is one owner's. */
+const TEST_OWNER: SandboxOwner = { owner: 'test', priority: 'trigger' };
 
 const HOST = path.join(__dirname, '..', 'helpers', 'sandbox-host.js');
 /** How long a process may take to end after it was told to (generous: a loaded CI machine). */
@@ -79,7 +82,7 @@ test(`a sandbox child idle for ${SANDBOX_IDLE_MS / 1000} s exits, and the next j
   jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
   const sandbox = new Sandbox(undefined, 1);
   try {
-    const render = () => sandbox.run({ kind: 'render', template: { $eval: '"ok"' }, context: {} });
+    const render = () => sandbox.run({ kind: 'render', template: { $eval: '"ok"' }, context: {} }, TEST_OWNER);
     // This jest worker may still hold idle children of the process-wide pool from an earlier file.
     const others = new Set(sandboxChildren());
     const ours = () => sandboxChildren().filter((pid) => !others.has(pid));

@@ -5,8 +5,11 @@
  * grown without end, a large `$map`) for which V8 aborts the whole process when the heap limit is a
  * worker thread's rather than a process's; that abort is a race, so each shape runs several rounds.
  */
-import { BudgetExceeded, Sandbox } from '../../shared/sandbox/sandbox';
+import { BudgetExceeded, Sandbox, SandboxOwner } from '../../shared/sandbox/sandbox';
 import { memoryLogger } from '../../shared/log';
+
+/** Every job of this file is one owner's. */
+const TEST_OWNER: SandboxOwner = { owner: 'test', priority: 'trigger' };
 
 /** Rounds of each attack in a row. */
 const ROUNDS = 3;
@@ -26,10 +29,10 @@ test.each(attacks)(
     const sandbox = new Sandbox({ timeMs: 60_000, heapMb: 64 }, 1, log);
     try {
       for (let round = 0; round < ROUNDS; round++) {
-        const outcome = await sandbox.run({ kind: 'render', template, context: {} }).catch((e) => e);
+        const outcome = await sandbox.run({ kind: 'render', template, context: {} }, TEST_OWNER).catch((e) => e);
         expect(outcome).toBeInstanceOf(BudgetExceeded);
         expect(outcome.budget).toBe('memory');
-        await expect(sandbox.run({ kind: 'render', template: { $eval: '1 + 1' }, context: {} })).resolves.toEqual({ ok: true, json: '2' });
+        await expect(sandbox.run({ kind: 'render', template: { $eval: '1 + 1' }, context: {} }, TEST_OWNER)).resolves.toEqual({ ok: true, json: '2' });
       }
       // One event per lost process, V8's report summed up as a flag rather than copied.
       expect(log.records).toEqual(
