@@ -14,22 +14,23 @@ import { GROUP_PREFIX, TaskGroups, groupRowKey } from './tasks/groups';
 import { taskRowKey } from './tasks/model';
 import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
-import { TaskDeps, WakeHint } from './tasks/deps';
+import type { WakeHint } from './tasks/ports';
+import type { LifecycleDeps } from './lifecycle/ports';
 import { Logger, jsonLogger } from './log';
 import { RECENT_TASKS_WRITE_MS, WorkerRegistry } from './ops/workers';
 import { IndexWrites, ReadModels } from './ops/read-models';
 import { currentActor } from './ops/actor';
-import { planner } from './plans/plan';
 import { INDEX_LINGER_MS, IndexBatcher } from './ops/indexes';
 import { ROLLUP_FLUSH_MS, Rollups } from './ops/rollups';
-import { EventRecorder, taskEventEffects } from './events/recorder';
+import { EventRecorder } from './events/recorder';
+import { taskEventPort } from './lifecycle/events';
 import { EventDispatcher, EventSink } from './events/dispatch';
 import { SUBSCRIPTION_CACHE_MS, Subscriptions, SYSTEM_SUBSCRIPTION_ID } from './events/subscriptions';
 import { createSubscriptionQueue } from './storage/subscription-queues';
 import { eventGridSink } from './events/eventgrid';
 import { commitRunUploads } from './artifacts/commit';
 import { liveLogBlob } from './artifacts/blobs';
-import { SYNC_DEPENDENCIES } from './tasks/create';
+import { SYNC_DEPENDENCIES } from './lifecycle/create';
 import { Sandbox, sandbox as processSandbox } from './sandbox/sandbox';
 
 /**
@@ -100,7 +101,7 @@ export const DEFAULT_TUNING: Tuning = {
   subscriptionCacheMs: SUBSCRIPTION_CACHE_MS,
 };
 
-export interface Services extends TaskDeps {
+export interface Services extends LifecycleDeps {
   config: Config;
   tuning: Tuning;
   clients: ClientStore;
@@ -192,7 +193,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     clients,
     authenticator: new Authenticator(clients, now),
     tasks: new TaskStore(storage),
-    plan: planner,
     readModels,
     actor: currentActor,
     indexes: readModels,
@@ -215,9 +215,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     sandbox: opts.sandbox ?? processSandbox,
     background,
     wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
-    taskEvents: taskEventEffects(events),
-    groupResolved: (g, empty) => events.groupResolved(g, (id) => groups.hasOpen(id), empty),
-    redeliverRun: (taskId, runId) => events.redeliverRun(taskId, runId),
-    republish: (task, which) => events.republish(task, which),
+    taskEvents: taskEventPort(events, { hasOpen: (id) => groups.hasOpen(id), log }),
   };
 }

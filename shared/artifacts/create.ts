@@ -4,9 +4,9 @@
  * Object API and credentials for that one object).
  */
 import * as slugid from 'slugid';
-import type { TaskDeps } from '../tasks/deps';
-import { execute } from '../tasks/executor';
-import { markUploads } from '../tasks/transitions';
+import type { LifecycleDeps } from '../lifecycle/ports';
+import { execute } from '../lifecycle/executor';
+import { markUploads } from '../lifecycle/transitions';
 import { conflict, inputError } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
 import { normalizeDate } from '../tasks/model';
@@ -25,7 +25,7 @@ export const EXCEPTION_UPLOAD_GRACE_MS = 25 * 60 * 1000;
 /** ETag races on one artifact row settle within a few attempts. */
 const MAX_WRITE_ATTEMPTS = 5;
 
-export interface CreateArtifactDeps extends TaskDeps {
+export interface CreateArtifactDeps extends LifecycleDeps {
   /** Signs object artifacts' upload credentials. */
   clients: { issuer: Issuer };
   /** artifact-created events (absent: none are published). */

@@ -6,9 +6,9 @@
  */
 import type { Storage } from '../storage/storage';
 import type { TaskRecord } from '../tasks/model';
-import type { TaskDeps } from '../tasks/deps';
-import { execute } from '../tasks/executor';
-import { markUploads } from '../tasks/transitions';
+import type { LifecycleDeps } from '../lifecycle/ports';
+import { execute } from '../lifecycle/executor';
+import { markUploads } from '../lifecycle/transitions';
 import { conflict, inputError, notFound } from '../errors';
 import { LIVE_LOG_NAME, blobNameFor, liveLogBlob } from './blobs';
 
@@ -28,7 +28,7 @@ const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
  * marked first, so its resolution seals the log (no append after the run ends). A run that ended
  * before the mark gets its log sealed here and a 409.
  */
-export async function createLiveLog(d: TaskDeps, taskId: string, runId: number): Promise<{ url: string; expires: string; maxBytes: number }> {
+export async function createLiveLog(d: LifecycleDeps, taskId: string, runId: number): Promise<{ url: string; expires: string; maxBytes: number }> {
   const task = await d.tasks.load(taskId);
   if (!task) throw inputError('Task not found');
   const run = task.runs[runId];

@@ -9,13 +9,11 @@
  *   reaper             `sweep`     deliver what a crash between commit and delivery left, and
  *                                  expand fan-out messages
  *
- * Task writes reach them through the executor (`taskEvents`, the TaskEvents port of
- * shared/tasks/deps.ts), with the events their plan derived; createArtifact and sealTaskGroup call
- * them directly.
+ * Task writes reach them through the lifecycle (shared/lifecycle/events.ts), with the events their
+ * plan lists; createArtifact, sealTaskGroup and hook writes call them directly.
  */
 import type { Storage } from '../storage/storage';
 import { taskStatus, type Run, type TaskRecord } from '../tasks/model';
-import type { RepeatedCall, TaskEvents, WriteEvents } from '../tasks/deps';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
@@ -54,7 +52,7 @@ export interface PreparedEvents {
   /**
    * No sweep trigger of its own: the write claims or ends a run, whose claim-expiry trigger is
    * dropped only after this delivery (the executor's `after` effects wait for it) and, if it
-   * fires first, delivers the events again (`redeliverRun`). A failed delivery puts a sweep
+   * fires first, delivers the events again (the claim expiry's replay). A failed delivery puts a sweep
    * trigger before the drop.
    */
   guard?: { taskId: string; seqs: number[] };
@@ -65,40 +63,12 @@ export interface PreparedEvents {
 /** Exchanges of a run's resolution (and the retry's or resumed run's task-pending that may follow it in the same write). */
 const RUN_END_EXCHANGES = new Set(['task-completed', 'task-failed', 'task-exception'].map((e) => EXCHANGE_PREFIX + e));
 
-/**
- * A task write's events as its plan derived them (shared/plans/plan.ts), with what can guard them
- * until delivered: `claim`, the run whose claim-expiry trigger does (see PreparedEvents.guard;
- * `alsoClaimOf`: its claim's event is delivered again too), else `deadline`, the deadline trigger
- * the write puts (createTask, rerunTask), else a sweep trigger of their own.
- */
-export interface TaskEventPlan {
-  taskId: string;
-  events: QueueEvent[];
-  claim?: { runId: number; alsoClaimOf?: number };
-  deadline: boolean;
-}
-
-/** Where the events an idempotent repeat publishes again would go (their exchange, routing key and CCs). */
-function repeatedRoutes(task: TaskRecord, which: RepeatedCall): Pick<QueueEvent, 'exchange' | 'routingKey' | 'routes'>[] {
-  const status = taskStatus(task);
-  const routes = ccRoutes(task.definition.routes);
-  const at = (exchange: string, run?: Run) => ({
-    exchange: EXCHANGE_PREFIX + exchange,
-    routingKey: taskRoutingKey(status, run && { runId: run.runId, workerGroup: run.workerGroup, workerId: run.workerId }),
-    routes,
-  });
-  if (which.kind === 'defined') return [at('task-defined'), ...(which.pendingRun0 ? [at('task-pending', task.runs[0])] : [])];
-  const run = task.runs[which.runId];
-  const retry = task.runs[which.runId + 1];
-  return [...['task-completed', 'task-failed', 'task-exception'].map((e) => at(e, run)), ...(retry ? [at('task-pending', retry)] : [])];
-}
-
 export class EventRecorder {
   constructor(
-    private readonly storage: Storage,
+    readonly storage: Storage,
     readonly dispatcher: EventDispatcher,
     private readonly log: Logger,
-    private readonly opts: RecorderOptions,
+    readonly opts: RecorderOptions,
   ) {}
 
   /** Before a write: the sweep trigger that guarantees delivery if we die after the commit. */
@@ -144,7 +114,7 @@ export class EventRecorder {
    * becomes it (one call instead of its delete); otherwise one is put. Either way the events stay
    * guarded: the message is deleted only once every subscription has them.
    */
-  private async handOff(sweep: SweepTrigger, own?: TriggerRef): Promise<void> {
+  async handOff(sweep: SweepTrigger, own?: TriggerRef): Promise<void> {
     const fanout: SweepTrigger = { ...sweep, fanout: this.dispatcher.now().toJSON() };
     if (own && (await rearmSweepTrigger(this.storage, own, fanout, 0))) return;
     await putSweepTrigger(this.storage, fanout, 0);
@@ -152,23 +122,8 @@ export class EventRecorder {
 
   // ---- tasks ----
 
-  /**
-   * A task write's planned events and their guard, if anyone listens: the run's claim-expiry
-   * trigger, else the deadline trigger the write puts (one update after delivery instead of a
-   * sweep trigger's put and delete), else a sweep trigger.
-   */
-  async prepareTask(p: TaskEventPlan): Promise<PreparedEvents> {
-    const { events, taskId, claim } = p;
-    const seqs = events.map((e) => e.seq);
-    if ((claim || p.deadline) && (await this.dispatcher.interested(events))) {
-      if (!claim) return { events, deadlineSweep: { seqs, delayS: this.opts.sweepDelayS() } };
-      return { events, guard: { taskId, seqs }, ...(claim.alsoClaimOf === undefined ? {} : { alsoClaimOf: claim.alsoClaimOf }) };
-    }
-    return this.prepare(events, () => ({ kind: 'task', taskId, seqs }));
-  }
-
   /** The recorded events of run `runId`: its claim's task-running, and its end (with the pending run that may follow it). */
-  private async runEvents(taskId: string, runId: number): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
+  async runEvents(taskId: string, runId: number): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
     const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
     const sorted = [...events].sort((a, b) => a.seq - b.seq);
     const isEnd = (e: QueueEvent) =>
@@ -194,34 +149,6 @@ export class EventRecorder {
     else await this.dispatcher.deliver(events);
   }
 
-  /**
-   * An idempotent repeat of a call: Taskcluster publishes its messages again, so the recorded events
-   * of the transition it repeats are delivered again, with their ids (consumers drop repeats by id).
-   * The first call's events were guarded until delivered, so this delivery is a courtesy: a failure
-   * is logged, not raised.
-   */
-  async republish(task: TaskRecord, which: RepeatedCall): Promise<number> {
-    const taskId = task.taskId;
-    // Whether anyone would receive them, known without a read: their exchanges, routing keys and CCs follow from the task.
-    if (!(await this.dispatcher.interested(repeatedRoutes(task, which)))) return 0;
-    try {
-      let events: QueueEvent[];
-      if (which.kind === 'end') events = (await this.runEvents(taskId, which.runId)).ended;
-      else {
-        const { events: all } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
-        const wanted = (e: QueueEvent) =>
-          e.exchange === EXCHANGE_PREFIX + 'task-defined' || (which.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
-        events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
-      }
-      // Events of the task's own history rows: a fan-out message finds them there again.
-      if (await this.dispatcher.deliverBounded(events)) await this.handOff({ kind: 'task', taskId, seqs: events.map((e) => e.seq) });
-      return events.length;
-    } catch (err) {
-      this.log.warn('event-republish-failed', { taskId, error: String((err as Error)?.message ?? err) });
-      return 0;
-    }
-  }
-
   // ---- artifacts: the trigger carries the event; the artifact row proves the write ----
 
   /** `present`: the write makes the artifact visible (an object artifact only at finishArtifact). */
@@ -234,25 +161,6 @@ export class EventRecorder {
 
   async prepareGroupSealed(g: GroupInfo, sealedAt: string): Promise<PreparedEvents> {
     return this.prepare([groupSealedEvent({ ...g, sealed: sealedAt })], ([event]) => ({ kind: 'group-sealed', taskGroupId: g.taskGroupId, event }));
-  }
-
-  /**
-   * task-group-resolved, once the open row of the task whose resolution `g` names is gone (the
-   * group's bookkeeping, shared/tasks/groups.ts): published if the group has no open row left
-   * (`empty`: known from the close itself, no read). Nobody listening: not even the read. Throws
-   * if the delivery failed, so the caller keeps the task's deadline trigger, which repeats this
-   * when it fires.
-   */
-  async groupResolved(
-    g: { taskGroupId: string; schedulerId: string; taskId: string; runId: number },
-    hasOpen: (taskGroupId: string) => Promise<boolean>,
-    empty = false,
-  ): Promise<void> {
-    const event = groupResolvedEvent(g.taskGroupId, g.schedulerId, g);
-    if (!(await this.dispatcher.interested([event]))) return;
-    if (!empty && (await hasOpen(g.taskGroupId))) return;
-    // The event is the record of itself: a fan-out message carries it.
-    if (await this.dispatcher.deliverBounded([event])) await this.handOff({ kind: 'event', event });
   }
 
   // ---- hooks: the hook row (or its absence, for a delete) proves the write ----
@@ -322,16 +230,4 @@ function sweepOf(p: PreparedEvents): SweepTrigger | undefined {
   const taskId = (p.events[0]?.payload as { status?: { taskId?: string } }).status?.taskId;
   if (p.deadlineSweep && taskId) return { kind: 'task', taskId, seqs: p.deadlineSweep.seqs };
   return undefined;
-}
-
-/** The executor's view of the recorder (shared/tasks/deps.ts): a task write's planned events, guarded and delivered. */
-export function taskEventEffects(recorder: EventRecorder): TaskEvents {
-  const of = (w: WriteEvents) => w as PreparedEvents & WriteEvents;
-  return {
-    async prepare(planned) {
-      const p = await recorder.prepareTask(planned as unknown as TaskEventPlan);
-      return Object.assign(p, { guarded: !!p.guard });
-    },
-    deliver: (w) => recorder.delivered(of(w)),
-  };
 }

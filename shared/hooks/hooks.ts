@@ -8,7 +8,7 @@ import * as slugid from 'slugid';
 import type { Services } from '../services';
 import { ApiError, conflict, inputError, notFound } from '../errors';
 import { render, satisfies, unsatisfied } from '../auth/scopes';
-import { createTask, CREATE_TASK_SCOPES } from '../tasks/create';
+import { createTask, CREATE_TASK_SCOPES } from '../lifecycle/create';
 import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, definitionDigest, fireKeys } from './store';

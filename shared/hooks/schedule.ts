@@ -10,7 +10,7 @@
  */
 import * as slugid from 'slugid';
 import { ApiError } from '../errors';
-import { CREATED_DRIFT_MS } from '../tasks/create';
+import { CREATED_DRIFT_MS } from '../lifecycle/create';
 import { FireRecord, HookRecord, HookStore, PendingFire } from './store';
 import { HookDeps, fireHook, lastFireOf, nextDate, recordFire } from './hooks';
 

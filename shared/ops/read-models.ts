@@ -4,8 +4,6 @@
  * the write's plan (shared/plans/plan.ts); this carries it out. `settled()` waits for the queue.
  */
 import type { Storage } from '../storage/storage';
-import type { ReadModels as ReadModelsPort } from '../tasks/deps';
-import type { ReadModelWrites } from '../tasks/plan';
 import type { Logger } from '../log';
 import { IndexBatcher, IndexOp, QueueRegistry } from './indexes';
 import type { MinuteTally, Rollups } from './rollups';
@@ -29,7 +27,7 @@ export interface IndexWrites {
   settled(): Promise<void>;
 }
 
-export class ReadModels implements ReadModelsPort, IndexWrites {
+export class ReadModels implements IndexWrites {
   private readonly queues: QueueRegistry;
 
   constructor(
@@ -41,8 +39,7 @@ export class ReadModels implements ReadModelsPort, IndexWrites {
     this.queues = new QueueRegistry(storage);
   }
 
-  async write(w: ReadModelWrites): Promise<void> {
-    const p = w as unknown as ReadModelPlan;
+  async write(p: ReadModelPlan): Promise<void> {
     // The task write stands; the index catches up at the task's next transition (see indexes.ts).
     const failed = (err: unknown) => this.log.warn('index-write-failed', { taskId: p.taskId, error: String((err as Error)?.message ?? err) });
     if (p.tally) this.rollups?.add(p.taskQueueId, p.tally);

@@ -4,9 +4,9 @@
  */
 import type { Services } from '../services';
 import type { ClaimTrigger, DeadlineTrigger, ResolvedBatchTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
-import { finishTracking } from '../tasks/create';
-import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../tasks/resolve';
-import { expireGroup, expireTask, TaskExpiryData } from '../tasks/expire';
+import { finishTracking } from '../lifecycle/create';
+import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../lifecycle/resolve';
+import { expireGroup, expireTask, TaskExpiryData } from '../lifecycle/remove-expired';
 import { EXPIRY_KIND_GROUP } from '../tasks/groups';
 import type { ExpiryRow } from '../tasks/expiry';
 import { expireSubscription } from '../events/sweep';
@@ -31,18 +31,9 @@ export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise
   return result ? { ...result, body: { taskId: t.taskId, deadline: t.deadline } satisfies DeadlineTrigger } : result;
 }
 
+/** The claim expiry's plan also delivers again the run's events this trigger guards, if it finds the run ended (lifecycle/transitions.ts `expireClaim`). */
 export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<TriggerResult> {
-  const task = await svc.tasks.load(t.taskId);
-  const result = await expireClaim(svc, t.taskId, t.runId, t.takenUntil, task);
-  // This trigger guards the events of its run's claim and end (shared/events/recorder.ts): still
-  // here after the run ended, it was not dropped after their delivery, so deliver them again. (A
-  // run it finds running is ended by this expiry or the deadline, which send the claim's again.)
-  const run = task?.runs[t.runId];
-  if (run && run.takenUntil === t.takenUntil && run.state !== 'running' && run.state !== 'pending') {
-    const n = await svc.events.redeliverRun(t.taskId, t.runId);
-    if (n) svc.log.info('events-redelivered', { taskId: t.taskId, runId: t.runId, events: n });
-  }
-  return result;
+  return expireClaim(svc, t.taskId, t.runId, t.takenUntil, await svc.tasks.load(t.taskId));
 }
 
 export async function handleResolved(svc: Services, t: ResolvedTrigger | ResolvedBatchTrigger | TrackingTrigger): Promise<TriggerResult> {

@@ -14,7 +14,7 @@ import type { Services } from '../services';
 import { indexedQueues, stalePending } from '../ops/indexes';
 import { decodeMessage, MAX_DEQUEUE } from '../storage/storage';
 import type { Hint } from '../tasks/pending';
-import { rehintRun } from '../tasks/resolve';
+import { rehintRun } from '../lifecycle/resolve';
 import { priorityOf } from '../tasks/model';
 import { mapLimit } from '../limit';
 

@@ -10,7 +10,7 @@
  */
 import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';
-import type { TriggerResult } from '../tasks/resolve';
+import type { TriggerResult } from '../lifecycle/resolve';
 import { mapLimit } from '../limit';
 import {
   handleDeadline,

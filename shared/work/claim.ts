@@ -2,7 +2,7 @@
  * claimWork and claimTask: turning pending runs into claims with run credentials.
  */
 import type { Services } from '../services';
-import { claimRun, ClaimOutcome, Worker } from '../tasks/resolve';
+import { claimRun, ClaimOutcome, Worker } from '../lifecycle/resolve';
 import { Run, TaskRecord, definitionOf, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
 import { pollersOf, LeasedHint } from './poller';

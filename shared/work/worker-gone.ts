@@ -7,7 +7,7 @@
  */
 import type { Services } from '../services';
 import { listWorkerRuns } from '../ops/indexes';
-import { workerGoneRun } from '../tasks/resolve';
+import { workerGoneRun } from '../lifecycle/resolve';
 import { mapLimit } from '../limit';
 import { pagesOf } from '../storage/storage';
 

@@ -4,8 +4,8 @@
  * this queue's HMAC, so a forged or edited message claims nothing.
  */
 import type { Services } from '../services';
-import type { Worker } from '../tasks/resolve';
-import { claimRun } from '../tasks/resolve';
+import type { Worker } from '../lifecycle/resolve';
+import { claimRun } from '../lifecycle/resolve';
 import type { Hint } from '../tasks/pending';
 import type { TaskRecord } from '../tasks/model';
 import { inputError } from '../errors';

@@ -10,7 +10,7 @@ import { ArtifactBlobs, blobNameFor } from '../../shared/artifacts/blobs';
 import { ArtifactStore } from '../../shared/artifacts/store';
 import { indexKeys } from '../../shared/artifacts/expiry';
 import { runKey } from '../../shared/artifacts/model';
-import { execute } from '../../shared/tasks/executor';
+import { execute } from '../../shared/lifecycle/executor';
 import { Sweep } from '../../shared/storage/counter';
 
 let svc: TestService;

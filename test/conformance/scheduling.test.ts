@@ -3,8 +3,8 @@
  * from the queue reference the service serves (v87 predates changeTaskPriority).
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid, expectError, clock } from '../helpers/service';
-import { releaseKey } from '../../shared/tasks/keys';
-import { rehinter } from '../../shared/tasks/executor';
+import { releaseKey } from '../../shared/tasks/concurrency-keys';
+import { rehinter } from '../../shared/lifecycle/executor';
 import { CHECK_POLL_S, claim, claimOne, passTime, runSummary, runningTask, status, uniqueQueue, W1, W2 } from '../helpers/work';
 
 let svc: TestService;

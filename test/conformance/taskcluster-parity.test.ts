@@ -8,7 +8,7 @@
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { claimOne, uniqueQueue, uploadObject } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
-import { resolveDeadline } from '../../shared/tasks/resolve';
+import { resolveDeadline } from '../../shared/lifecycle/resolve';
 import { duplicatedPuts } from '../helpers/ambiguity';
 
 /** A subscription's events, each once: on Azure an ambiguous queue put leaves a second copy, and consumers drop repeats by id. */

@@ -8,7 +8,7 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid, ex
 import { reapUntil, uniqueQueue, waitUntil } from '../helpers/work';
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
-import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
+import { GROUP_STEP_SETTLED_MS } from '../../shared/lifecycle/remove-expired';
 import type { Query } from '../../shared/storage/storage';
 import { GROUP_PREFIX } from '../../shared/tasks/groups';
 import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';

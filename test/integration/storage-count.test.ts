@@ -8,7 +8,7 @@ import { startTestService, startSecondInstance, TestService, taskDef, slugid } f
 import { claimOne, reapUntil, uniqueQueue } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
-import { GROUP_STEP_SETTLED_MS } from '../../shared/tasks/expire';
+import { GROUP_STEP_SETTLED_MS } from '../../shared/lifecycle/remove-expired';
 import { EXPIRY_BUCKETS } from '../../shared/tasks/expiry';
 import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';
 

@@ -11,9 +11,9 @@ import {
   EXCHANGE_PREFIX,
   type QueueEvent,
 } from '../../shared/events/exchanges';
-import type { TransitionRecord } from '../../shared/tasks/records';
-import type { Step } from '../../shared/tasks/transitions';
-import { planWrite } from '../../shared/plans/plan';
+import type { TransitionRecord } from '../../shared/lifecycle/records';
+import type { Step } from '../../shared/lifecycle/transitions';
+import { planWrite } from '../../shared/lifecycle/planner';
 import type { TaskRecord } from '../../shared/tasks/model';
 
 const T0 = '2026-01-01T00:00:00.000Z';

@@ -3,10 +3,9 @@
  * recording fakes for its dependencies (no storage): effect order around the write, recomputation
  * after an ETag race without repeating `before` effects, and refusals that perform nothing.
  */
-import { execute, executeCreate } from '../../shared/tasks/executor';
-import * as T from '../../shared/tasks/transitions';
-import { planner } from '../../shared/plans/plan';
-import type { TaskDeps } from '../../shared/tasks/deps';
+import { execute } from '../../shared/lifecycle/executor';
+import * as T from '../../shared/lifecycle/transitions';
+import type { TaskDeps } from '../../shared/tasks/ports';
 import type { TaskRecord } from '../../shared/tasks/model';
 import { taskDefinition } from '../helpers/task-fixture';
 
@@ -30,6 +29,8 @@ function fakes(
     foldFails?: boolean;
     /** A create's own group exists already (a member came first): an insert with its rows fails, and no task row is there. */
     groupExists?: boolean;
+    /** No task row until a create inserts it. */
+    absent?: boolean;
     events?: { deadline?: boolean; deliverFails?: boolean };
   } = {},
 ) {
@@ -41,7 +42,6 @@ function fakes(
   const races = [...(opts.races ?? [])];
   let n = 0;
   const d = {
-    plan: planner,
     now: () => NOW,
     config: { claimTimeoutS: 1200, maxTaskDeadlineDays: 5, deadlineDelayS: 0 },
     // A line per history entry (task-transition) on every write; the others are the transitions' own.
@@ -67,25 +67,29 @@ function fakes(
       closeActions: (g: string) => [{ op: 'delete', partitionKey: g, rowKey: `g~~open~${g}` }],
     },
     expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
-    groupResolved: async (g: { taskGroupId: string }) => {
-      calls.push(`group.resolved? ${g.taskGroupId}`);
-      if (opts.groupFails) throw new Error('delivery failed');
-    },
     // A write's events: the guard the recorder would choose (claim or deadline trigger), the outbox, the delivery.
-    taskEvents: opts.events && {
+    // Without `opts.events`, nobody listens: silent.
+    taskEvents: {
+      groupResolved: async (g: { taskGroupId: string }) => {
+        calls.push(`group.resolved? ${g.taskGroupId}`);
+        if (opts.groupFails) throw new Error('delivery failed');
+      },
+      replay: async () => 0,
       prepare: async (planned: { deadline: boolean }) => {
+        if (!opts.events) return { events: [], guarded: false };
         const deadlineSweep = opts.events!.deadline && planned.deadline ? { seqs: [1, 2], delayS: 60 } : undefined;
         calls.push('events.prepare');
         return { guarded: !deadlineSweep, ...(deadlineSweep ? { deadlineSweep } : {}) };
       },
       deliver: async () => {
+        if (!opts.events) return true;
         calls.push('events.deliver');
         if (opts.events!.deliverFails) throw new Error('delivery failed');
         return true;
       },
     },
     tasks: {
-      load: async () => (calls.push('load'), opts.groupExists && !inserted ? undefined : structuredClone(stored)),
+      load: async () => (calls.push('load'), (opts.groupExists || opts.absent) && !inserted ? undefined : structuredClone(stored)),
       amendRecent: (_id: string, amend: (t: TaskRecord) => void) => {
         calls.push('amend');
         amend(stored);
@@ -218,11 +222,15 @@ test("events: on the write's history rows; a guarded delivery precedes the after
   expect(failing.calls).toEqual(['events.prepare', 'write', 'events.deliver']);
 });
 
+/** createTask's way through the executor: an insert while no row is there, createAgain on a row found. */
+const createVia = (d: any, step: ReturnType<typeof T.create>) =>
+  execute(d, step.next.taskId, (t) => T.createAgain(t, step.next.definition), undefined, { create: step });
+
 test('events of a create: its deadline trigger carries their sweep and is re-armed once they were delivered', async () => {
   const t = pendingTask();
   const step = T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW);
-  const f = fakes(t, { events: { deadline: true } });
-  expect(await executeCreate(f.d, step)).toEqual({ created: expect.objectContaining({ taskId: 'T1' }) });
+  const f = fakes(t, { events: { deadline: true }, absent: true });
+  expect(await createVia(f.d, step)).toEqual({ task: expect.objectContaining({ taskId: 'T1' }), changed: true });
   expect(f.calls.filter((c) => c.startsWith('deadline') || c.startsWith('events') || c.startsWith('insert') || c === 'amend')).toEqual([
     'events.prepare',
     'deadline.put sweep 1,2',
@@ -234,8 +242,8 @@ test('events of a create: its deadline trigger carries their sweep and is re-arm
   // The re-armed trigger's new receipt goes into the row this instance writes next.
   expect(f.stored().deadlineTrigger).toEqual({ messageId: 'd1', popReceipt: 'p2' });
   // Not delivered: not re-armed, so the trigger shows after the sweep delay and the reaper delivers them.
-  const failing = fakes(t, { events: { deadline: true, deliverFails: true } });
-  await executeCreate(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
+  const failing = fakes(t, { events: { deadline: true, deliverFails: true }, absent: true });
+  await createVia(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
   expect(failing.calls.some((c) => c.startsWith('deadline.rearm'))).toBe(false);
 });
 
@@ -243,17 +251,18 @@ describe('a create starting its own group', () => {
   const create = () => T.create({ taskId: 'T1', definition: pendingTask().definition, hintId: 'h0' }, NOW);
 
   test("the group's rows go in the task row's transaction: no group call, and the row says it is alone", async () => {
-    const f = fakes(pendingTask());
-    const r = await executeCreate(f.d, create());
-    expect(r).toEqual({ created: expect.objectContaining({ groupAlone: true }) });
+    const f = fakes(pendingTask(), { absent: true });
+    const r = await createVia(f.d, create());
+    expect(r).toEqual({ task: expect.objectContaining({ groupAlone: true }), changed: true });
     expect(f.calls.filter((c) => c.startsWith('group') || c.startsWith('insert'))).toEqual(['insert +group']);
   });
 
   test('a group that exists already (a member came first): it joins as a member, then the row goes in without the group rows', async () => {
     const f = fakes(pendingTask(), { groupExists: true });
-    const r = await executeCreate(f.d, create());
-    expect(r).toEqual({ created: expect.not.objectContaining({ groupAlone: true }) });
+    const r = await createVia(f.d, create());
+    expect(r).toEqual({ task: expect.not.objectContaining({ groupAlone: true }), changed: true });
     expect(f.calls.filter((c) => c.startsWith('group') || c.startsWith('insert') || c === 'load')).toEqual([
+      'load',
       'insert +group',
       'load',
       'group.add T1/T1',

@@ -5,7 +5,7 @@
 import { MemoryStorage } from '../../shared/storage/memory';
 import { INDEX_BACKLOG_MAX, IndexBatcher, QUEUES_PK, queuePk } from '../../shared/ops/indexes';
 import { ReadModels } from '../../shared/ops/read-models';
-import { planWrite } from '../../shared/plans/plan';
+import { planWrite } from '../../shared/lifecycle/planner';
 import type { TaskRecord } from '../../shared/tasks/model';
 import type { Logger } from '../../shared/log';
 

@@ -27,7 +27,7 @@ import {
   workerStateCounts,
 } from '../../shared/ops/indexes';
 import { decodeTask, encodeTask, type Run, type TaskRecord } from '../../shared/tasks/model';
-import { create } from '../../shared/tasks/transitions';
+import { create } from '../../shared/lifecycle/transitions';
 import { emptyPagesStorage } from '../helpers/empty-pages';
 
 const BUCKETS = 3;

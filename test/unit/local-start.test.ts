@@ -175,7 +175,7 @@ test('on memory:, the SAS URLs work over plain HTTP: downloadArtifact, and a v10
     const wq = new tc.Queue({ rootUrl, credentials: tasks[0].credentials });
     const expires = new Date(Date.now() + 3600_000).toJSON();
     const { putUrl } = await wq.createArtifact(first, 0, 'public/hello.txt', { storageType: 's3', contentType: 'text/plain', expires });
-    expect(putUrl.startsWith(`${rootUrl.replace("localhost", "127.0.0.1")}/memory-storage/`)).toBe(true);
+    expect(putUrl.startsWith(`${rootUrl.replace('localhost', '127.0.0.1')}/memory-storage/`)).toBe(true);
     const put = await fetch(putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'hello over http' });
     expect(put.status).toBe(201);
     const got = await tc.downloadArtifact({ taskId: first, runId: 0, name: 'public/hello.txt', queue, streamFactory: collect });

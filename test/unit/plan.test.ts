@@ -4,15 +4,15 @@
  * guard, operator index writes, the chart tally and log lines are all derived here, and only here:
  * each record name is checked below for what its plan derives.
  */
-import * as T from '../../shared/tasks/transitions';
-import type { Effect } from '../../shared/tasks/effects';
-import { createOwnGroup, foldGroupClose, type Plan } from '../../shared/tasks/plan';
-import type { RecordName, TransitionRecord } from '../../shared/tasks/records';
+import * as T from '../../shared/lifecycle/transitions';
+import type { Effect } from '../../shared/lifecycle/effects';
+import { createOwnGroup, foldGroupClose, type Plan } from '../../shared/lifecycle/plan';
+import type { RecordName, TransitionRecord } from '../../shared/lifecycle/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
-import { planDeletion, planWrite } from '../../shared/plans/plan';
+import { planDeletion, planWrite } from '../../shared/lifecycle/planner';
 import { historyRowKey } from '../../shared/ops/history';
 import type { ReadModelPlan } from '../../shared/ops/read-models';
-import type { TaskEventPlan } from '../../shared/events/recorder';
+import type { TaskEventPlan } from '../../shared/lifecycle/events';
 import { EXCHANGE_PREFIX, type QueueEvent } from '../../shared/events/exchanges';
 import { outboxEvent } from '../../shared/events/outbox';
 import { taskDefinition } from '../helpers/task-fixture';
@@ -34,7 +34,7 @@ const asStep = (r: T.Result): T.Step => {
   if (!('next' in r)) throw new Error(`expected a step, got ${JSON.stringify(r)}`);
   return r;
 };
-const events = (p: Plan) => p.events as unknown as TaskEventPlan;
+const events = (p: Plan) => p.events as TaskEventPlan;
 const readModel = (p: Plan) => p.readModel as unknown as ReadModelPlan;
 const exchanges = (list: QueueEvent[]) => list.map((e) => e.exchange.slice(EXCHANGE_PREFIX.length));
 const kinds = (effects: Effect[]) => effects.map((e) => e.kind);
@@ -116,7 +116,8 @@ const CASES: Record<RecordName, Case> = {
     history: ['resolved 0', 'scheduled 1'],
     exchanges: ['task-exception', 'task-pending'],
     index: ['remove c', 'upsert r', 'upsert w', 'create p'],
-    claimGuard: { runId: 0 },
+    // Nothing proves the worker got its claim: its event goes again with the end.
+    claimGuard: { runId: 0, alsoClaimOf: 0 },
   },
   deadline: {
     step: () => T.deadline(created(), { deadline: definition().deadline }, new Date(definition().deadline)),
@@ -185,7 +186,7 @@ const CASES: Record<RecordName, Case> = {
   },
   repeat: {
     step: () => T.claim(claimed(), { runId: 0, worker: W, via: null, claimTimeoutS: 1200 }, NOW),
-    record: { name: 'repeat', of: 'claim' },
+    record: { name: 'repeat', of: 'claim', replay: { kind: 'run', runId: 0 } },
     history: [],
     exchanges: [],
     index: [],
@@ -333,16 +334,18 @@ describe('resolution', () => {
     expect(p.transitions).toBe(2);
   });
 
-  test('an idempotent repeat writes nothing: no row, history, events or index; only what it still owes after', () => {
+  test('an idempotent repeat writes nothing: no row, history, new events or index; it replays its events and owes the rest after', () => {
     const done = planWrite(report(claimed()), LATER, 'worker').task!;
     const repeat = report(done);
-    expect(repeat.record).toEqual({ name: 'repeat', of: 'report' });
+    expect(repeat.record).toEqual({ name: 'repeat', of: 'report', replay: { kind: 'end', runId: 0 } });
     expect(repeat.next).toBe(done);
     const p = planWrite(repeat, LATER, 'worker');
     expect(p.task).toBeUndefined();
     expect(p.rows).toEqual([]);
     expect(p.events).toBeUndefined();
     expect(p.readModel).toBeUndefined();
+    expect(p.replay).toEqual({ kind: 'end', runId: 0 });
+    expect(p.groupResolved).toMatchObject({ taskId: done.taskId, runId: 0 });
     expect(kinds(p.after)).toEqual(['close-group', 'commit-uploads']);
   });
 });

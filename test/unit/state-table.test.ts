@@ -6,9 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as T from '../../shared/tasks/transitions';
+import * as T from '../../shared/lifecycle/transitions';
 import { TaskRecord, isResolved, taskState } from '../../shared/tasks/model';
-import { TRANSITION_NAMES } from '../../shared/tasks/records';
+import { TRANSITION_NAMES } from '../../shared/lifecycle/records';
 import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');

@@ -4,9 +4,9 @@
  */
 import { MemoryStorage } from '../../shared/storage/memory';
 import { encodeKey } from '../../shared/storage/keys';
-import { isBlocked, reqKey } from '../../shared/tasks/dependencies';
-import { waitersOf } from '../../shared/tasks/keys';
-import type { TaskDeps } from '../../shared/tasks/deps';
+import { isBlocked, reqKey } from '../../shared/lifecycle/dependencies';
+import { waitersOf } from '../../shared/tasks/concurrency-keys';
+import type { TaskDeps } from '../../shared/tasks/ports';
 import { emptyPagesStorage } from '../helpers/empty-pages';
 
 async function deps(): Promise<{ storage: MemoryStorage; d: TaskDeps }> {

@@ -2,9 +2,9 @@
  * The task state machine (shared/tasks/transitions.ts), without storage: each transition's next
  * state, runs, reasons and retriesLeft, the effects it owes (and in which phase), and its refusals.
  */
-import * as T from '../../shared/tasks/transitions';
-import type { Effect } from '../../shared/tasks/effects';
-import type { TransitionName } from '../../shared/tasks/records';
+import * as T from '../../shared/lifecycle/transitions';
+import type { Effect } from '../../shared/lifecycle/effects';
+import type { Replay, TransitionName } from '../../shared/lifecycle/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { taskState } from '../../shared/tasks/model';
 import { taskDefinition } from '../helpers/task-fixture';
@@ -23,7 +23,11 @@ function step(r: T.Result): T.Step {
   return r;
 }
 /** The table's `=`: the task unchanged, owing `effects` again. */
-const repeat = (of: TransitionName, next: TaskRecord, effects: Effect[] = []) => ({ record: { name: 'repeat', of }, next, effects });
+const repeat = (of: TransitionName, next: TaskRecord, effects: Effect[] = [], replay?: Replay) => ({
+  record: { name: 'repeat', of, ...(replay ? { replay } : {}) },
+  next,
+  effects,
+});
 const kinds = (effects: Effect[]) => effects.map((e) => `${e.phase}:${e.kind}`);
 const summary = (t: TaskRecord) => t.runs.map((r) => `${r.state}${r.reasonResolved ? `/${r.reasonResolved}` : ''}`);
 
@@ -111,7 +115,8 @@ describe('claim', () => {
     const t = runningTask();
     Object.assign(t.runs[0], { hintId: 'h0', claimedWith: 'm0' });
     const input = { runId: 0, worker: W, via: via('h0'), claimTimeoutS: CLAIM_S };
-    expect(T.claim(t, input, later(10))).toEqual(repeat('claim', t));
+    // Its events go again (the first answer, and its events, may have been lost).
+    expect(T.claim(t, input, later(10))).toEqual(repeat('claim', t, [], { kind: 'run', runId: 0 }));
     // Another copy of the hint (a queue put repeated after its answer was lost) is another message.
     expect(T.claim(t, { ...input, via: via('h0', 150, 'm1') }, later(10))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
     expect(T.claim(t, input, later(151))).toEqual({ refused: 'conflict', message: 'run 0 is running' });
@@ -120,7 +125,7 @@ describe('claim', () => {
 
   test('claimTask repeated by the same worker is idempotent; by another is refused', () => {
     const t = runningTask();
-    expect(T.claim(t, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(500))).toEqual(repeat('claim', t));
+    expect(T.claim(t, { runId: 0, worker: W, via: null, claimTimeoutS: CLAIM_S }, later(500))).toEqual(repeat('claim', t, [], { kind: 'run', runId: 0 }));
     expect(T.claim(t, { runId: 0, worker: { ...W, workerId: 'w2' }, via: null, claimTimeoutS: CLAIM_S }, NOW)).toEqual({
       refused: 'conflict',
       message: 'run 0 is running',

@@ -5,12 +5,12 @@
 import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound } from '../../errors';
 import { TaskRecord, isResolved, taskState } from '../../tasks/model';
-import { changeTaskPriority, suspendRun } from '../../tasks/resolve';
+import { changeTaskPriority, suspendRun } from '../../lifecycle/resolve';
 import { mapLimit } from '../../limit';
 import { pagesOf } from '../../storage/storage';
 import type { Priority } from '../../tasks/vocabulary';
 import { declareWorkerGone } from '../../work/worker-gone';
-import { describeKey, heldKeys } from '../../tasks/keys';
+import { describeKey, heldKeys } from '../../tasks/concurrency-keys';
 import { pageLimit } from '../continuation';
 import { CONCURRENCY_KEY } from '../../tasks/vocabulary';
 import { badArgs, inputError } from '../../errors';

@@ -3,7 +3,7 @@
  */
 import { RouteDef, ok } from '../types';
 import { notFound } from '../../errors';
-import { createTask, CREATE_TASK_SCOPES } from '../../tasks/create';
+import { createTask, CREATE_TASK_SCOPES } from '../../lifecycle/create';
 import { definitionOf, taskStatus } from '../../tasks/model';
 import { decodeToken, encodeToken, isOffset, pageLimit } from '../continuation';
 

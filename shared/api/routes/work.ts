@@ -4,7 +4,7 @@
  */
 import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound, conflict } from '../../errors';
-import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../tasks/resolve';
+import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../lifecycle/resolve';
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
 import { clientGone } from '../client-gone';

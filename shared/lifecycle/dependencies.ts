@@ -1,5 +1,5 @@
 /**
- * Task dependencies. Edges live in the TaskDeps table in both directions:
+ * Task dependencies. Edges live in the LifecycleDeps table in both directions:
  *  - requirement rows `(PK=dependent, RK='r-<required>~<dependent>')`: what still blocks a task;
  *  - dependent rows `(PK=required, RK='d-<dependent>~<required>', require)`: whom to tell on resolution.
  * Each row key names both ends, so it is unique in the table: Azurite looks a row up by RowKey
@@ -8,9 +8,9 @@
  * Edges are written before the required tasks are checked, so a dependency resolving at the same
  * moment is seen either by this check or by its own resolution (both serialize on its row's ETag).
  */
-import { TaskDeps } from './deps';
+import type { LifecycleDeps } from './ports';
 import { deleteTask } from './delete';
-import { TaskRecord, isResolved, taskState } from './model';
+import { TaskRecord, isResolved, taskState } from '../tasks/model';
 import { mapLimit } from '../limit';
 import { MAX_TABLE_PAGE, firstRow, readPage, rowBatches } from '../storage/storage';
 
@@ -62,7 +62,7 @@ export interface Tracking {
  * Records a new unscheduled task's edges, checking every required task; schedules it if nothing
  * blocks it. With missing or expiring dependencies the task and its edges are removed again.
  */
-export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking: Tracking, known?: Map<string, TaskRecord>): Promise<TrackResult> {
+export async function trackDependencies(d: LifecycleDeps, task: TaskRecord, tracking: Tracking, known?: Map<string, TaskRecord>): Promise<TrackResult> {
   const deps = task.definition.dependencies;
   await writeRequirements(d, task);
   const { missing, expiring } = await linkRequired(d, task, tracking, known);
@@ -78,7 +78,7 @@ export async function trackDependencies(d: TaskDeps, task: TaskRecord, tracking:
  * The requirement rows, in the task's own partition: one entity-group transaction per 100. They go
  * before any dependent row, so no resolution can find the task before it is blocked.
  */
-export async function writeRequirements(d: TaskDeps, task: TaskRecord): Promise<void> {
+export async function writeRequirements(d: LifecycleDeps, task: TaskRecord): Promise<void> {
   const table = d.storage.table('TaskDeps');
   const { dependencies: deps, expires } = task.definition;
   const chunks: string[][] = [];
@@ -94,7 +94,7 @@ export async function writeRequirements(d: TaskDeps, task: TaskRecord): Promise<
  * for `linkRequired`. Stops starting reads once one is refused, so thousands of bad dependencies
  * cost about one round of EDGE_CONCURRENCY reads; the 400 names those found by then.
  */
-export async function checkRequired(d: TaskDeps, task: TaskRecord): Promise<TrackResult & { found: Map<string, TaskRecord> }> {
+export async function checkRequired(d: LifecycleDeps, task: TaskRecord): Promise<TrackResult & { found: Map<string, TaskRecord> }> {
   const deps = task.definition.dependencies;
   const found = new Map<string, TaskRecord>();
   const missing: string[] = [];
@@ -116,7 +116,7 @@ export async function checkRequired(d: TaskDeps, task: TaskRecord): Promise<Trac
  * task's row: it either sees the flag (and then our row) or we see it resolved. `known` rows (from
  * `checkRequired`) save the read of each required task that was not flagged yet.
  */
-export async function linkRequired(d: TaskDeps, task: TaskRecord, tracking: Tracking, known?: Map<string, TaskRecord>): Promise<TrackResult> {
+export async function linkRequired(d: LifecycleDeps, task: TaskRecord, tracking: Tracking, known?: Map<string, TaskRecord>): Promise<TrackResult> {
   const table = d.storage.table('TaskDeps');
   const def = task.definition;
   const require = def.requires === 'all-resolved' ? 'resolved' : 'completed';
@@ -139,7 +139,7 @@ export async function linkRequired(d: TaskDeps, task: TaskRecord, tracking: Trac
  * that will not exist, then its requirement rows and (`linked`) its rows in the required tasks'
  * partitions.
  */
-export async function removeTracked(d: TaskDeps, task: TaskRecord, linked: boolean): Promise<void> {
+export async function removeTracked(d: LifecycleDeps, task: TaskRecord, linked: boolean): Promise<void> {
   const table = d.storage.table('TaskDeps');
   await deleteTask(d, task.taskId);
   if (linked) await mapLimit(others(task), EDGE_CONCURRENCY, (r) => table.delete(r, depKey(task.taskId, r)));
@@ -162,7 +162,7 @@ function order(some: string[], all: string[]): string[] {
 }
 
 /** Whether any requirement row of the task remains (the first of its range, read through empty pages). */
-export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
+export async function isBlocked(d: LifecycleDeps, taskId: string): Promise<boolean> {
   return !!(await firstRow(d.storage.table('TaskDeps'), { partitionKey: taskId, rowKey: { ge: 'r-', lt: 'r.' }, select: ['RowKey'] }));
 }
 
@@ -171,7 +171,7 @@ export async function isBlocked(d: TaskDeps, taskId: string): Promise<boolean> {
  * that nothing blocks any more. Idempotent: requirement deletes ignore missing rows and scheduling
  * checks the dependent's runs. Returns how many dependents were scheduled.
  */
-export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: (taskId: string, known: TaskRecord) => Promise<void>): Promise<number> {
+export async function notifyDependents(d: LifecycleDeps, task: TaskRecord, schedule: (taskId: string, known: TaskRecord) => Promise<void>): Promise<number> {
   const state = taskState(task);
   if (!isResolved(state)) return 0;
   const table = d.storage.table('TaskDeps');
@@ -194,7 +194,12 @@ export async function notifyDependents(d: TaskDeps, task: TaskRecord, schedule: 
 }
 
 /** One page of the tasks that depend on `taskId` (its dependents list). */
-export async function dependentPage(d: TaskDeps, taskId: string, limit: number, continuation?: string): Promise<{ taskIds: string[]; continuation?: string }> {
+export async function dependentPage(
+  d: LifecycleDeps,
+  taskId: string,
+  limit: number,
+  continuation?: string,
+): Promise<{ taskIds: string[]; continuation?: string }> {
   const page = await readPage(d.storage.table('TaskDeps'), { partitionKey: taskId, rowKey: { ge: 'd-', lt: 'd.' }, select: ['RowKey'] }, limit, continuation);
   return { taskIds: page.items.map((r) => edgeOf(r.rowKey, taskId).dependent), continuation: page.continuation };
 }

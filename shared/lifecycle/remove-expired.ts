@@ -5,8 +5,8 @@
  * reapers sweeping the same row at once do no harm.
  */
 import { deleteRows, rowBatches } from '../storage/storage';
-import { isResolved, taskState } from './model';
-import type { TaskDeps } from './deps';
+import { isResolved, taskState } from '../tasks/model';
+import type { LifecycleDeps } from './ports';
 import { deleteTask } from './delete';
 import { depKey } from './dependencies';
 
@@ -30,7 +30,7 @@ export interface TaskExpiryData {
  * them): a task that created its group and was never joined then removes the group's rows too, in
  * one transaction without the partition read. True if it did (the group row is done).
  */
-export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryData, groupDue = false): Promise<boolean> {
+export async function expireTask(d: LifecycleDeps, taskId: string, data: TaskExpiryData, groupDue = false): Promise<boolean> {
   const now = d.now();
   const t = await d.tasks.load(taskId);
   // The index row of a createTask that lost to a different definition: the real task has its own.
@@ -75,6 +75,6 @@ export async function expireTask(d: TaskDeps, taskId: string, data: TaskExpiryDa
  * A group's expiry row came due (one per distinct member expires): once the meta row's expires has
  * passed, every row of the group goes (shared/tasks/groups.ts `expire`).
  */
-export async function expireGroup(d: TaskDeps, taskGroupId: string): Promise<void> {
+export async function expireGroup(d: LifecycleDeps, taskGroupId: string): Promise<void> {
   await d.groups.expire(taskGroupId, d.now());
 }

@@ -21,7 +21,7 @@
  */
 import { allRows, deleteIfMatch, readPage, replaceIfUnchanged } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
-import type { TaskDeps } from './deps';
+import type { TaskDeps } from './ports';
 import { TaskRecord, priorityOf, taskState } from './model';
 import { PRIORITIES } from './vocabulary';
 

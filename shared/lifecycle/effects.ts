@@ -11,8 +11,8 @@
  * An effect's identity is its content: the executor performs a `before` effect once per call even
  * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
  */
-import type { DeadlineSweep, TriggerRef } from './triggers';
-import type { Priority } from './vocabulary';
+import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
+import type { Priority } from '../tasks/vocabulary';
 import type { LogEventAt, LogFields } from '../log-events';
 
 export type Effect =

@@ -2,15 +2,14 @@
  * createTask, following the reference order: schema (done by the caller), task-queue forms,
  * scopes, timestamps, `**` scopes, group, then an idempotent insert.
  */
-import { isDeepStrictEqual } from 'node:util';
 import * as slugid from 'slugid';
-import { PRIORITIES, Priority } from './vocabulary';
+import { PRIORITIES, Priority } from '../tasks/vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
-import { TaskDeps } from './deps';
-import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus } from './model';
-import type { TriggerRef } from './triggers';
-import { create, dependentAdded, schedule } from './transitions';
-import { execute, executeCreate } from './executor';
+import type { LifecycleDeps } from './ports';
+import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus } from '../tasks/model';
+import type { TriggerRef } from '../tasks/triggers';
+import { create, createAgain, dependentAdded, schedule } from './transitions';
+import { execute } from './executor';
 import { Tracking, checkRequired, linkRequired, trackDependencies, writeRequirements, isBlocked } from './dependencies';
 
 /** Clients' clocks may drift this far from ours when they stamp `created`. */
@@ -60,7 +59,7 @@ export function resolveTaskQueue(input: { taskQueueId?: string; provisionerId?: 
   return { taskQueueId: `${input.provisionerId}/${input.workerType}`, provisionerId: input.provisionerId, workerType: input.workerType };
 }
 
-export async function createTask(d: TaskDeps, taskId: string, input: any, authorize: Authorize): Promise<TaskStatus> {
+export async function createTask(d: LifecycleDeps, taskId: string, input: any, authorize: Authorize): Promise<TaskStatus> {
   const q = resolveTaskQueue(input);
   const taskGroupId: string = input.taskGroupId ?? taskId;
   const priority: Priority = input.priority;
@@ -125,23 +124,13 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
   const background = definition.dependencies.length > (d.tuning?.syncDependencies ?? SYNC_DEPENDENCIES);
   // Put before the row: whatever happens to this call or to the background work, the tracking is finished.
   const net = background ? await d.triggers.tracking(taskId) : undefined;
-  const outcome = await executeCreate(d, step);
-  let task = step.next;
-  if ('created' in outcome) {
-    task = outcome.created;
-    if (task.runs.length > 0) return taskStatus(task);
-  } else {
-    const { existing } = outcome;
-    if (!existing) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
-    if (!isDeepStrictEqual(existing.definition, definition)) {
-      throw conflict(`taskId ${taskId} already used by another task with a different definition`);
-    }
-    // A repeat: Taskcluster publishes task-defined again (and task-pending while run 0 is pending).
-    await d.republish?.(existing, { kind: 'defined', pendingRun0: existing.runs.length === 1 && existing.runs[0].state === 'pending' });
-    // A retry of a create that may have stopped before its dependencies were tracked: redo that
-    // (idempotently) while the task is still waiting for them.
-    if (existing.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(existing);
-  }
+  const r = await execute(d, taskId, (t) => createAgain(t, definition), undefined, { create: step });
+  if (!r || 'retryAfterS' in r) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
+  if ('refused' in r) throw conflict(r.message);
+  const task = r.task;
+  // A repeat (`!r.changed`) may retry a create that stopped before its dependencies were tracked:
+  // that is redone (idempotently) while the task still waits for them.
+  if (task.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(task);
   if (background) return trackInBackground(d, task, net!, checked!.found);
   const tracked = await trackDependencies(d, task, taskTracking(d), checked?.found);
   if (tracked.missing.length || tracked.expiring.length) {
@@ -152,7 +141,7 @@ export async function createTask(d: TaskDeps, taskId: string, input: any, author
 }
 
 /** Task-row changes of dependency tracking, through the executor. */
-function taskTracking(d: TaskDeps): Tracking {
+function taskTracking(d: LifecycleDeps): Tracking {
   return {
     flagRequired: async (requiredId, known) => {
       const r = await execute(d, requiredId, dependentAdded, known);
@@ -178,7 +167,7 @@ function refusedDependencies(tracked: { missing: string[]; expiring: string[] })
  * answering `unscheduled`; the dependent rows, flags and scheduling after. If this instance dies
  * midway, `net` fires and `finishTracking` redoes it.
  */
-async function trackInBackground(d: TaskDeps, task: TaskRecord, net: TriggerRef, found: Map<string, TaskRecord>): Promise<TaskStatus> {
+async function trackInBackground(d: LifecycleDeps, task: TaskRecord, net: TriggerRef, found: Map<string, TaskRecord>): Promise<TaskStatus> {
   await writeRequirements(d, task);
   const tracking = taskTracking(d);
   const work = (async () => {
@@ -196,7 +185,7 @@ async function trackInBackground(d: TaskDeps, task: TaskRecord, net: TriggerRef,
  * dependencies again from the start, idempotently. A task whose create was refused (or never
  * finished checking and has a missing dependency) is removed, as createTask would have.
  */
-export async function finishTracking(d: TaskDeps, taskId: string): Promise<void> {
+export async function finishTracking(d: LifecycleDeps, taskId: string): Promise<void> {
   const t = await d.tasks.load(taskId);
   if (!t || t.runs.length > 0) return;
   const tracked = await trackDependencies(d, t, taskTracking(d));

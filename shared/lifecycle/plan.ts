@@ -1,37 +1,31 @@
 /**
- * A plan: everything one task write does, in the order the executor (executor.ts) carries it out.
+ * A plan: everything one task write does and publishes, in the order the executor (executor.ts)
+ * carries it out.
  *
  *   before      effects that must exist before the row says so (hints, triggers, expiry, group)
- *   task, rows  the ETag-guarded transaction: the task row, its history rows (each carrying the
- *               write's event: the outbox), and group rows a named step folds in
+ *   task, rows  the ETag-guarded transaction: the task row (inserted when there was none), its
+ *               history rows (each carrying the write's event: the outbox), and group rows a named
+ *               step folds in
  *   after       effects once the write took effect (drops, wakes, propagation, group bookkeeping)
  *   readModel   operator index and rollup writes, after the row (the task row is the truth)
- *   events      the write's events, for the events port to guard and deliver
+ *   events      the write's new events, and how they are guarded until delivered
+ *   replay      recorded events an idempotent repeat or a replay delivers again
+ *   groupResolved  the task-group-resolved a group's close in `after` owes
  *   log         structured log lines of the write
  *
  * The story of a write: a row of the state table (README) is a transition (transitions.ts), which
  * returns its named record (records.ts); one pure function makes the plan from the record, the row
- * it wrote, its effects, the time and the actor: `Planner.write` (shared/plans/plan.ts). It derives
- * history, events and read-model writes from the record, so nothing else infers them; it reaches
- * the executor as `TaskDeps.plan` because it builds on the history, events and index modules,
- * which build on this folder. The executor (executor.ts) carries the plan out; its two named plan
- * steps below put group rows into the row's transaction.
+ * it wrote, its effects, the time and the actor (planner.ts `planWrite`): it derives history,
+ * events and read-model writes from the record, so nothing else infers them. The executor carries
+ * the plan out; its two named plan steps below put group rows into the row's transaction.
  */
 import type { Entity, KeyRange, TableAction } from '../storage/storage';
 import type { Effect, EffectOf, LogEntry } from './effects';
 import type { LogEventAt } from '../log-events';
-import type { TaskRecord } from './model';
-import type { Step } from './transitions';
-
-/** The write's events as planned; read only by the events port (shared/events/recorder.ts). */
-export interface PlannedEvents {
-  readonly planned: 'events';
-}
-
-/** The write's operator read-model changes as planned; read only by the read-model port (shared/ops/read-models.ts). */
-export interface ReadModelWrites {
-  readonly planned: 'read-model';
-}
+import type { TaskRecord } from '../tasks/model';
+import type { ReadModelPlan } from '../ops/read-models';
+import type { GroupResolution, TaskEventPlan } from './events';
+import type { Replay } from './records';
 
 /** A registered info event with its fields (shared/log-events.ts). */
 export type LogLine = LogEntry<LogEventAt<'info'>>;
@@ -49,8 +43,12 @@ export interface Plan {
   /** A group of one's close this write may carry (the task created its group in its own transaction). */
   foldable?: EffectOf<'close-group'>;
   after: Effect[];
-  readModel?: ReadModelWrites;
-  events?: PlannedEvents;
+  readModel?: ReadModelPlan;
+  events?: TaskEventPlan;
+  /** Recorded events delivered again (an idempotent repeat, a replayed claim, a claim expiry finding its run ended). */
+  replay?: Replay;
+  /** The close-group effect in `after` publishes task-group-resolved when it leaves the group without an unresolved task. */
+  groupResolved?: GroupResolution;
   log: LogLine[];
   /** Run transitions in the write (the reaper reports them per pass). */
   transitions: number;
@@ -59,14 +57,9 @@ export interface Plan {
 /** What deleting a task (expired, or refused at creation) does besides the row. */
 export interface DeletionPlan {
   /** Its index rows, removed before the row (the row says which they are); none when the row is gone already. */
-  readModel?: ReadModelWrites;
+  readModel?: ReadModelPlan;
   /** Its history rows: their keys, from the row's history count, or the range to read them from. */
   history: string[] | KeyRange;
-}
-
-export interface Planner {
-  write(step: Step, now: Date, actor: string | undefined): Plan;
-  deletion(task: TaskRecord | undefined): DeletionPlan;
 }
 
 /**

@@ -5,15 +5,15 @@
  * answers. The rules live in the transitions; crash ordering in the executor.
  */
 import * as slugid from 'slugid';
-import { TaskDeps } from './deps';
-import { Run, TaskRecord, TaskStatus, taskStatus } from './model';
+import type { LifecycleDeps } from './ports';
+import { Run, TaskRecord, TaskStatus, taskStatus } from '../tasks/model';
 import { conflict, notFound } from '../errors';
 import { Executed, execute, rehinter } from './executor';
-import { acquireKey } from './keys';
+import { acquireKey } from '../tasks/concurrency-keys';
 import { effect } from './effects';
 import * as T from './transitions';
 import type { Later, Refusal } from './transitions';
-import type { Priority } from './vocabulary';
+import type { Priority } from '../tasks/vocabulary';
 
 export type { Outcome, Worker } from './transitions';
 export { MAX_RUNS } from './transitions';
@@ -38,7 +38,7 @@ export type ClaimVia = T.ClaimInput['via'];
  * runs once the claim stands, side by side with its index write (claimWork deletes the hint then).
  */
 export async function claimRun(
-  d: TaskDeps,
+  d: LifecycleDeps,
   taskId: string,
   runId: number,
   worker: T.Worker,
@@ -72,18 +72,16 @@ export async function claimRun(
   if (!r) return { kind: 'task-not-found' };
   if ('refused' in r) return { kind: 'conflict', reason: r.message };
   if ('retryAfterS' in r) throw new Error(`task ${taskId}: unexpected retry-after`);
-  // A replayed claim (its first response may have been lost with its events): send them again.
-  if (!r.changed) await d.redeliverRun?.(taskId, runId);
   return { kind: 'claimed', task: r.task, run: r.task.runs[runId] };
 }
 
 /** The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns). */
-function earlyClaimTrigger(d: TaskDeps, taskId: string, runId: number, now: Date) {
+function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, now: Date) {
   const e = effect.putClaimTrigger(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS));
   return { effect: e, ref: d.triggers.claim(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS)) };
 }
 
-export async function reclaimRun(d: TaskDeps, taskId: string, runId: number): Promise<{ task: TaskRecord; run: Run }> {
+export async function reclaimRun(d: LifecycleDeps, taskId: string, runId: number): Promise<{ task: TaskRecord; run: Run }> {
   const input = { runId, claimTimeoutS: d.config.claimTimeoutS };
   const now = d.now();
   const { task } = settled(taskId, await execute(d, taskId, (t) => T.reclaim(t, input, now)));
@@ -93,90 +91,81 @@ export async function reclaimRun(d: TaskDeps, taskId: string, runId: number): Pr
 // ---- resolution ----
 
 /** reportCompleted / reportFailed / reportException. */
-export async function resolveRun(d: TaskDeps, taskId: string, runId: number, outcome: T.Outcome): Promise<TaskStatus> {
+export async function resolveRun(d: LifecycleDeps, taskId: string, runId: number, outcome: T.Outcome): Promise<TaskStatus> {
   const input = { runId, outcome, hintId: slugid.nice() };
   const now = d.now();
-  const { task, changed } = settled(taskId, await execute(d, taskId, (t) => T.report(t, input, now)));
-  // The same report again: Taskcluster publishes the resolution again (same event ids here).
-  if (!changed) await d.republish?.(task, { kind: 'end', runId });
-  return taskStatus(task);
+  return taskStatus(settled(taskId, await execute(d, taskId, (t) => T.report(t, input, now))).task);
 }
 
 /** What a trigger handler asks of the reaper: delete the message (done) or show it again later. */
 /** `body`: what the trigger says when it shows again (replaced with the delay: one call). */
 export type TriggerResult = void | { retryAfterS: number; body?: unknown };
 
-async function onTrigger(d: TaskDeps, taskId: string, transition: (t: TaskRecord) => T.Result, known?: TaskRecord): Promise<TriggerResult> {
+async function onTrigger(d: LifecycleDeps, taskId: string, transition: (t: TaskRecord) => T.Result, known?: TaskRecord): Promise<TriggerResult> {
   const r = await execute(d, taskId, transition, known);
   if (r && 'retryAfterS' in r) return { retryAfterS: r.retryAfterS };
 }
 
 /** Claim expiry (reaper); `known`: the task as just read. */
-export async function expireClaim(d: TaskDeps, taskId: string, runId: number, takenUntil: string, known?: TaskRecord): Promise<TriggerResult> {
+export async function expireClaim(d: LifecycleDeps, taskId: string, runId: number, takenUntil: string, known?: TaskRecord): Promise<TriggerResult> {
   const input = { runId, takenUntil, hintId: slugid.nice() };
   const now = d.now();
   return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now), known);
 }
 
 /** Deadline (reaper). */
-export async function resolveDeadline(d: TaskDeps, taskId: string, deadline: string): Promise<TriggerResult> {
+export async function resolveDeadline(d: LifecycleDeps, taskId: string, deadline: string): Promise<TriggerResult> {
   const now = d.now();
   return onTrigger(d, taskId, (t) => T.deadline(t, { deadline }, now));
 }
 
 /** The `resolved` trigger: finish propagation that a crash interrupted. */
-export async function finishResolution(d: TaskDeps, taskId: string): Promise<void> {
+export async function finishResolution(d: LifecycleDeps, taskId: string): Promise<void> {
   await onTrigger(d, taskId, (t) => T.safetyNet(t));
 }
 
 // ---- creator actions ----
 
-export async function cancelTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus> {
+export async function cancelTask(d: LifecycleDeps, t: TaskRecord): Promise<TaskStatus> {
   return (await cancelTaskOnce(d, t)).status;
 }
 
 /** cancelTask, also telling whether this call was the one that cancelled it (for cancelTaskGroup). */
-export async function cancelTaskOnce(d: TaskDeps, t: TaskRecord): Promise<{ status: TaskStatus; changed: boolean }> {
+export async function cancelTaskOnce(d: LifecycleDeps, t: TaskRecord): Promise<{ status: TaskStatus; changed: boolean }> {
   const now = d.now();
   const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.cancel(x, {}, now), t));
-  // Cancelling a cancelled task again: Taskcluster publishes its task-exception again.
-  const last = task.runs[task.runs.length - 1];
-  if (!changed && last?.reasonResolved === 'canceled') await d.republish?.(task, { kind: 'end', runId: last.runId });
   return { status: taskStatus(task), changed };
 }
 
-export async function rerunTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus> {
+export async function rerunTask(d: LifecycleDeps, t: TaskRecord): Promise<TaskStatus> {
   const input = { hintId: slugid.nice() };
   const now = d.now();
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.rerun(x, input, now), t)).task);
 }
 
-export async function scheduleTask(d: TaskDeps, t: TaskRecord): Promise<TaskStatus> {
+export async function scheduleTask(d: LifecycleDeps, t: TaskRecord): Promise<TaskStatus> {
   const input = { hintId: slugid.nice() };
   const now = d.now();
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.scheduleTask(x, input, now), t)).task);
 }
 
 /** suspendRun: ends the run as suspended; a resumed run is pending at `resumeAt`. */
-export async function suspendRun(d: TaskDeps, t: TaskRecord, runId: number, continuation: string, resumeAt: string): Promise<TaskStatus> {
+export async function suspendRun(d: LifecycleDeps, t: TaskRecord, runId: number, continuation: string, resumeAt: string): Promise<TaskStatus> {
   const input = { runId, continuation, resumeAt, hintId: slugid.nice() };
   const now = d.now();
   return taskStatus(settled(t.taskId, await execute(d, t.taskId, (x) => T.suspend(x, input, now), t)).task);
 }
 
 /** A worker declared gone: resolves the run it holds as exception/worker-shutdown; true if this call did. */
-export async function workerGoneRun(d: TaskDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
+export async function workerGoneRun(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker): Promise<boolean> {
   const input = { runId, worker, hintId: slugid.nice() };
   const now = d.now();
-  // Nothing proves the worker ever got its claim (with its events): send them again before its
-  // claim-expiry trigger, their guard, goes with this resolution (shared/events/recorder.ts).
-  await d.redeliverRun?.(taskId, runId);
   const r = await execute(d, taskId, (t) => T.workerGone(t, input, now));
   return !!r && 'changed' in r && r.changed;
 }
 
 /** changeTaskPriority: the task's status after the change (a repeat changes nothing). */
-export async function changeTaskPriority(d: TaskDeps, t: TaskRecord, priority: Priority): Promise<{ status: TaskStatus; changed: boolean }> {
+export async function changeTaskPriority(d: LifecycleDeps, t: TaskRecord, priority: Priority): Promise<{ status: TaskStatus; changed: boolean }> {
   const input = { priority, hintId: slugid.nice() };
   const now = d.now();
   const { task, changed } = settled(t.taskId, await execute(d, t.taskId, (x) => T.changePriority(x, input, now), t));
@@ -187,7 +176,7 @@ export async function changeTaskPriority(d: TaskDeps, t: TaskRecord, priority: P
  * Gives a pending run a fresh hint (its old one was lost or hidden for far too long); true if this
  * call did. The new hint goes before the row, which then names it.
  */
-export async function rehintRun(d: TaskDeps, taskId: string, runId: number, staleHintId: string | undefined): Promise<boolean> {
+export async function rehintRun(d: LifecycleDeps, taskId: string, runId: number, staleHintId: string | undefined): Promise<boolean> {
   const input = { runId, staleHintId, hintId: slugid.nice() };
   const now = d.now();
   const r = await execute(d, taskId, (t) => T.rehint(t, input, now));

@@ -9,18 +9,18 @@
  *   - the log lines: a `task-transition` per history entry, and the step's own.
  * Nothing here compares the row before and after: the record says what happened.
  */
-import type { Effect, EffectOf } from '../tasks/effects';
+import type { Effect, EffectOf } from './effects';
 import type { TaskRecord } from '../tasks/model';
-import type { DeletionPlan, Plan, PlannedEvents, Planner, ReadModelWrites, LogLine } from '../tasks/plan';
-import type { TransitionRecord } from '../tasks/records';
-import type { Step } from '../tasks/transitions';
+import type { DeletionPlan, Plan, LogLine } from './plan';
+import type { TransitionRecord } from './records';
+import type { Step } from './transitions';
 import { claimedEntry, createdEntry, historyKeys, historyRows, resolvedEntry, scheduledEntry, type Transition } from '../ops/history';
 import { deletionOps, indexOps, repairOps } from '../ops/indexes';
 import { transitionTally } from '../ops/rollups';
 import type { ReadModelPlan } from '../ops/read-models';
 import { taskEvents } from '../events/exchanges';
 import { attachToHistoryRows } from '../events/outbox';
-import type { TaskEventPlan } from '../events/recorder';
+import type { GroupResolution, TaskEventPlan } from './events';
 
 /** The history entries of a write, in order (a retried run's end before its retry), from its record and the row it wrote. */
 export function historyOf(record: TransitionRecord, task: TaskRecord): Transition[] {
@@ -60,9 +60,9 @@ export function historyOf(record: TransitionRecord, task: TaskRecord): Transitio
  * The run whose claim-expiry trigger guards the write's events, if any: the run a claim put it
  * for (it exists before the write and stays until the run ends), or a running run the write ends
  * (its trigger is dropped only after this write's delivery). A run's claim and end are guarded by
- * the same trigger; it delivers both again if it fires (`redeliverRun`). Endings not reported by
- * the run's worker (cancel, deadline, claim expiry) send the claim's event again too: nothing
- * proves the worker got it (a worker declared gone gets it before the write, shared/tasks/resolve.ts).
+ * the same trigger; it delivers both again if it fires (the claim expiry's `run` replay). Endings
+ * not reported by the run's worker (cancel, deadline, claim expiry, worker gone) send the claim's
+ * event again too: nothing proves the worker got it.
  */
 export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEventPlan['claim'] {
   const ending = (runId: number, from: string | null, withoutWorker: boolean): TaskEventPlan['claim'] => {
@@ -73,10 +73,10 @@ export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEven
     case 'claim':
       return { runId: record.runId };
     case 'report':
-    case 'worker-gone':
     case 'suspend':
       return ending(record.runId, 'running', false);
     case 'claim-expired':
+    case 'worker-gone':
       return ending(record.runId, 'running', true);
     case 'cancel':
       return ending(record.ended.runId, record.ended.from, true);
@@ -89,12 +89,21 @@ export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEven
 
 const has = (effects: Effect[], kind: Effect['kind']) => effects.some((e) => e.kind === kind);
 
+/** The task-group-resolved a close-group effect owes (published if the close leaves the group without an unresolved task). */
+function groupResolution(after: Effect[]): GroupResolution | undefined {
+  const close = after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group');
+  return close && { taskGroupId: close.taskGroupId, schedulerId: close.schedulerId, taskId: close.taskId, runId: close.runId };
+}
+
 /** The plan of the write of `step` (its record, the row it wrote, its effects). */
 export function planWrite(step: Step, now: Date, actor: string | undefined): Plan {
   const { record } = step;
   const own: LogLine[] = step.effects.filter((e): e is EffectOf<'log'> => e.kind === 'log');
   const after = step.effects.filter((e) => e.phase === 'after' && e.kind !== 'log');
-  if (record.name === 'repeat') return { before: [], rows: [], groupRows: [], after, log: own, transitions: 0 };
+  const groupResolved = groupResolution(after);
+  const owed = groupResolved ? { groupResolved } : {};
+  if (record.name === 'repeat')
+    return { before: [], rows: [], groupRows: [], after, log: own, transitions: 0, ...owed, ...(record.replay ? { replay: record.replay } : {}) };
   const effects = step.effects.filter((e) => e.phase === 'before');
   // Its own copy: numbering the history sets the row's count.
   const task: TaskRecord = { ...step.next };
@@ -127,8 +136,9 @@ export function planWrite(step: Step, now: Date, actor: string | undefined): Pla
     ...(ownGroup ? { ownGroup } : {}),
     foldable: after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group' && !!e.alone && e.taskGroupId === taskId),
     after,
-    readModel: readModel as unknown as ReadModelWrites,
-    events: guarded as unknown as PlannedEvents,
+    readModel,
+    events: guarded,
+    ...owed,
     log: [...transitions, ...own],
     transitions: entries.filter((e) => e.runId !== undefined).length,
   };
@@ -143,7 +153,5 @@ export function planDeletion(task: TaskRecord | undefined): DeletionPlan {
     repair: [],
     deleted: true,
   };
-  return { ...(readModel ? { readModel: readModel as unknown as ReadModelWrites } : {}), history: historyKeys(task) };
+  return { ...(readModel ? { readModel } : {}), history: historyKeys(task) };
 }
-
-export const planner: Planner = { write: planWrite, deletion: planDeletion };

@@ -5,7 +5,7 @@
  * the record, not a comparison of the row before and after: the history entries, events, operator
  * index writes and chart tally all follow from the record and the row it wrote.
  */
-import type { Priority } from './vocabulary';
+import type { Priority } from '../tasks/vocabulary';
 
 /** The transitions, as the README's state table names its rows. */
 export const TRANSITION_NAMES = [
@@ -69,8 +69,17 @@ export type TransitionRecord =
   | Named<'propagated', { last: number }>
   | Named<'dependent-added'>
   | Named<'mark-uploads', { runId: number }>
-  /** The table's `=`: the row is unchanged; the transition (`of`) only owes its effects again. */
-  | { name: 'repeat'; of: TransitionName };
+  /** The table's `=`: the row is unchanged; the transition (`of`) only owes its effects, and `replay`'s events, again. */
+  | { name: 'repeat'; of: TransitionName; replay?: Replay };
+
+/**
+ * Recorded events a repeat delivers again, as Taskcluster publishes a repeated call's messages
+ * again: a createTask's task-defined (and run 0's task-pending while that run is pending), a run's
+ * end (a repeated report or cancel: its resolution and the retry's task-pending), or everything of
+ * run `runId` its claim-expiry trigger guards (a replayed claim, or the trigger finding its run
+ * ended: the claim's task-running and the end).
+ */
+export type Replay = { kind: 'defined'; pendingRun0: boolean } | { kind: 'end'; runId: number } | { kind: 'run'; runId: number };
 
 export type RecordName = TransitionRecord['name'];
 export type RecordOf<N extends RecordName> = Extract<TransitionRecord, { name: N }>;

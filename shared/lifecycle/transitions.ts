@@ -33,10 +33,11 @@
  * (propagation, upload commits). A refusal carries the 404/409 message. After the deadline, claim,
  * reclaim, cancel, rerun and scheduleTask refuse (409).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { effect, Effect } from './effects';
-import type { Ended, RecordOf, TransitionName, TransitionRecord } from './records';
-import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from './model';
-import type { Priority } from './vocabulary';
+import type { Ended, RecordOf, Replay, TransitionName, TransitionRecord } from './records';
+import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from '../tasks/model';
+import type { Priority } from '../tasks/vocabulary';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -80,8 +81,8 @@ export type Outcome = { state: 'completed' } | { state: 'failed' } | { state: 'e
 // ---- helpers ----
 
 /** The table's `=`: `task` unchanged, owing `effects` again. */
-const same = (of: TransitionName, task: TaskRecord, effects: Effect[] = []): Step<RecordOf<'repeat'>> => ({
-  record: { name: 'repeat', of },
+const same = (of: TransitionName, task: TaskRecord, effects: Effect[] = [], replay?: Replay): Step<RecordOf<'repeat'>> => ({
+  record: { name: 'repeat', of, ...(replay ? { replay } : {}) },
   next: task,
   effects,
 });
@@ -210,6 +211,15 @@ export function create(input: CreateInput, now: Date): Step<RecordOf<'create'>> 
   return { record: { name: 'create', scheduled: next.runs.length > 0 }, next, effects };
 }
 
+/**
+ * createTask for a taskId a task holds: the same definition is an idempotent repeat (Taskcluster
+ * publishes task-defined again, and task-pending while run 0 is pending); another is refused.
+ */
+export function createAgain(task: TaskRecord, definition: TaskDefinition): Result {
+  if (!isDeepStrictEqual(task.definition, definition)) return refuse(`taskId ${task.taskId} already used by another task with a different definition`);
+  return same('create', task, [], { kind: 'defined', pendingRun0: task.runs.length === 1 && task.runs[0].state === 'pending' });
+}
+
 /** Run 0 of an unscheduled task (its dependencies are satisfied); nothing after the deadline. */
 export function schedule(task: TaskRecord, input: { hintId: string }, now: Date): Step {
   if (task.runs.length > 0 || deadlinePassed(task, now)) return same('schedule', task);
@@ -262,10 +272,11 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
     return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
   }
   const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
-  if (mine && via === null) return same('claim', task);
+  // A repeated claim: its first answer (and its events) may have been lost, so they go again.
+  if (mine && via === null) return same('claim', task, [], { kind: 'run', runId });
   // Only the very message that claimed: a copy of the hint (same hintId) is another message.
   const replay = mine && via && r.hintId === via.hintId && via.messageId !== undefined && r.claimedWith === via.messageId;
-  if (replay && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same('claim', task);
+  if (replay && r.started && now.getTime() - new Date(r.started).getTime() < via.replayWithinS * 1000) return same('claim', task, [], { kind: 'run', runId });
   return refuse(`run ${runId} is ${isLatest(task, runId) ? r.state : 'not the latest run'}`);
 }
 
@@ -307,7 +318,9 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
     // The run must still be the latest, or be followed only by the retry this very report created.
     const current = runId === last || (runId === last - 1 && !!retryAs && task.runs[last].reasonCreated === retryAs);
     if (r.state === outcome.state && r.reasonResolved === reason && current) {
-      return same('report', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task), effect.commitUploads(task.taskId, runId)]);
+      // Taskcluster publishes the resolution again (the same event ids here).
+      const owed = [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task), effect.commitUploads(task.taskId, runId)];
+      return same('report', task, owed, { kind: 'end', runId });
     }
     return refuse(
       `run ${runId} of task ${task.taskId} is ${r.state}${r.reasonResolved ? ` (${r.reasonResolved})` : ''}${current ? '' : ' and not the latest run'}; cannot resolve it as ${reason}`,
@@ -340,10 +353,13 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
 export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string }, now: Date): Result {
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
+  // The trigger guards its run's claim and end events: still here after the run ended with its
+  // takenUntil, it was not dropped after their delivery, so they go again.
+  const ended = r && r.takenUntil === takenUntil && isResolved(r.state) ? ({ kind: 'run', runId } as const) : undefined;
   if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
-    return same('claim-expired', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)]);
+    return same('claim-expired', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)], ended);
   }
-  if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same('claim-expired', task);
+  if (!r || !running(task, runId) || r.takenUntil !== takenUntil) return same('claim-expired', task, [], ended);
   if (new Date(takenUntil) > now) return { retryAfterS: secondsUntil(takenUntil, now) };
   if (deadlinePassed(task, now)) return same('claim-expired', task);
   const next = copy(task);
@@ -410,7 +426,9 @@ export function safetyNet(task: TaskRecord): Step {
 export function cancel(task: TaskRecord, _input: Record<string, never>, now: Date): Result {
   if (deadlinePassed(task, now)) return refuse(`task ${task.taskId} has passed its deadline`);
   const last = lastRun(task);
-  if (last && isResolved(last.state)) return same('cancel', task, owedPropagation(task));
+  // Cancelling a cancelled task again: Taskcluster publishes its task-exception again.
+  if (last && isResolved(last.state))
+    return same('cancel', task, owedPropagation(task), last.reasonResolved === 'canceled' ? { kind: 'end', runId: last.runId } : undefined);
   const next = copy(task);
   const at = now.toJSON();
   if (!last) {

@@ -9,16 +9,18 @@
  * `groupFold` (plan.ts `foldGroupClose`).
  */
 import * as slugid from 'slugid';
-import { TaskDeps, WriteEvents } from './deps';
-import { Effect, effectKey, safetyNetOf } from './effects';
-import { TaskRecord, isResolved, taskState } from './model';
+import type { LifecycleDeps } from './ports';
+import type { WriteEvents } from './events';
+import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
+import { TaskRecord, isResolved, taskState } from '../tasks/model';
 import { Plan, createOwnGroup, foldGroupClose } from './plan';
-import type { TriggerRef } from './triggers';
+import { planWrite } from './planner';
+import type { TriggerRef } from '../tasks/triggers';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import type { RecordOf } from './records';
-import { Rehint, releaseKey } from './keys';
+import { Rehint, releaseKey } from '../tasks/concurrency-keys';
 import { notifyDependents } from './dependencies';
-import { EXPIRY_KIND_GROUP } from './groups';
+import { EXPIRY_KIND_GROUP } from '../tasks/groups';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
 const MAX_WRITE_ATTEMPTS = 10;
@@ -42,6 +44,11 @@ type Performed = Map<string, TriggerRef | undefined>;
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
+  /**
+   * A createTask: the step to write while no row exists (an insert); `transition` decides a row
+   * found there (an idempotent repeat, or a refusal).
+   */
+  create?: Step<RecordOf<'create'>>;
   /** A `before` effect the caller started already, side by side with the task read (see `early`). */
   early?: { effect: Effect; ref: Promise<TriggerRef | undefined> };
   /** Runs once the outcome stands (row written, or an idempotent repeat), side by side with the `after` effects. */
@@ -53,7 +60,7 @@ export interface ExecuteOptions {
  * undefined when the task does not exist, the transition's refusal or "later", or the outcome.
  */
 export async function execute(
-  d: TaskDeps,
+  d: LifecycleDeps,
   taskId: string,
   transition: (t: TaskRecord) => Result,
   known?: TaskRecord,
@@ -62,23 +69,25 @@ export async function execute(
   const performed: Performed = new Map();
   const row = cachedRow(d, taskId, known);
   const fold = groupFold(d);
+  const own = ownGroup(d);
   const adoptEarly = early(options.early, performed);
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
     const current = await row.load();
-    if (!current) return undefined;
-    const result = transition(current);
+    if (!current && !options.create) return undefined;
+    const result = current ? transition(current) : options.create!;
     if (row.unproven(result)) continue;
-    if (isRefusal(result) || isLater(result)) return result;
-    const p = fold.plan(current, planOf(d, result));
+    if (isRefusal(result) || isLater(result)) return settleCreate(d, performed, current, result);
+    const p = current ? fold.plan(current, planOf(d, result)) : own.plan(planOf(d, result));
     if (!p.task) {
-      await finish(d, p, current, undefined, performed, options.alongside);
-      return { task: current, changed: false };
+      await settleCreate(d, performed, current, undefined);
+      await finish(d, p, current!, undefined, performed, options.alongside);
+      return { task: current!, changed: false };
     }
     await adoptEarly(p);
     const { guarded, w } = await guardEvents(d, p);
     await performBefore(d, guarded, performed);
-    const written = await d.tasks.replace(current, p.task, p.rows, p.groupRows);
-    if (fold.failed(written, current, p) || written === 'etag') continue;
+    const written = current ? await d.tasks.replace(current, p.task, p.rows, p.groupRows) : await insert(d, p);
+    if (!current ? own.failed(written, p) : fold.failed(written, current, p) || written === 'etag') continue;
     if (written === 'missing') return undefined;
     await finish(d, p, p.task, w, performed, options.alongside);
     return { task: p.task, changed: true };
@@ -86,9 +95,48 @@ export async function execute(
   throw new Error(`task ${taskId}: too many concurrent modifications`);
 }
 
+/** A create's write: the row inserted, or 'etag' when a row holds the taskId already (the next attempt reads it). */
+async function insert(d: LifecycleDeps, p: Plan): Promise<'written' | 'etag'> {
+  return (await d.tasks.insert(p.task!, p.rows, p.groupRows)) ? 'written' : 'etag';
+}
+
+/**
+ * A create that found the taskId taken after it joined the task's group (a concurrent create won
+ * the insert): the group row this call added, which the existing task does not hold, is taken back;
+ * `result` is passed through.
+ */
+async function settleCreate<R>(d: LifecycleDeps, performed: Performed, existing: TaskRecord | undefined, result: R): Promise<R> {
+  // An effect's key is its content (effects.ts effectKey).
+  const joined = [...performed.keys()].map((k) => JSON.parse(k) as Effect).find((e): e is EffectOf<'add-group-member'> => e.kind === 'add-group-member');
+  if (!joined || !existing) return result;
+  if (existing.definition.taskGroupId !== joined.taskGroupId) await d.groups.removeMember(joined.taskGroupId, joined.taskId, true, joined.created);
+  else if (isResolved(taskState(existing))) await d.groups.close(joined.taskGroupId, joined.taskId);
+  return result;
+}
+
+/**
+ * Step "own group" across attempts (plan.ts `createOwnGroup`): a create whose insert carried the
+ * rows of the group it starts failed, and no task row is there: the group existed already (a
+ * member came first), so the next attempt joins it as any member does, before its row.
+ */
+function ownGroup(d: LifecycleDeps) {
+  let on = true;
+  return {
+    plan(p: Plan): Plan {
+      const join = p.ownGroup;
+      return on && join ? createOwnGroup(p, d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created)) : p;
+    },
+    failed(written: 'written' | 'etag' | 'missing', p: Plan): boolean {
+      if (written === 'written') return false;
+      if (p.task?.groupAlone) on = false;
+      return true;
+    },
+  };
+}
+
 /** The plan of `step`, at this call's time and actor. */
-function planOf(d: TaskDeps, step: Step): Plan {
-  return d.plan.write(step, d.now(), d.actor?.()?.actor);
+function planOf(d: LifecycleDeps, step: Step): Plan {
+  return planWrite(step, d.now(), d.actor?.()?.actor);
 }
 
 /**
@@ -100,7 +148,7 @@ function planOf(d: TaskDeps, step: Step): Plan {
  * 2 calls, 3 without). It also carries a re-armed deadline trigger's new receipt to the report,
  * which then deletes the trigger (without: it fires later, a read and a delete).
  */
-function cachedRow(d: TaskDeps, taskId: string, known: TaskRecord | undefined) {
+function cachedRow(d: LifecycleDeps, taskId: string, known: TaskRecord | undefined) {
   let current = known ?? d.tasks.recentRow?.(taskId);
   let unproven = !known && current !== undefined;
   let first = true;
@@ -139,7 +187,7 @@ function early(started: ExecuteOptions['early'], performed: Performed): (p: Plan
  * failed on a row whose ETag is still current, so the group's condition failed (someone joined):
  * the next attempt does not fold.
  */
-function groupFold(d: TaskDeps) {
+function groupFold(d: LifecycleDeps) {
   let failedAt: string | undefined;
   let on = true;
   return {
@@ -160,7 +208,7 @@ function groupFold(d: TaskDeps) {
  * The write's events and their guard (shared/events/recorder.ts): a deadline trigger the plan
  * puts anyway may carry their sweep.
  */
-async function guardEvents(d: TaskDeps, p: Plan): Promise<{ guarded: Plan; w?: WriteEvents }> {
+async function guardEvents(d: LifecycleDeps, p: Plan): Promise<{ guarded: Plan; w?: WriteEvents }> {
   if (!d.taskEvents || !p.events) return { guarded: p };
   const w = await d.taskEvents.prepare(p.events);
   const sweep = w.deadlineSweep;
@@ -170,7 +218,7 @@ async function guardEvents(d: TaskDeps, p: Plan): Promise<{ guarded: Plan; w?: W
 
 /** Once the outcome stands: the plan's log lines, read-model writes, events and `after` effects. */
 async function finish(
-  d: TaskDeps,
+  d: LifecycleDeps,
   p: Plan,
   task: TaskRecord,
   w: WriteEvents | undefined,
@@ -180,47 +228,8 @@ async function finish(
   const ctx = d.actor?.();
   if (ctx) ctx.transitions += p.transitions;
   for (const line of p.log) d.log.info(line.event, line.fields);
-  const after = () => Promise.all([performAfter(d, p.after, task, performed), alongside?.()]).then(() => undefined);
+  const after = () => Promise.all([performAfter(d, p, task, performed), alongside?.(), p.replay && replay(d, task, p)]).then(() => undefined);
   await Promise.all([p.readModel && d.readModels?.write(p.readModel), withEvents(d, w, task, after)]);
-}
-
-/** What executeCreate did: the task as written, or the task that holds the taskId already (undefined: gone meanwhile). */
-export type Created = { created: TaskRecord } | { existing: TaskRecord | undefined };
-
-/**
- * Creates a task row from `create`'s step. A task that starts its own group writes the group's
- * rows in its row's transaction (plan step `createOwnGroup`); if that fails and the task row is not
- * there, the group existed already (a member came first): it joins as any member does, before its
- * row is written. When the taskId is taken, nothing `after` is done, and group rows this call
- * added that the existing task does not own are taken back.
- */
-export async function executeCreate(d: TaskDeps, step: Step<RecordOf<'create'>>): Promise<Created> {
-  const performed: Performed = new Map();
-  const { guarded, w } = await guardEvents(d, planOf(d, step));
-  const insert = async (p: Plan): Promise<Created | undefined> => {
-    await performBefore(d, p, performed);
-    if (!(await d.tasks.insert(p.task!, p.rows, p.groupRows))) return undefined;
-    await finish(d, p, p.task!, w, performed);
-    return { created: p.task! };
-  };
-  const join = guarded.ownGroup;
-  if (join) {
-    const owned = await insert(createOwnGroup(guarded, d.groups.createActions(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created)));
-    if (owned) return owned;
-    const existing = await d.tasks.load(join.taskId);
-    if (existing) return { existing };
-    await d.groups.addMember(join.taskGroupId, join.taskId, join.schedulerId, join.expires, join.created, true);
-    performed.set(effectKey(join), undefined);
-  }
-  const created = await insert(guarded);
-  if (created) return created;
-  const task = guarded.task!;
-  const existing = await d.tasks.load(task.taskId);
-  const def = task.definition;
-  // Our group rows went in first: take back an open row the existing task does not have.
-  if (existing && existing.definition.taskGroupId !== def.taskGroupId) await d.groups.removeMember(def.taskGroupId, task.taskId, true, def.created);
-  else if (existing && isResolved(taskState(existing))) await d.groups.close(def.taskGroupId, task.taskId);
-  return { existing };
 }
 
 /**
@@ -228,7 +237,7 @@ export async function executeCreate(d: TaskDeps, step: Step<RecordOf<'create'>>)
  * trigger that `after` drops guards them (a failed delivery then keeps the guard: `after` is not
  * run). Delivered events a deadline trigger swept re-arm it for the deadline.
  */
-async function withEvents(d: TaskDeps, w: WriteEvents | undefined, task: TaskRecord, after: () => Promise<void>): Promise<void> {
+async function withEvents(d: LifecycleDeps, w: WriteEvents | undefined, task: TaskRecord, after: () => Promise<void>): Promise<void> {
   if (!w) return after();
   const delivery = d.taskEvents!.deliver(w).then(async (delivered) => {
     const ref = task.deadlineTrigger;
@@ -255,7 +264,7 @@ async function withEvents(d: TaskDeps, w: WriteEvents | undefined, task: TaskRec
  * each once per call; trigger refs go into the row they guard. If one fails, the row is not
  * written, and what the others put is at most a stale message or index row, as after a crash.
  */
-async function performBefore(d: TaskDeps, p: Plan, performed: Performed): Promise<void> {
+async function performBefore(d: LifecycleDeps, p: Plan, performed: Performed): Promise<void> {
   const todo = new Map<string, Effect>();
   for (const e of p.before) if (!performed.has(effectKey(e))) todo.set(effectKey(e), e);
   const settled = await Promise.allSettled([...todo].map(async ([key, e]) => performed.set(key, await before(d, e))));
@@ -268,7 +277,7 @@ async function performBefore(d: TaskDeps, p: Plan, performed: Performed): Promis
   }
 }
 
-async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
+async function before(d: LifecycleDeps, e: Effect): Promise<TriggerRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
@@ -307,13 +316,14 @@ async function before(d: TaskDeps, e: Effect): Promise<TriggerRef | undefined> {
  * bookkeeping, then the deadline trigger's drop (the trigger guards the bookkeeping). A chain stops
  * at its first failure, so its guard stays.
  */
-async function performAfter(d: TaskDeps, after: Effect[], task: TaskRecord, performed: Performed): Promise<void> {
+async function performAfter(d: LifecycleDeps, p: Plan, task: TaskRecord, performed: Performed): Promise<void> {
+  const { after } = p;
   const chains = [
     (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net',
     (e: Effect) => e.kind === 'close-group' || (e.kind === 'drop-trigger' && e.trigger === 'deadline'),
   ];
   const chained = (e: Effect) => chains.some((c) => c(e));
-  const one = (e: Effect) => (e.kind === 'drop-trigger' ? d.triggers.drop(e.trigger, e.ref) : afterOne(d, e, task, performed));
+  const one = (e: Effect) => (e.kind === 'drop-trigger' ? d.triggers.drop(e.trigger, e.ref) : afterOne(d, e, p, task, performed));
   await Promise.all([
     ...after.filter((e) => !chained(e)).map(one),
     ...chains.map(async (c) => {
@@ -322,7 +332,7 @@ async function performAfter(d: TaskDeps, after: Effect[], task: TaskRecord, perf
   ]);
 }
 
-async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Performed): Promise<void> {
+async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, performed: Performed): Promise<void> {
   switch (e.kind) {
     case 'wake':
       d.wake(e.taskQueueId, { taskId: e.taskId, priority: e.priority });
@@ -349,15 +359,21 @@ async function afterOne(d: TaskDeps, e: Effect, task: TaskRecord, performed: Per
     case 'close-group':
       // Folded into the write: its open row went with it, on the condition that nobody joined.
       if (!e.folded) await d.groups.close(e.taskGroupId, e.taskId);
-      await d.groupResolved?.(e, !!e.folded);
+      if (p.groupResolved) await d.taskEvents?.groupResolved(p.groupResolved, !!e.folded);
       return;
     default:
       throw new Error(`not an after effect: ${e.kind}`);
   }
 }
 
+/** The plan's replay: recorded events delivered again (a `run` replay's guard is its claim-expiry trigger: a failure is raised). */
+async function replay(d: LifecycleDeps, task: TaskRecord, p: Plan): Promise<void> {
+  const n = (await d.taskEvents?.replay(task, p.replay!)) ?? 0;
+  if (n && p.replay!.kind === 'run') d.log.info('events-redelivered', { taskId: task.taskId, runId: p.replay!.runId, events: n });
+}
+
 /** Fresh hints for keyed runs (a waiter's turn, or fencing a dead holder), through this executor. */
-export function rehinter(d: TaskDeps): Rehint {
+export function rehinter(d: LifecycleDeps): Rehint {
   return async (t, runId, staleHintId) => {
     const input = { runId, staleHintId, hintId: slugid.nice() };
     const now = d.now();
@@ -367,7 +383,7 @@ export function rehinter(d: TaskDeps): Rehint {
 }
 
 /** Tells the dependents of a finally resolved task, then records that (dependentsNotified). */
-async function propagate(d: TaskDeps, task: TaskRecord): Promise<void> {
+async function propagate(d: LifecycleDeps, task: TaskRecord): Promise<void> {
   const last = task.runs.length - 1;
   await notifyDependents(d, task, async (dependent, t) => {
     const input = { hintId: slugid.nice() };
