@@ -13,7 +13,7 @@
  * plan lists; createArtifact, sealTaskGroup and hook writes call them directly.
  */
 import type { Storage } from '../storage/storage';
-import { taskStatus, type Run, type TaskRecord } from '../tasks/model';
+import type { TaskRecord } from '../tasks/model';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
@@ -21,13 +21,10 @@ import {
   artifactEvent,
   announcesArtifact,
   groupSealedEvent,
-  groupResolvedEvent,
   ArtifactInfo,
   GroupInfo,
   EXCHANGE_PREFIX,
   HookExchange,
-  ccRoutes,
-  taskRoutingKey,
   hookChangedEvent,
 } from './exchanges';
 import { SweepTrigger, dropSweepTrigger, putSweepTrigger, readTaskOutbox, readTaskEvents, rearmSweepTrigger } from './outbox';

@@ -3,7 +3,6 @@
  * as one argument. The lifecycle's own ports extend it (shared/lifecycle/ports.ts).
  */
 import type { Storage } from '../storage/storage';
-import type { TaskRecord } from './model';
 import type { TaskStore } from './store';
 import type { PendingQueues } from './pending';
 import type { Triggers } from './triggers';
