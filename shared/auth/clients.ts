@@ -8,9 +8,12 @@ import { Storage, UNCHANGED, guardedUpdate, readPage, rows } from '../storage/st
 import { encodeKey } from '../storage/keys';
 import { Role, expandScopes } from './roles';
 import { conflict, inputError, notFound } from '../errors';
+import { BoundedCache } from '../bounded-cache';
 
 /** Clients and roles are cached briefly per instance; edits elsewhere show up within this time. */
 export const AUTH_CACHE_MS = 10_000;
+/** Clients an instance remembers: far more than call it within AUTH_CACHE_MS; bounds memory against many ids (missing ones too). */
+const MAX_CACHED_CLIENTS = 10_000;
 /** Far-future expiry of the static clients. */
 const STATIC_EXPIRES = new Date('3000-01-01T00:00:00.000Z');
 
@@ -70,7 +73,8 @@ export class ClientStore {
   private rolesCache: RolesSnapshot | undefined;
   /** The roles read under way (see rolesSnapshot). */
   private rolesReading: Promise<RolesSnapshot> | undefined;
-  private clientCache = new Map<string, { at: number; client: Client | undefined }>();
+  /** Clients read lately, and ids found missing (`client` undefined), for AUTH_CACHE_MS. */
+  private clientCache = new BoundedCache<string, { client: Client | undefined }>(MAX_CACHED_CLIENTS, { ttlMs: AUTH_CACHE_MS });
   private readonly statics: Map<string, Client>;
   private readonly now: () => Date;
 
@@ -152,10 +156,10 @@ export class ClientStore {
     const s = this.statics.get(clientId);
     if (s) return s;
     const hit = this.clientCache.get(clientId);
-    if (!fresh && hit && Date.now() - hit.at < AUTH_CACHE_MS) return hit.client;
+    if (!fresh && hit) return hit.client;
     const row = await this.storage.table('Clients').get(encodeKey(clientId), CLIENT_RK);
     const client = row ? this.fromRow(row) : undefined;
-    this.clientCache.set(clientId, { at: Date.now(), client });
+    this.clientCache.set(clientId, { client });
     return client;
   }
 

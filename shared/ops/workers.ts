@@ -20,6 +20,7 @@ import { Condition, Query, Storage, StoredEntity, UNCHANGED, guardedUpdate, read
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
 import { listWorkerRuns } from './indexes';
+import { BoundedCache } from '../bounded-cache';
 
 /** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
 export const SEEN_INTERVAL_MS = 30 * 60 * 1000;
@@ -116,7 +117,7 @@ interface RecentWrite {
 }
 
 export class WorkerRegistry {
-  private readonly seenCache = new Map<string, { at: number; row: WorkerRow }>();
+  private readonly seenCache = new BoundedCache<string, { at: number; row: WorkerRow }>(MAX_SEEN_CACHE);
 
   constructor(
     private readonly storage: Storage,
@@ -170,7 +171,6 @@ export class WorkerRegistry {
     const cached = this.seenCache.get(key);
     if (cached && Date.now() - cached.at < SEEN_CACHE_MS && Date.parse(cached.row.lastDateActive) > this.now().getTime() - SEEN_INTERVAL_MS) return cached.row;
     const row = await this.seenUncached(taskQueueId, workerGroup, workerId);
-    if (this.seenCache.size > MAX_SEEN_CACHE) this.seenCache.clear();
     this.seenCache.set(key, { at: Date.now(), row });
     return row;
   }
@@ -193,7 +193,8 @@ export class WorkerRegistry {
     return out.row!;
   }
 
-  private readonly recentWrites = new Map<string, RecentWrite>();
+  /** Bounded: a dropped entry only costs a write (or drops claims still waiting: getWorker then shows them late). */
+  private readonly recentWrites = new BoundedCache<string, RecentWrite>(MAX_SEEN_CACHE);
 
   /**
    * Records claims in the worker's recentTasks, in the given order (the claimWork response's). The
@@ -213,7 +214,6 @@ export class WorkerRegistry {
     }
     const waiting = w?.waiting ?? [];
     if (w?.timer) clearTimeout(w.timer);
-    if (this.recentWrites.size >= MAX_SEEN_CACHE && !w) this.recentWrites.clear(); // bounded; a dropped entry only costs a write
     this.recentWrites.set(key, { at: now, waiting: [] });
     try {
       await this.appendRecent(taskQueueId, workerGroup, workerId, [...waiting, ...runs]);

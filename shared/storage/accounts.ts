@@ -31,6 +31,7 @@ import {
   firstRow,
 } from './port';
 import { UNCHANGED, guardedUpdate } from './guarded-update';
+import { BoundedCache } from '../bounded-cache';
 
 /** Where a partition lives: on the first account, or placed by a key's hash. */
 export type Home = { kind: 'global' } | { kind: 'task' | 'queue'; key: string };
@@ -157,7 +158,7 @@ export class AccountsStorage implements Storage {
   generations: number[];
   /** When each generation began. */
   private added: string[];
-  private readonly found = new Map<string, number>();
+  private readonly found = new BoundedCache<string, number>(FOUND_CACHE_MAX);
   private readonly tables = new Map<string, Table>();
   private readonly triggers = new Map<string, Queue>();
 
@@ -220,7 +221,6 @@ export class AccountsStorage implements Storage {
         break;
       }
     }
-    if (this.found.size >= FOUND_CACHE_MAX) this.found.delete(this.found.keys().next().value!);
     this.found.set(cacheKey, at);
     return at;
   }
