@@ -12,6 +12,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { normalizeDate } from '../tasks/model';
 import { ArtifactRecord, DEFAULT_CONTENT_TYPE, MAX_NAME_LENGTH, StorageType, isPresent, objectNameFor, runKey } from './model';
 import { ArtifactStore } from './store';
+import { UNCHANGED } from '../storage/storage';
 import { ArtifactBlobs, PUT_URL_TTL_MS, blobNameFor } from './blobs';
 import { noteExpiry } from './expiry';
 import { Issuer, uploadCredentials } from './object';
@@ -22,8 +23,6 @@ import type { EventRecorder } from '../events/recorder';
 const EXPIRES_PAST_TOLERANCE_MS = 15 * 60 * 1000;
 /** Artifacts may still be created this long after a run is resolved `exception`. */
 export const EXCEPTION_UPLOAD_GRACE_MS = 25 * 60 * 1000;
-/** ETag races on one artifact row settle within a few attempts. */
-const MAX_WRITE_ATTEMPTS = 5;
 
 export interface CreateArtifactDeps extends LifecycleDeps {
   /** Signs object artifacts' upload credentials. */
@@ -194,21 +193,22 @@ export async function createArtifact(
 
 /** Inserts the artifact, or applies a compatible repeat to the stored one (409 otherwise). */
 async function save(store: ArtifactStore, wanted: ArtifactRecord): Promise<ArtifactRecord> {
-  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-    if (await store.insert({ ...wanted })) return wanted;
-    const original = await store.get(wanted.taskId, wanted.runId, wanted.name);
-    if (!original) continue; // deleted meanwhile (expired): insert again
-    // A repeat of an unfinished object artifact keeps its upload (and so may retry after a lost reply).
-    if (original.storageType === 'object' && original.details.uploadId && wanted.storageType === 'object') wanted = { ...wanted, details: original.details };
-    if (!compatible(original, wanted)) {
-      throw conflict(
-        `Artifact already exists with different properties, and none of the allowed exceptions apply: ` +
-          JSON.stringify({ storageType: original.storageType, contentType: original.contentType, expires: original.expires }),
-      );
-    }
-    const next = merged(original, wanted);
-    if (!next) return original;
-    if (await store.replace(next)) return next;
-  }
-  throw conflict(`artifact ${wanted.name} is being changed concurrently; retry`);
+  const stored = await store.modify(
+    wanted,
+    (original) => {
+      if (!original) return wanted; // new, or deleted meanwhile (expired): insert again
+      // A repeat of an unfinished object artifact keeps its upload (and so may retry after a lost reply).
+      const next =
+        original.storageType === 'object' && original.details.uploadId && wanted.storageType === 'object' ? { ...wanted, details: original.details } : wanted;
+      if (!compatible(original, next)) {
+        throw conflict(
+          `Artifact already exists with different properties, and none of the allowed exceptions apply: ` +
+            JSON.stringify({ storageType: original.storageType, contentType: original.contentType, expires: original.expires }),
+        );
+      }
+      return merged(original, next) ?? UNCHANGED;
+    },
+    'absent',
+  );
+  return stored!;
 }

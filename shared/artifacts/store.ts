@@ -4,15 +4,17 @@
 import {
   Condition,
   CountedTable,
+  Decision,
+  Entity,
   MAX_TABLE_PAGE,
   Storage,
-  insertIfAbsent,
-  keptEtag,
+  UNCHANGED,
+  guardedUpdate,
   mergeIfMatch,
   readPage,
-  replaceIfMatch,
   rowBatches,
 } from '../storage/storage';
+import { conflict } from '../errors';
 import { ArtifactRecord, artifactRowKey, decodeArtifact, encodeArtifact, runKey } from './model';
 
 export interface ArtifactPage {
@@ -34,14 +36,28 @@ export class ArtifactStore {
     return decodeArtifact(row);
   }
 
-  /** Inserts; returns false if the artifact already exists. */
-  async insert(a: ArtifactRecord): Promise<boolean> {
-    return keptEtag(await insertIfAbsent(this.table, encodeArtifact(a)), a);
-  }
-
-  /** Replaces the row if unchanged since it was read; returns false if it changed or vanished. */
-  async replace(a: ArtifactRecord): Promise<boolean> {
-    return keptEtag(await replaceIfMatch(this.table, encodeArtifact(a), a.etag!), a);
+  /**
+   * Reads, decides and writes the artifact's row under its ETag (guardedUpdate; `decide` may run
+   * again after a lost race). `first`: the record as the caller read it (saves a read), or 'absent'
+   * to try an insert before any read. The record as stored afterwards.
+   */
+  async modify(
+    at: { taskId: string; runId: number; name: string },
+    decide: (a: ArtifactRecord | undefined) => ArtifactRecord | typeof UNCHANGED,
+    first?: ArtifactRecord | 'absent',
+  ): Promise<ArtifactRecord | undefined> {
+    const out = await guardedUpdate<Entity>(
+      this.table,
+      { partitionKey: runKey(at.taskId, at.runId), rowKey: artifactRowKey(at.name) },
+      (row): Decision => {
+        // Another name with the same hashed key: never overwritten (theoretical).
+        if (row && row.name !== at.name) throw conflict(`Artifact ${at.name} cannot be stored: its key is taken`);
+        const next = decide(row && decodeArtifact(row));
+        return next === UNCHANGED ? UNCHANGED : encodeArtifact(next);
+      },
+      { what: `artifact ${at.name}`, current: first === 'absent' || first === undefined ? first : { ...encodeArtifact(first), etag: first.etag! } },
+    );
+    return out.row && decodeArtifact(out.row);
   }
 
   /** Marks an s3 artifact committed, unless the row changed meanwhile (a re-create re-opens it). */

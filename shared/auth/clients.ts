@@ -4,13 +4,16 @@
  */
 import crypto from 'node:crypto';
 import * as slugid from 'slugid';
-import { Storage, insertIfAbsent, readPage, replaceIfMatch, rows } from '../storage/storage';
+import { Storage, UNCHANGED, guardedUpdate, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { Role, expandScopes } from './roles';
 import { conflict, inputError, notFound } from '../errors';
+import { BoundedCache } from '../bounded-cache';
 
 /** Clients and roles are cached briefly per instance; edits elsewhere show up within this time. */
 export const AUTH_CACHE_MS = 10_000;
+/** Clients an instance remembers: far more than call it within AUTH_CACHE_MS; bounds memory against many ids (missing ones too). */
+const MAX_CACHED_CLIENTS = 10_000;
 /** Far-future expiry of the static clients. */
 const STATIC_EXPIRES = new Date('3000-01-01T00:00:00.000Z');
 
@@ -70,7 +73,8 @@ export class ClientStore {
   private rolesCache: RolesSnapshot | undefined;
   /** The roles read under way (see rolesSnapshot). */
   private rolesReading: Promise<RolesSnapshot> | undefined;
-  private clientCache = new Map<string, { at: number; client: Client | undefined }>();
+  /** Clients read lately, and ids found missing (`client` undefined), for AUTH_CACHE_MS. */
+  private clientCache = new BoundedCache<string, { client: Client | undefined }>(MAX_CACHED_CLIENTS, { ttlMs: AUTH_CACHE_MS });
   private readonly statics: Map<string, Client>;
   private readonly now: () => Date;
 
@@ -152,10 +156,10 @@ export class ClientStore {
     const s = this.statics.get(clientId);
     if (s) return s;
     const hit = this.clientCache.get(clientId);
-    if (!fresh && hit && Date.now() - hit.at < AUTH_CACHE_MS) return hit.client;
+    if (!fresh && hit) return hit.client;
     const row = await this.storage.table('Clients').get(encodeKey(clientId), CLIENT_RK);
     const client = row ? this.fromRow(row) : undefined;
-    this.clientCache.set(clientId, { at: Date.now(), client });
+    this.clientCache.set(clientId, { client });
     return client;
   }
 
@@ -163,49 +167,52 @@ export class ClientStore {
     if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
     const now = this.now();
     const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
-    const writeId = crypto.randomUUID();
-    const table = this.storage.table('Clients');
-    if (!(await insertIfAbsent(table, { ...this.toRow(client), writeId })).ok) {
-      // The insert's retry may have met the insert itself (its answer was lost): the client is ours.
-      const stored = await table.get(encodeKey(c.clientId), CLIENT_RK);
-      if (stored?.writeId === writeId) {
-        this.clientCache.delete(c.clientId);
-        return client;
-      }
-      const existing = await this.client(c.clientId, true);
-      if (
-        existing &&
-        existing.description === c.description &&
-        existing.expires.getTime() === c.expires.getTime() &&
-        JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
-        existing.deleteOnExpiration === c.deleteOnExpiration
-      ) {
-        // Idempotent create: same client, but the token is not revealed again.
-        throw conflict(`client ${c.clientId} already exists`);
-      }
-      throw conflict(`client ${c.clientId} already exists with different properties`);
-    }
+    // Insert first; a row there already is this insert's own (its answer lost: guardedUpdate knows
+    // it by its writeId) or another client of that id.
+    await guardedUpdate(
+      this.storage.table('Clients'),
+      this.clientKey(c.clientId),
+      (row) => {
+        if (!row) return this.toRow(client);
+        const existing = this.fromRow(row);
+        if (
+          existing.description === c.description &&
+          existing.expires.getTime() === c.expires.getTime() &&
+          JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
+          existing.deleteOnExpiration === c.deleteOnExpiration
+        ) {
+          // Idempotent create: same client, but the token is not revealed again.
+          throw conflict(`client ${c.clientId} already exists`);
+        }
+        throw conflict(`client ${c.clientId} already exists with different properties`);
+      },
+      { what: `client ${c.clientId}`, current: 'absent' },
+    );
     this.clientCache.delete(c.clientId);
     return client;
   }
 
-  /** Read-modify-write with the row's ETag, retried on races. */
+  private clientKey(clientId: string) {
+    return { partitionKey: encodeKey(clientId), rowKey: CLIENT_RK };
+  }
+
+  /** Read-modify-write with the row's ETag (guardedUpdate: `fn` may run again after a lost race). */
   async modifyClient(clientId: string, fn: (c: Client) => Client): Promise<Client> {
     if (this.statics.has(clientId)) throw inputError(`static client ${clientId} cannot be modified`);
-    const table = this.storage.table('Clients');
-    for (let attempt = 0; ; attempt++) {
-      const row = await table.get(encodeKey(clientId), CLIENT_RK);
-      if (!row) throw notFound(`client ${clientId} not found`);
-      const next = fn(this.fromRow(row));
-      next.lastModified = this.now();
-      const written = await replaceIfMatch(table, this.toRow(next), row.etag);
-      if (written.ok) {
-        this.clientCache.delete(clientId);
-        return next;
-      }
-      if (written.reason === 'missing') throw notFound(`client ${clientId} not found`);
-      if (attempt >= 5) throw conflict(`client ${clientId} is changing too fast; retry`);
-    }
+    let next: Client | undefined;
+    await guardedUpdate(
+      this.storage.table('Clients'),
+      this.clientKey(clientId),
+      (row) => {
+        if (!row) throw notFound(`client ${clientId} not found`);
+        next = fn(this.fromRow(row));
+        next.lastModified = this.now();
+        return this.toRow(next);
+      },
+      { what: `client ${clientId}` },
+    );
+    this.clientCache.delete(clientId);
+    return next!;
   }
 
   async deleteClient(clientId: string): Promise<void> {
@@ -274,40 +281,32 @@ export class ClientStore {
   }
 
   async putRole(roleId: string, description: string, scopes: string[], mode: 'create' | 'update'): Promise<RoleRecord> {
-    const table = this.storage.table('Roles');
     const now = this.now();
-    const existing = await table.get(encodeKey(roleId), ROLE_RK);
-    if (mode === 'create' && existing) {
-      const same = existing.description === description && existing.scopes === JSON.stringify(scopes);
-      if (!same) throw conflict(`role ${roleId} already exists`);
-      return this.rowToRole(existing);
-    }
-    if (mode === 'update' && !existing) throw notFound(`role ${roleId} not found`);
-    // Reject cycles that never converge before storing.
-    const others = (await this.loadRoles(true)).filter((r) => r.roleId !== roleId).map((r) => ({ roleId: r.roleId, scopes: r.scopes }));
-    try {
-      expandScopes([`assume:${roleId}`], [...others, { roleId, scopes }]);
-    } catch (e) {
-      throw inputError(String((e as Error).message));
-    }
-    const row = {
-      partitionKey: encodeKey(roleId),
-      rowKey: ROLE_RK,
-      roleId,
-      description,
-      scopes: JSON.stringify(scopes),
-      created: existing ? new Date(existing.created as string) : now,
-      lastModified: now,
-      writeId: crypto.randomUUID(),
-    };
-    const written = existing ? await replaceIfMatch(table, row, existing.etag) : await insertIfAbsent(table, row);
-    if (!written.ok) {
-      // Its retry may have met the write itself (its answer was lost); else another writer came first.
-      const stored = await table.get(encodeKey(roleId), ROLE_RK);
-      if (stored?.writeId !== row.writeId) throw conflict(`role ${roleId} was changed meanwhile; retry`);
-    }
+    const out = await guardedUpdate(
+      this.storage.table('Roles'),
+      { partitionKey: encodeKey(roleId), rowKey: ROLE_RK },
+      async (existing) => {
+        if (mode === 'create' && existing) {
+          const same = existing.description === description && existing.scopes === JSON.stringify(scopes);
+          if (!same) throw conflict(`role ${roleId} already exists`);
+          return UNCHANGED;
+        }
+        if (mode === 'update' && !existing) throw notFound(`role ${roleId} not found`);
+        // Reject cycles that never converge before storing.
+        const others = (await this.loadRoles(true)).filter((r) => r.roleId !== roleId).map((r) => ({ roleId: r.roleId, scopes: r.scopes }));
+        try {
+          expandScopes([`assume:${roleId}`], [...others, { roleId, scopes }]);
+        } catch (e) {
+          throw inputError(String((e as Error).message));
+        }
+        const created = existing ? new Date(existing.created as string) : now;
+        return { roleId, description, scopes: JSON.stringify(scopes), created, lastModified: now };
+      },
+      { what: `role ${roleId}` },
+    );
+    if (!out.written) return this.rowToRole(out.row!);
     this.forgetRoles();
-    return { roleId, description, scopes, created: row.created, lastModified: now, etag: '' };
+    return { ...this.rowToRole(out.row!), etag: '' };
   }
 
   async deleteRole(roleId: string): Promise<void> {

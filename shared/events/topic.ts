@@ -6,6 +6,7 @@
  */
 import type { QueueEvent } from './exchanges';
 import { BINDABLE_EXCHANGES, MAX_ROUTING_KEY } from './exchanges';
+import { BoundedCache } from '../bounded-cache';
 
 export interface Binding {
   exchange: string;
@@ -30,15 +31,14 @@ export function bindingProblem(b: Binding): string | undefined {
   return undefined;
 }
 
-/** Patterns split into words, kept: matching runs for every subscription on every write. */
-const patternWords = new Map<string, string[]>();
-/** Enough for every binding of a deployment's subscriptions and hooks; past it the cache starts over. */
+/** Enough for every binding of a deployment's subscriptions and hooks; past it the oldest go. */
 const MAX_CACHED_PATTERNS = 10_000;
+/** Patterns split into words, kept: matching runs for every subscription on every write. */
+const patternWords = new BoundedCache<string, string[]>(MAX_CACHED_PATTERNS);
 
 function wordsOf(pattern: string): string[] {
   let p = patternWords.get(pattern);
   if (!p) {
-    if (patternWords.size >= MAX_CACHED_PATTERNS) patternWords.clear();
     p = pattern.split('.');
     patternWords.set(pattern, p);
   }

@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import type { Storage } from '../storage/storage';
+import { BoundedCache } from '../bounded-cache';
 
 export const INDEX_PREFIX = '~expires~';
 /** Index writes for one day spread over 16 partitions (Azure serves ~2000 ops/s per partition). */
@@ -27,7 +28,7 @@ export function indexKeys(run: string, expires: string): { partitionKey: string;
   return { partitionKey: `${INDEX_PREFIX}${expires.slice(0, 10)}~${shardOf(run)}`, rowKey: `${expires}~${run}` };
 }
 
-const written = new Set<string>();
+const written = new BoundedCache<string, true>(INDEX_CACHE_MAX);
 
 /**
  * Makes sure an index row covers artifacts of `run` expiring at `expires` (before the row is
@@ -40,6 +41,5 @@ export async function noteExpiry(storage: Storage, run: string, expires: string,
   if (cacheable && written.has(cacheKey)) return;
   await storage.table('Artifacts').upsert({ ...keys, run, expires, ...(object !== undefined ? { object } : {}) });
   if (!cacheable) return;
-  if (written.size >= INDEX_CACHE_MAX) written.clear();
-  written.add(cacheKey);
+  written.set(cacheKey, true);
 }

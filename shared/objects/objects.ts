@@ -15,7 +15,7 @@
  * - Every object expires through the artifact expiry index (shared/artifacts/expiry.ts); an upload
  *   never finished is dropped after UPLOAD_TTL_MS, as Taskcluster drops it.
  */
-import type { Storage } from '../storage/storage';
+import { Storage, UNCHANGED } from '../storage/storage';
 import { ObjectBlobs, PutUrl } from '../storage/object-blobs';
 import { ApiError, conflict, inputError, notFound } from '../errors';
 import { normalizeDate } from '../tasks/model';
@@ -34,8 +34,6 @@ const GET_URL_SKEW_MS = 60 * 1000;
 export const SIMPLE_URL_TTL_MS = 30 * 60 * 1000;
 /** Unfinished uploads are dropped after a day (Taskcluster's). */
 export const UPLOAD_TTL_MS = 24 * 3600 * 1000;
-/** ETag races on one object row settle within a few attempts. */
-const MAX_ATTEMPTS = 5;
 /** Download methods in order of preference. */
 const DOWNLOAD_METHODS = ['getUrl', 'simple'] as const;
 
@@ -74,29 +72,24 @@ const sameHashes = (a: Record<string, string>, b: Record<string, string>) =>
  * object row ever lacks one.
  */
 async function reserve(d: ObjectDeps, name: string, wanted: ObjectRecord, anyExpires = false): Promise<ObjectRecord> {
-  const store = new ObjectStore(d.storage);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const o = await store.get(name);
+  const out = await new ObjectStore(d.storage).modify(name, async (o) => {
     if (!o) {
       const now = d.now();
       const uploadExpires = new Date(now.getTime() + UPLOAD_TTL_MS).toJSON();
       const key = `o~${objectKey(name)}`;
       await noteExpiry(d.storage, key, wanted.expires, now, name);
       if (uploadExpires < wanted.expires) await noteExpiry(d.storage, key, uploadExpires, now, name);
-      const fresh = { ...wanted, uploadExpires };
-      if (await store.insert(fresh)) return fresh;
-      continue;
+      return { ...wanted, uploadExpires };
     }
     if (isFinished(o) || o.uploadId !== wanted.uploadId || o.projectId !== wanted.projectId || (!anyExpires && o.expires !== wanted.expires)) {
       throw conflict(`Object "${name}" already exists`);
     }
     const hashes = mergeHashes(name, o.hashes, wanted.hashes);
     const stagedLength = wanted.stagedLength >= 0 ? wanted.stagedLength : o.stagedLength;
-    if (sameHashes(hashes, o.hashes) && stagedLength === o.stagedLength) return o;
-    const next = { ...o, hashes, stagedLength, stagingId: wanted.uploadId };
-    if (await store.replace(next)) return next;
-  }
-  throw conflict(`object ${name} is being changed concurrently; retry`);
+    if (sameHashes(hashes, o.hashes) && stagedLength === o.stagedLength) return UNCHANGED;
+    return { ...o, hashes, stagedLength, stagingId: wanted.uploadId };
+  });
+  return out.record!;
 }
 
 /** What the queue does for an object artifact: reserve the upload, proposing no method. */
@@ -148,9 +141,9 @@ export async function finishUpload(
   name: string,
   input: { projectId: string; uploadId: string; hashes?: Record<string, string> },
 ): Promise<void> {
-  const store = new ObjectStore(d.storage);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const o = await store.get(name);
+  const blobs = new ObjectBlobs(d.storage);
+  let staged = '';
+  const out = await new ObjectStore(d.storage).modify(name, async (o) => {
     if (!o) throw notFound(`Object "${name}" not found`);
     if (o.projectId !== input.projectId) throw inputError(`Object "${name}" does not have projectId ${input.projectId}`);
     if (isFinished(o)) {
@@ -158,11 +151,10 @@ export async function finishUpload(
       for (const [algo, hash] of Object.entries(input.hashes ?? {})) {
         if (o.hashes[algo] !== hash) throw conflict(`Object "${name}" is already finished, without this ${algo} hash`);
       }
-      return;
+      return UNCHANGED;
     }
     if (o.uploadId !== input.uploadId) throw conflict(`Object "${name}" does not have uploadId ${input.uploadId}`);
     const hashes = mergeHashes(name, o.hashes, input.hashes);
-    const blobs = new ObjectBlobs(d.storage);
     const size = o.stagedLength < 0 ? undefined : await blobs.publish(name, o.uploadId);
     if (size === undefined) throw inputError(`No data was uploaded for object "${name}"`);
     if (size !== o.stagedLength) {
@@ -170,12 +162,10 @@ export async function finishUpload(
       await blobs.delete(name);
       throw inputError(`Object "${name}" was uploaded with ${size} bytes, but ${o.stagedLength} were declared; upload it again`);
     }
-    if (await store.replace({ ...o, uploadId: '', uploadExpires: '', hashes })) {
-      await blobs.dropStaged(name, o.uploadId).catch(() => undefined);
-      return;
-    }
-  }
-  throw conflict(`object ${name} is being changed concurrently; retry`);
+    staged = o.uploadId;
+    return { ...o, uploadId: '', uploadExpires: '', hashes };
+  });
+  if (out.written) await blobs.dropStaged(name, staged).catch(() => undefined);
 }
 
 /** A finished object, or 404 (an open upload is not an object yet). */

@@ -3,7 +3,8 @@
  * which fits any name in a key; the stored name settles the theoretical collision).
  */
 import crypto from 'node:crypto';
-import { Storage, deleteIfMatch, insertIfAbsent, keptEtag, replaceIfMatch } from '../storage/storage';
+import { Decision, Entity, Storage, UNCHANGED, deleteIfMatch, guardedUpdate } from '../storage/storage';
+import { conflict } from '../errors';
 
 export interface ObjectRecord {
   name: string;
@@ -53,7 +54,10 @@ export class ObjectStore {
 
   async get(name: string): Promise<ObjectRecord | undefined> {
     const row = await this.table.get(objectKey(name), ROW_KEY);
-    if (!row || row.name !== name) return undefined;
+    return row && row.name === name ? this.record(name, row) : undefined;
+  }
+
+  private record(name: string, row: Entity & { etag: string }): ObjectRecord {
     return {
       name,
       projectId: row.projectId as string,
@@ -67,14 +71,26 @@ export class ObjectStore {
     };
   }
 
-  /** Inserts; false if the object already exists. */
-  async insert(o: ObjectRecord): Promise<boolean> {
-    return keptEtag(await insertIfAbsent(this.table, this.entity(o)), o);
-  }
-
-  /** Replaces the row if unchanged since it was read; false if it changed or vanished. */
-  async replace(o: ObjectRecord): Promise<boolean> {
-    return keptEtag(await replaceIfMatch(this.table, this.entity(o), o.etag!), o);
+  /**
+   * Reads, decides and writes the object's row under its ETag (guardedUpdate; `decide` may run
+   * again after a lost race). The record as stored afterwards, and whether this call wrote it.
+   */
+  async modify(
+    name: string,
+    decide: (o: ObjectRecord | undefined) => Promise<ObjectRecord | typeof UNCHANGED>,
+  ): Promise<{ record: ObjectRecord | undefined; written: boolean }> {
+    const out = await guardedUpdate(
+      this.table,
+      { partitionKey: objectKey(name), rowKey: ROW_KEY },
+      async (row): Promise<Decision> => {
+        // Another name with the same hash: never overwritten (sha256 makes this theoretical).
+        if (row && row.name !== name) throw conflict(`Object "${name}" cannot be stored: its key is taken`);
+        const next = await decide(row && this.record(name, row));
+        return next === UNCHANGED ? UNCHANGED : this.entity(next);
+      },
+      { what: `object ${name}` },
+    );
+    return { record: out.row && this.record(name, out.row), written: out.written };
   }
 
   /** Deletes the row if unchanged since it was read (a missing or changed row is left as it is). */

@@ -56,6 +56,7 @@ import { MAX_PENDING_SHARDS } from '../config';
 import { LATEST_PREFIX, type TaskGroups } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
 import type { Transition } from './history';
+import { BoundedCache } from '../bounded-cache';
 
 /** The partition listing the task queues that have index rows. */
 export const QUEUES_PK = 'queues';
@@ -464,7 +465,7 @@ function registryBuckets(row: Record<string, unknown>): number {
 
 /** Lists task queues in the `queues` partition, which the queries across task queues fan out over. */
 export class QueueRegistry {
-  private readonly seen = new Map<string, { at: number; buckets: number }>();
+  private readonly seen = new BoundedCache<string, { at: number; buckets: number }>(MAX_QUEUES_SEEN);
 
   constructor(private readonly storage: Storage) {}
 
@@ -491,7 +492,6 @@ export class QueueRegistry {
   private async list(taskQueueId: string, buckets: number): Promise<void> {
     const entity = { partitionKey: QUEUES_PK, rowKey: queuePk(taskQueueId), taskQueueId, ...(buckets > 1 ? { [bucketsProp(buckets)]: true } : {}) };
     await this.storage.table('Indexes').transact([{ op: 'upsert', mode: 'Merge', entity }]);
-    if (this.seen.size >= MAX_QUEUES_SEEN) this.seen.clear();
     this.seen.set(taskQueueId, { at: Date.now(), buckets: Math.max(buckets, this.seen.get(taskQueueId)?.buckets ?? 1) });
     bucketCounts(this.storage).raise(taskQueueId, buckets);
   }
@@ -524,7 +524,7 @@ const NO_BUCKETS_TTL_MS = 1000;
 
 /** Per process and storage: each task queue's bucket count, read from its registry row (concurrent readers share one read). */
 class BucketCounts {
-  private readonly cache = new Map<string, { until: number; n: Promise<number> }>();
+  private readonly cache = new BoundedCache<string, { until: number; n: Promise<number> }>(MAX_QUEUES_SEEN);
 
   constructor(private readonly storage: Storage) {}
 
@@ -561,7 +561,6 @@ class BucketCounts {
   }
 
   private put(taskQueueId: string, entry: { until: number; n: Promise<number> }): void {
-    if (this.cache.size >= MAX_QUEUES_SEEN && !this.cache.has(taskQueueId)) this.cache.clear();
     this.cache.set(taskQueueId, entry);
   }
 }

@@ -16,11 +16,11 @@
  * An instance writes it at most once per RECENT_TASKS_WRITE_MS per worker: claims in between wait
  * in memory and go out together (this instance shows them at once; others up to that much later).
  */
-import crypto from 'node:crypto';
-import { Condition, Query, Storage, StorageConflict, StoredEntity, insertIfAbsent, mergeIfMatch, readPage, replaceIfUnchanged, rows } from '../storage/storage';
+import { Condition, Query, Storage, StoredEntity, UNCHANGED, guardedUpdate, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
 import { listWorkerRuns } from './indexes';
+import { BoundedCache } from '../bounded-cache';
 
 /** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
 export const SEEN_INTERVAL_MS = 30 * 60 * 1000;
@@ -32,8 +32,6 @@ export const QUEUE_EXPIRY_MS = 5 * 24 * 3600 * 1000;
 export const RECENT_TASKS = 20;
 /** Quarantine changes kept on the worker row (bounds the row size). */
 export const MAX_QUARANTINE_DETAILS = 20;
-/** ETag races on one worker row settle within a few attempts. */
-const MAX_ATTEMPTS = 5;
 const META_RK = 'meta';
 
 export interface QueueInfo {
@@ -67,10 +65,7 @@ type WorkerFields = {
   quarantineDetails: string;
   /** JSON `[{taskId, runId}]`, oldest first, at most RECENT_TASKS; absent on rows written before it existed. */
   recentTasks?: string;
-  /**
-   * Id of the write that stored the row: a write whose retry meets its own success (409 / 412, as
-   * after a lost answer on Azure) finds it and is not applied a second time.
-   */
+  /** Id of the write that stored the row (guardedUpdate's own-success check). */
   writeId?: string;
 };
 type WorkerRow = WorkerFields & { etag: string };
@@ -78,39 +73,6 @@ type WorkerRow = WorkerFields & { etag: string };
 export function splitQueue(taskQueueId: string): { provisionerId: string; workerType: string } {
   const i = taskQueueId.indexOf('/');
   return { provisionerId: taskQueueId.slice(0, i), workerType: taskQueueId.slice(i + 1) };
-}
-
-/** The stored properties of a worker row (drops etag and system properties). */
-function fields(r: WorkerRow): WorkerFields {
-  const {
-    partitionKey,
-    rowKey,
-    taskQueueId,
-    workerGroup,
-    workerId,
-    firstClaim,
-    lastDateActive,
-    expires,
-    quarantineUntil,
-    quarantineDetails,
-    recentTasks,
-    writeId,
-  } = r;
-  const out: WorkerFields = {
-    partitionKey,
-    rowKey,
-    taskQueueId,
-    workerGroup,
-    workerId,
-    firstClaim,
-    lastDateActive,
-    expires,
-    quarantineUntil,
-    quarantineDetails,
-  };
-  if (recentTasks !== undefined) out.recentTasks = recentTasks;
-  if (writeId !== undefined) out.writeId = writeId;
-  return out;
 }
 
 export interface TaskRun {
@@ -155,7 +117,7 @@ interface RecentWrite {
 }
 
 export class WorkerRegistry {
-  private readonly seenCache = new Map<string, { at: number; row: WorkerRow }>();
+  private readonly seenCache = new BoundedCache<string, { at: number; row: WorkerRow }>(MAX_SEEN_CACHE);
 
   constructor(
     private readonly storage: Storage,
@@ -175,7 +137,12 @@ export class WorkerRegistry {
   // ---- workers ----
 
   async getRow(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow | undefined> {
-    return this.workers.get<WorkerRow>(encodeKey(taskQueueId), `${workerGroup}~${workerId}`);
+    const key = this.workerKey(taskQueueId, workerGroup, workerId);
+    return this.workers.get<WorkerRow>(key.partitionKey, key.rowKey);
+  }
+
+  private workerKey(taskQueueId: string, workerGroup: string, workerId: string) {
+    return { partitionKey: encodeKey(taskQueueId), rowKey: `${workerGroup}~${workerId}` };
   }
 
   private fresh(taskQueueId: string, workerGroup: string, workerId: string, expires?: string): WorkerFields {
@@ -204,47 +171,30 @@ export class WorkerRegistry {
     const cached = this.seenCache.get(key);
     if (cached && Date.now() - cached.at < SEEN_CACHE_MS && Date.parse(cached.row.lastDateActive) > this.now().getTime() - SEEN_INTERVAL_MS) return cached.row;
     const row = await this.seenUncached(taskQueueId, workerGroup, workerId);
-    if (this.seenCache.size > MAX_SEEN_CACHE) this.seenCache.clear();
     this.seenCache.set(key, { at: Date.now(), row });
     return row;
   }
 
   private async seenUncached(taskQueueId: string, workerGroup: string, workerId: string): Promise<WorkerRow> {
-    const row = await this.getRow(taskQueueId, workerGroup, workerId);
     const now = this.now();
-    if (!row) {
-      const fresh = { ...this.fresh(taskQueueId, workerGroup, workerId), writeId: crypto.randomUUID() };
-      const inserted = await insertIfAbsent(this.workers, fresh);
-      if (!inserted.ok) {
-        const stored = await this.getRow(taskQueueId, workerGroup, workerId);
-        // Another instance inserted it first (and saw the task queue), unless the row is this insert's own.
-        if (stored?.writeId === fresh.writeId) await this.queueSeen(taskQueueId);
-        return stored ?? { ...fresh, etag: '' };
-      }
-      await this.queueSeen(taskQueueId);
-      return { ...fresh, etag: inserted.etag };
-    }
-    if (Date.parse(row.lastDateActive) > now.getTime() - SEEN_INTERVAL_MS) return row;
-    const update = {
-      partitionKey: row.partitionKey,
-      rowKey: row.rowKey,
-      lastDateActive: now.toJSON(),
-      expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)),
-      writeId: crypto.randomUUID(),
-    };
-    const merged = await mergeIfMatch(this.workers, update, row.etag);
-    if (merged.ok) {
-      await this.queueSeen(taskQueueId);
-      return { ...row, ...update, etag: merged.etag };
-    }
-    // Refused: another instance refreshed (or quarantined) it first, and that write counts as ours;
-    // or it is this merge's own success, and the task queue is still to be seen.
-    const stored = await this.getRow(taskQueueId, workerGroup, workerId);
-    if (stored?.writeId === update.writeId) await this.queueSeen(taskQueueId);
-    return stored ?? { ...row, ...update, etag: row.etag };
+    const out = await guardedUpdate<WorkerRow>(
+      this.workers,
+      this.workerKey(taskQueueId, workerGroup, workerId),
+      (row) => {
+        if (!row) return this.fresh(taskQueueId, workerGroup, workerId);
+        // Seen recently (by this call's race winner too, whose write counts as ours): no write.
+        if (Date.parse(row.lastDateActive) > now.getTime() - SEEN_INTERVAL_MS) return UNCHANGED;
+        return { lastDateActive: now.toJSON(), expires: later(row.expires, plus(now, WORKER_EXPIRY_MS)) };
+      },
+      { what: `worker ${workerGroup}/${workerId}`, mode: 'merge' },
+    );
+    // Whoever wrote the worker row sees its task queue.
+    if (out.written) await this.queueSeen(taskQueueId);
+    return out.row!;
   }
 
-  private readonly recentWrites = new Map<string, RecentWrite>();
+  /** Bounded: a dropped entry only costs a write (or drops claims still waiting: getWorker then shows them late). */
+  private readonly recentWrites = new BoundedCache<string, RecentWrite>(MAX_SEEN_CACHE);
 
   /**
    * Records claims in the worker's recentTasks, in the given order (the claimWork response's). The
@@ -264,7 +214,6 @@ export class WorkerRegistry {
     }
     const waiting = w?.waiting ?? [];
     if (w?.timer) clearTimeout(w.timer);
-    if (this.recentWrites.size >= MAX_SEEN_CACHE && !w) this.recentWrites.clear(); // bounded; a dropped entry only costs a write
     this.recentWrites.set(key, { at: now, waiting: [] });
     try {
       await this.appendRecent(taskQueueId, workerGroup, workerId, [...waiting, ...runs]);
@@ -310,23 +259,20 @@ export class WorkerRegistry {
   private async appendRecent(taskQueueId: string, workerGroup: string, workerId: string, runs: TaskRun[]): Promise<void> {
     if (!runs.length) return;
     const key = `${taskQueueId}\n${workerGroup}~${workerId}`;
-    let row: WorkerRow | undefined = this.seenCache.get(key)?.row;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      row ??= await this.getRow(taskQueueId, workerGroup, workerId);
-      if (!row) return; // expired and deleted meanwhile: nothing to record on
-      // A row from before the list existed starts from its claims in the index.
-      const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
-      const recentTasks = JSON.stringify(withRuns(known, runs));
-      if (recentTasks === JSON.stringify(known)) return;
-      const merged = await mergeIfMatch(this.workers, { partitionKey: row.partitionKey, rowKey: row.rowKey, recentTasks }, row.etag);
-      if (merged.ok) {
-        const cached = this.seenCache.get(key);
-        if (cached) cached.row = { ...row, recentTasks, etag: merged.etag };
-        return;
-      }
-      row = undefined;
-    }
-    throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
+    const out = await guardedUpdate<WorkerRow>(
+      this.workers,
+      this.workerKey(taskQueueId, workerGroup, workerId),
+      async (row) => {
+        if (!row) return UNCHANGED; // expired and deleted meanwhile: nothing to record on
+        // A row from before the list existed starts from its claims in the index.
+        const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
+        const recentTasks = JSON.stringify(withRuns(known, runs));
+        return recentTasks === JSON.stringify(known) ? UNCHANGED : { recentTasks };
+      },
+      { what: `worker ${workerGroup}/${workerId}`, mode: 'merge', current: this.seenCache.get(key)?.row },
+    );
+    const cached = this.seenCache.get(key);
+    if (out.written && cached) cached.row = out.row!;
   }
 
   isQuarantined(row: { quarantineUntil?: string } | undefined): boolean {
@@ -338,22 +284,21 @@ export class WorkerRegistry {
     taskQueueId: string,
     workerGroup: string,
     workerId: string,
-    fn: (r: WorkerRow) => void,
+    fn: (r: WorkerFields) => void,
     create?: () => WorkerFields,
   ): Promise<WorkerRow> {
-    let tried: string | undefined;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const row = await this.getRow(taskQueueId, workerGroup, workerId);
-      // The last attempt was refused by its own success (its retry met 409 / 412): done, not again.
-      if (row && tried !== undefined && row.writeId === tried) return row;
-      if (!row && !create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
-      const next: WorkerRow = row ? { ...row } : { ...create!(), etag: '' };
-      fn(next);
-      next.writeId = tried = crypto.randomUUID();
-      const written = await replaceIfUnchanged(this.workers, fields(next), row?.etag);
-      if (written.ok) return { ...next, etag: written.etag };
-    }
-    throw new StorageConflict('etag', `worker ${workerGroup}/${workerId} is changing too fast`);
+    const out = await guardedUpdate<WorkerRow>(
+      this.workers,
+      this.workerKey(taskQueueId, workerGroup, workerId),
+      (row) => {
+        if (!row && !create) throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
+        const next: WorkerFields = row ? { ...row } : create!();
+        fn(next);
+        return next;
+      },
+      { what: `worker ${workerGroup}/${workerId}` },
+    );
+    return out.row!;
   }
 
   async quarantine(
@@ -464,19 +409,31 @@ export class WorkerRegistry {
 
   /** Creates or refreshes a task queue's row, at most once per SEEN_INTERVAL_MS (ETag-guarded). */
   async queueSeen(taskQueueId: string): Promise<void> {
-    const pk = encodeKey(taskQueueId);
     const now = this.now();
-    const row = await this.queues.get(pk, META_RK);
-    if (row && Date.parse(row.lastDateActive as string) > now.getTime() - SEEN_INTERVAL_MS) return;
-    const fields = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', plus(now, QUEUE_EXPIRY_MS)) };
-    // Refused: another instance saw it first, which counts as ours.
-    await this.writeQueue(pk, taskQueueId, fields, row?.etag);
+    // Seen recently, by another instance too (a lost race is decided again and finds it so): no write.
+    await this.writeQueue(taskQueueId, (row) =>
+      row && Date.parse(row.lastDateActive as string) > now.getTime() - SEEN_INTERVAL_MS
+        ? UNCHANGED
+        : { lastDateActive: now.toJSON(), expires: plus(now, QUEUE_EXPIRY_MS) },
+    );
   }
 
-  /** Merges `fields` into the task queue's row if unchanged since read, or inserts it if it was missing. */
-  private writeQueue(pk: string, taskQueueId: string, fields: Record<string, unknown>, etag: string | undefined) {
-    if (etag !== undefined) return mergeIfMatch(this.queues, { partitionKey: pk, rowKey: META_RK, ...fields }, etag);
-    return insertIfAbsent(this.queues, { partitionKey: pk, rowKey: META_RK, taskQueueId, description: '', stability: 'experimental', ...fields });
+  /**
+   * Merges what `decide` answers into the task queue's row, under its ETag; a missing row is
+   * created with the defaults. `expires` never moves back.
+   */
+  private async writeQueue(taskQueueId: string, decide: (row: StoredEntity | undefined) => Record<string, unknown> | typeof UNCHANGED): Promise<void> {
+    await guardedUpdate(
+      this.queues,
+      { partitionKey: encodeKey(taskQueueId), rowKey: META_RK },
+      (row) => {
+        const fields = decide(row);
+        if (fields === UNCHANGED) return UNCHANGED;
+        if (typeof fields.expires === 'string') fields.expires = later((row?.expires as string) ?? '', fields.expires);
+        return row ? fields : { taskQueueId, description: '', stability: 'experimental', ...fields };
+      },
+      { what: `task queue ${taskQueueId}`, mode: 'merge' },
+    );
   }
 
   /**
@@ -485,17 +442,11 @@ export class WorkerRegistry {
    * later of the stored value and `expires` (default: QUEUE_EXPIRY_MS from now). Always writes.
    */
   async declareQueue(taskQueueId: string, set: { expires?: string; description?: string; stability?: QueueInfo['stability'] }): Promise<void> {
-    const pk = encodeKey(taskQueueId);
     const now = this.now();
-    const wanted = set.expires ?? plus(now, QUEUE_EXPIRY_MS);
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const row = await this.queues.get(pk, META_RK);
-      const fields: Record<string, unknown> = { lastDateActive: now.toJSON(), expires: later((row?.expires as string) ?? '', wanted) };
-      if (set.description !== undefined) fields.description = set.description;
-      if (set.stability !== undefined) fields.stability = set.stability;
-      if ((await this.writeQueue(pk, taskQueueId, fields, row?.etag)).ok) return;
-    }
-    throw new StorageConflict('etag', `task queue ${taskQueueId} is changing too fast`);
+    const fields: Record<string, unknown> = { lastDateActive: now.toJSON(), expires: set.expires ?? plus(now, QUEUE_EXPIRY_MS) };
+    if (set.description !== undefined) fields.description = set.description;
+    if (set.stability !== undefined) fields.stability = set.stability;
+    await this.writeQueue(taskQueueId, () => ({ ...fields }));
   }
 
   /**

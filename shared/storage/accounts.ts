@@ -24,13 +24,14 @@ import {
   QueueMessage,
   SasProtocolChoice,
   Storage,
-  StorageConflict,
   Table,
   TableAction,
   TableName,
   TriggerQueue,
   firstRow,
 } from './port';
+import { UNCHANGED, guardedUpdate } from './guarded-update';
+import { BoundedCache } from '../bounded-cache';
 
 /** Where a partition lives: on the first account, or placed by a key's hash. */
 export type Home = { kind: 'global' } | { kind: 'task' | 'queue'; key: string };
@@ -100,8 +101,6 @@ export function placements(key: string, generations: number[]): number[] {
 const DEFAULT_HINT_LIFETIME_MS = 7 * 24 * 3600 * 1000;
 /** Remembered placements of keys that have more than one candidate; bounded, oldest forgotten first. */
 const FOUND_CACHE_MAX = 50_000;
-/** Concurrent starts may race to record a new account list; re-read a few times. */
-const RECORD_ATTEMPTS = 5;
 const ACCOUNTS_PK = 'accounts';
 const ACCOUNTS_RK = 'generations';
 
@@ -117,40 +116,37 @@ export interface Generations {
  * A deployment that has data but no record began with one account (before this adapter existed).
  */
 export async function recordGenerations(first: Storage, ids: string[], now: Date = new Date()): Promise<Generations> {
-  const table = first.table('Accounts');
-  const write = (g: Generations) => ({
-    partitionKey: ACCOUNTS_PK,
-    rowKey: ACCOUNTS_RK,
-    accounts: JSON.stringify(ids),
-    generations: JSON.stringify(g.counts),
-    added: JSON.stringify(g.added),
-  });
-  for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
-    const row = await table.get(ACCOUNTS_PK, ACCOUNTS_RK);
-    try {
+  let out: Generations | undefined;
+  const write = (g: Generations) => {
+    out = g;
+    return { accounts: JSON.stringify(ids), generations: JSON.stringify(g.counts), added: JSON.stringify(g.added) };
+  };
+  await guardedUpdate(
+    first.table('Accounts'),
+    { partitionKey: ACCOUNTS_PK, rowKey: ACCOUNTS_RK },
+    async (row) => {
       if (!row) {
         const hasData = !!(await firstRow(first.table('Tasks'), { select: ['PartitionKey'] }));
-        const g: Generations =
+        return write(
           hasData && ids.length > 1
             ? { counts: [1, ids.length], added: [new Date(0).toJSON(), now.toJSON()] }
-            : { counts: [ids.length], added: [now.toJSON()] };
-        await table.insert(write(g));
-        return g;
+            : { counts: [ids.length], added: [now.toJSON()] },
+        );
       }
       const stored = JSON.parse(row.accounts as string) as string[];
       const g: Generations = { counts: JSON.parse(row.generations as string) as number[], added: JSON.parse(row.added as string) as string[] };
       if (ids.length < stored.length || stored.some((id, i) => id !== ids[i])) {
         throw new Error(`data accounts can only be appended: storage records ${stored.join(' ')}, the settings list ${ids.join(' ')}`);
       }
-      if (ids.length === stored.length) return g;
-      const next = { counts: [...g.counts, ids.length], added: [...g.added, now.toJSON()] };
-      await table.update(write(next), row.etag);
-      return next;
-    } catch (err) {
-      if (!(err instanceof StorageConflict)) throw err;
-    }
-  }
-  throw new Error('could not record the data accounts (too many concurrent starts); retry');
+      if (ids.length === stored.length) {
+        out = g;
+        return UNCHANGED;
+      }
+      return write({ counts: [...g.counts, ids.length], added: [...g.added, now.toJSON()] });
+    },
+    { what: 'the record of data accounts' },
+  );
+  return out!;
 }
 
 export class AccountsStorage implements Storage {
@@ -162,7 +158,7 @@ export class AccountsStorage implements Storage {
   generations: number[];
   /** When each generation began. */
   private added: string[];
-  private readonly found = new Map<string, number>();
+  private readonly found = new BoundedCache<string, number>(FOUND_CACHE_MAX);
   private readonly tables = new Map<string, Table>();
   private readonly triggers = new Map<string, Queue>();
 
@@ -225,7 +221,6 @@ export class AccountsStorage implements Storage {
         break;
       }
     }
-    if (this.found.size >= FOUND_CACHE_MAX) this.found.delete(this.found.keys().next().value!);
     this.found.set(cacheKey, at);
     return at;
   }

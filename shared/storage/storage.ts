@@ -12,6 +12,7 @@ import { FaultSettings, FaultyStorage, Sleep } from './faults';
 import type { Queue, Storage, Table } from './port';
 
 export * from './port';
+export * from './guarded-update';
 
 /** Older names of the port's table and queue, kept so domain imports stay stable. */
 export type CountedTable = Table;

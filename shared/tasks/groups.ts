@@ -16,7 +16,21 @@
  * row until the first other member deletes it in its own join transaction, so a transaction that
  * requires that row fails once anyone joined. Any other group's emptiness is read (hasOpen).
  */
-import { Storage, Table, TableAction, deleteIfMatch, deleteRows, firstRow, mergeIfMatch, readPage, rows, transactIf } from '../storage/storage';
+import {
+  StoredEntity,
+  Storage,
+  Table,
+  TableAction,
+  UNCHANGED,
+  deleteIfMatch,
+  deleteRows,
+  firstRow,
+  guardedUpdate,
+  readPage,
+  rows,
+  transactIf,
+  withActions,
+} from '../storage/storage';
 import { conflict } from '../errors';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
@@ -66,8 +80,6 @@ export const EXPIRY_KIND_GROUP = 'task-group';
  */
 export const aloneRowKey = (taskGroupId: string): string => `~alone~${taskGroupId}`;
 
-/** A group can gain members concurrently; re-read a few times on races. */
-const MAX_GROUP_ATTEMPTS = 5;
 /** The group's table and how its row keys are stored there (after the task's rows, see GROUP_PREFIX). */
 interface Place {
   table: Table;
@@ -77,6 +89,21 @@ interface Place {
 /** Rows per entity-group transaction. */
 const MAX_BATCH = 100;
 
+type StoredMeta = TaskGroupMeta & { etag: string; joined?: true; alone?: true };
+
+function metaOf(taskGroupId: string, r: StoredEntity | undefined): StoredMeta | undefined {
+  if (!r) return undefined;
+  return {
+    taskGroupId,
+    schedulerId: r.schedulerId as string,
+    expires: r.expires as string,
+    sealed: (r.sealed as string) || undefined,
+    etag: r.etag,
+    ...(r.joined ? { joined: true } : {}),
+    ...(r.alone ? { alone: true } : {}),
+  };
+}
+
 export class TaskGroups {
   private readonly home: Place;
 
@@ -84,22 +111,12 @@ export class TaskGroups {
     this.home = { table: storage.table('Tasks'), key: (k) => GROUP_PREFIX + k };
   }
 
-  private async metaAt(p: Place, taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
-    const r = await p.table.get(taskGroupId, p.key(groupRowKey(taskGroupId)));
-    if (!r) return undefined;
-    return {
-      taskGroupId,
-      schedulerId: r.schedulerId as string,
-      expires: r.expires as string,
-      sealed: (r.sealed as string) || undefined,
-      etag: r.etag,
-      ...(r.joined ? { joined: true } : {}),
-      ...(r.alone ? { alone: true } : {}),
-    };
+  private async metaAt(p: Place, taskGroupId: string): Promise<StoredMeta | undefined> {
+    return metaOf(taskGroupId, await p.table.get(taskGroupId, p.key(groupRowKey(taskGroupId))));
   }
 
   /** `joined`: a task other than the group's creator joined it; `alone`: the group holds its aloneRowKey row (until someone joined). */
-  async meta(taskGroupId: string): Promise<(TaskGroupMeta & { etag: string; joined?: true; alone?: true }) | undefined> {
+  async meta(taskGroupId: string): Promise<StoredMeta | undefined> {
     return this.metaAt(this.home, taskGroupId);
   }
 
@@ -117,13 +134,21 @@ export class TaskGroups {
    * createTask of a task that starts its own group puts them in its task row's transaction.
    */
   createActions(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string): TableAction[] {
+    return [{ op: 'create', entity: this.newMeta(taskGroupId, taskId, schedulerId, expires) }, ...this.firstRows(taskGroupId, taskId, expires, created)];
+  }
+
+  /** The meta row of a group `taskId` creates. */
+  private newMeta(taskGroupId: string, taskId: string, schedulerId: string, expires: string) {
     const own = taskGroupId === taskId;
-    const key = this.home.key;
-    const meta = { partitionKey: taskGroupId, rowKey: key(groupRowKey(taskGroupId)), schedulerId, expires, sealed: '', ...(own ? { alone: true } : {}) };
+    return { partitionKey: taskGroupId, rowKey: this.home.key(groupRowKey(taskGroupId)), schedulerId, expires, sealed: '', ...(own ? { alone: true } : {}) };
+  }
+
+  /** The rows that go with a new group's meta row: its first member's, and the alone row of a namesake creator. */
+  private firstRows(taskGroupId: string, taskId: string, expires: string, created: string): TableAction[] {
+    const alone = { partitionKey: taskGroupId, rowKey: this.home.key(aloneRowKey(taskGroupId)), expires };
     return [
-      { op: 'create', entity: meta },
       ...this.memberActions(this.home, taskGroupId, taskId, expires, created),
-      ...(own ? [{ op: 'upsert' as const, entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)), expires } }] : []),
+      ...(taskGroupId === taskId ? [{ op: 'upsert' as const, entity: alone }] : []),
     ];
   }
 
@@ -134,38 +159,32 @@ export class TaskGroups {
    */
   async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string, exists = false): Promise<void> {
     const p = this.home;
+    const members = this.memberActions(p, taskGroupId, taskId, expires, created);
     // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`); a
-    // concurrent first joiner's transaction then fails on the missing row and reads again.
+    // concurrent first joiner's transaction then fails on the missing row and decides again.
     const leaveAlone = (m: { alone?: true; joined?: true }): TableAction[] =>
       m.alone && !m.joined ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: p.key(aloneRowKey(taskGroupId)) }] : [];
-    // A task that starts its own group (the common case) needs no read.
-    let known = taskGroupId === taskId && !exists ? undefined : await this.metaAt(p, taskGroupId);
-    for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
-      if (!known) {
-        if ((await transactIf(p.table, this.createActions(taskGroupId, taskId, schedulerId, expires, created))).ok) return;
-        known = await this.metaAt(p, taskGroupId);
-        if (!known) continue;
-      }
-      if (known.schedulerId !== schedulerId) {
-        throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
-      }
-      if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
-      const members = this.memberActions(p, taskGroupId, taskId, expires, created);
-      const key = p.key(groupRowKey(taskGroupId));
-      // A later expiry raises the meta row's, guarded by its ETag. Else the first members after the
-      // creator mark the meta row `joined` (and take the alone row away); later ones find it so and
-      // leave the row alone, so a large group's members do not all write one row.
-      const touch = { partitionKey: taskGroupId, rowKey: key, joined: true };
-      const actions: TableAction[] =
-        new Date(expires) > new Date(known.expires)
-          ? [{ op: 'update', entity: { ...touch, expires }, mode: 'Merge', etag: known.etag }, ...leaveAlone(known), ...members]
-          : known.joined
-            ? members
-            : [{ op: 'update', entity: touch, mode: 'Merge', etag: '*' }, ...leaveAlone(known), ...members];
-      if ((await transactIf(p.table, actions)).ok) return;
-      known = await this.metaAt(p, taskGroupId); // changed, or expired meanwhile (then created again)
-    }
-    throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
+    await guardedUpdate(
+      p.table,
+      { partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)) },
+      async (row) => {
+        const known = metaOf(taskGroupId, row);
+        if (!known) return withActions(this.newMeta(taskGroupId, taskId, schedulerId, expires), this.firstRows(taskGroupId, taskId, expires, created));
+        if (known.schedulerId !== schedulerId) {
+          throw conflict(`task group ${taskGroupId} belongs to schedulerId '${known.schedulerId}', not '${schedulerId}'`);
+        }
+        if (known.sealed) throw conflict(`task group ${taskGroupId} is sealed; no more tasks can be added`);
+        // A later expiry raises the meta row's. Else the first members after the creator mark the
+        // meta row `joined` (and take the alone row away); later ones find it so and leave the row
+        // alone, so a large group's members do not all write one row (upserts: nothing to guard).
+        if (new Date(expires) > new Date(known.expires)) return withActions({ expires, joined: true }, [...leaveAlone(known), ...members]);
+        if (!known.joined) return withActions({ joined: true }, [...leaveAlone(known), ...members]);
+        await p.table.transact(members);
+        return UNCHANGED;
+      },
+      // A task that starts its own group (the common case) needs no read.
+      { what: `task group ${taskGroupId}`, mode: 'merge', current: taskGroupId === taskId && !exists ? 'absent' : undefined },
+    );
   }
 
   /**
@@ -227,13 +246,13 @@ export class TaskGroups {
 
   /** Seals the group (irreversible; repeating it changes nothing). Undefined if there is no group. */
   async seal(taskGroupId: string, now: Date): Promise<TaskGroupMeta | undefined> {
-    for (let attempt = 0; attempt < MAX_GROUP_ATTEMPTS; attempt++) {
-      const meta = await this.meta(taskGroupId);
-      if (!meta || meta.sealed) return meta;
-      const sealed = { partitionKey: taskGroupId, rowKey: this.home.key(groupRowKey(taskGroupId)), sealed: now.toJSON() };
-      if ((await mergeIfMatch(this.home.table, sealed, meta.etag)).ok) return { ...meta, sealed: now.toJSON() };
-    }
-    throw conflict(`task group ${taskGroupId} is changing too fast; retry`);
+    const out = await guardedUpdate(
+      this.home.table,
+      { partitionKey: taskGroupId, rowKey: this.home.key(groupRowKey(taskGroupId)) },
+      (row) => (!row || row.sealed ? UNCHANGED : { sealed: now.toJSON() }),
+      { what: `task group ${taskGroupId}`, mode: 'merge' },
+    );
+    return metaOf(taskGroupId, out.row);
   }
 
   /** One page of the group's members that have not expired by `now`. */

@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import { Entity, KeyRange, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
 import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
+import { BoundedCache } from '../bounded-cache';
 
 /**
  * Task rows this instance read or wrote last, kept so its next transition of the task (the claim
@@ -42,7 +43,7 @@ export class TaskStore {
    * row is never changed after it is written or read, so keeping it costs no copy, and each
    * hand-out decodes a record of its own.
    */
-  private readonly recent = new Map<string, RecentRow>();
+  private readonly recent = new BoundedCache<string, RecentRow>(RECENT_ROWS);
 
   private get table() {
     return this.storage.table('Tasks');
@@ -77,7 +78,6 @@ export class TaskStore {
     this.recent.delete(t.taskId);
     if (!t.etag || rowBytes(row) > RECENT_ROW_MAX_BYTES) return;
     this.recent.set(t.taskId, { row, etag: t.etag });
-    if (this.recent.size > RECENT_ROWS) this.recent.delete(this.recent.keys().next().value!);
   }
 
   /**

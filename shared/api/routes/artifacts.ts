@@ -9,7 +9,8 @@ import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuatio
 import { createArtifact } from '../../artifacts/create';
 import { contentOf, resolveArtifact } from '../../artifacts/read';
 import { ArtifactStore } from '../../artifacts/store';
-import { isPresent, listingEntry, objectNameFor } from '../../artifacts/model';
+import { ArtifactRecord, isPresent, listingEntry, objectNameFor } from '../../artifacts/model';
+import { UNCHANGED } from '../../storage/storage';
 import { objectFinished, simpleUrl } from '../../objects/objects';
 import type { Template } from '../../auth/scopes';
 
@@ -106,19 +107,25 @@ export const artifactRoutes: RouteDef[] = [
       if (!a || !t || !t.runs[runId]) throw notFound(`Artifact with taskId \`${taskId}\`, runId ${runId}, name \`${name}\` not found`);
       if (a.storageType !== 'object') throw inputError('Only object artifacts can be finished');
       if (isPresent(a)) return { status: 204 }; // a repeat
-      if (req.body.uploadId !== a.details.uploadId) throw inputError('given uploadId does not match that for the artifact');
+      const uploadMatches = (x: ArtifactRecord) => req.body.uploadId === x.details.uploadId;
+      if (!uploadMatches(a)) throw inputError('given uploadId does not match that for the artifact');
       if (!(await objectFinished(req.services, objectNameFor(taskId, runId, name)))) throw inputError('Object storing artifact data does not exist');
-      const finished = { ...a, details: {} };
       // The artifact becomes visible now, so artifact-created goes out now (as Taskcluster's): its
       // sweep trigger is put first, and the reaper delivers it if the finished row is there.
+      const finished = { ...a, details: {} };
       const announce = await req.services.events.prepareArtifact(t, runId, finished);
-      // Guarded by the ETag read above: a concurrent re-create or expiry wins, and the caller retries.
-      // Refused because the row is finished now: this write's own earlier attempt (its answer lost
-      // and retried by the SDK) or a concurrent repeat did it, and either way it is done.
-      if (!(await store.replace(finished))) {
-        const now = await store.get(taskId, runId, name);
-        if (now?.storageType !== 'object' || !isPresent(now)) throw conflict(`artifact ${name} changed meanwhile; retry`);
-      }
+      // Guarded by the ETag read above; after a lost race, decided again on the row as it is: a
+      // concurrent repeat finished it (done), a re-create or expiry replaced it (refused as such).
+      await store.modify(
+        a,
+        (now) => {
+          if (now?.storageType !== 'object') throw conflict(`artifact ${name} changed meanwhile; retry`);
+          if (isPresent(now)) return UNCHANGED;
+          if (!uploadMatches(now)) throw inputError('given uploadId does not match that for the artifact');
+          return { ...now, details: {} };
+        },
+        a,
+      );
       await req.services.events.delivered(announce);
       return { status: 204 };
     },
