@@ -6,7 +6,6 @@ import { Instance, sleep, taskDef, newTaskId } from './harness';
 import { CpuMs, MeterDelta, addDeltas, cpuWindow, latencySummary, meterWindow, round } from './stats';
 import { ERROR_PAUSE_MS, Errors, LoadJob, LoadResult, STEP_TIMEOUT_MS, WORKER, lifecycle, newErrors, noteError, runJob } from './client';
 import { ProfileSummary, profileWindow } from './profile';
-import { pollersOf } from '../shared/work/poller';
 import { runReaper, ReaperStats } from '../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../shared/events/exchanges';
 import { signedSubscriptionUrls } from '../shared/storage/subscription-queues';
@@ -54,7 +53,7 @@ export interface PickupResult {
 export async function pickupLatency(claimer: Instance, creator: Instance, taskQueueId: string, samples: number, maxPauseMs: number): Promise<PickupResult> {
   const root = claimer.queue();
   const creatorRoot = creator.queue();
-  const poller = pollersOf(claimer.services).get(taskQueueId);
+  const poller = claimer.services.pollers.get(taskQueueId);
   // Warm up: a first task created on the claiming instance records the priority there.
   await lifecycle(claimer.queue, taskQueueId);
   const latencies: number[] = [];

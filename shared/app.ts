@@ -9,7 +9,6 @@ import { routes as routeTable } from './api/route-table';
 import type { RouteDef } from './api/types';
 import { validate } from './api/schemas';
 import { timerFunctions, TimerFunction } from './reaper/timers';
-import { startPollers, stopPollers } from './work/runtime-hooks';
 
 /** What tests and the bench tune: logger, clock, message leases. */
 export type AppOptions = ServiceOptions;
@@ -19,7 +18,7 @@ export interface App {
   routes: RouteDef[];
   /** The timer functions; their handlers use `services()`. */
   timers: TimerFunction[];
-  /** The services, built once on first use with the pollers attached; a failed build is retried by the next call. */
+  /** The services, built once on first use; a failed build is retried by the next call. */
   services(): Promise<Services>;
   /** Stops the claimWork pollers (waiting claimWork calls answer `{tasks: []}` now), then waits for background work and queued index writes. */
   close(): Promise<void>;
@@ -34,7 +33,6 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
   const services = (): Promise<Services> => {
     built ??= buildServices(typeof config === 'function' ? config() : config, { ...options, checkTask: (task) => validate('create-task-request', task) })
       .then((svc) => {
-        startPollers(svc);
         svc.rollups.start();
         return svc;
       })
@@ -46,7 +44,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
   };
   const close = async () => {
     const svc = await built?.catch(() => undefined);
-    if (svc) stopPollers(svc);
+    svc?.pollers.stop();
     await Promise.allSettled([...(svc?.background ?? [])]);
     await svc?.indexes.settled(); // index writes are queued, not awaited by their requests
     await svc?.rollups.close(); // this instance's chart tallies, the running minute's too

@@ -14,7 +14,8 @@ import { GROUP_PREFIX, TaskGroups, groupRowKey } from './tasks/groups';
 import { taskRowKey } from './tasks/model';
 import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
-import type { WakeHint } from './tasks/ports';
+import { Pollers } from './work/poller';
+import { HintRepairSchedule } from './reaper/hints';
 import type { LifecycleDeps } from './lifecycle/ports';
 import { Logger, jsonLogger } from './log';
 import { RECENT_TASKS_WRITE_MS, WorkerRegistry } from './ops/workers';
@@ -113,8 +114,10 @@ export interface Services extends LifecycleDeps {
   indexes: IndexWrites;
   /** Per-minute tallies for the dashboard's charts, flushed once a minute (shared/ops/rollups.ts). */
   rollups: Rollups;
-  /** Hooks other modules attach to (e.g. the claimWork pollers). */
-  wakeListeners: Set<(taskQueueId: string, hinted?: WakeHint) => void>;
+  /** This instance's claimWork long polls, per task queue (shared/work/poller.ts); `wake` reaches them. */
+  pollers: Pollers;
+  /** When the reaper last looked for hidden hints (shared/reaper/hints.ts). */
+  hintRepair: HintRepairSchedule;
   /** Event recording and delivery (shared/events). */
   events: EventRecorder;
   /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
@@ -165,7 +168,6 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     encryptionKey: config.tokenEncryptionKey,
     now,
   });
-  const wakeListeners = new Set<(taskQueueId: string, hinted?: WakeHint) => void>();
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
   const expiry = new ExpiryIndex(storage);
   const sinks =
@@ -186,7 +188,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
   const groups = new TaskGroups(storage);
   const rollups = new Rollups(storage, now, (event, fields) => log.warn(event, fields), tuning.rollupFlushMs);
   const readModels = new ReadModels(storage, log, new IndexBatcher(storage, tuning.indexLingerMs), rollups);
-  return {
+  const svc: Services = {
     config,
     tuning,
     storage,
@@ -209,12 +211,16 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     log,
     startedAt: now(),
     workers: new WorkerRegistry(storage, now, tuning.recentTasksWriteMs),
-    wakeListeners,
     events,
     checkTask: opts.checkTask,
     sandbox: opts.sandbox ?? processSandbox,
     background,
-    wake: (taskQueueId, hinted) => wakeListeners.forEach((fn) => fn(taskQueueId, hinted)),
+    wake: (taskQueueId, hinted) => svc.pollers.wake(taskQueueId, hinted),
+    hintRepair: new HintRepairSchedule(),
+    // Set below: the pollers claim through the services they are part of.
+    pollers: undefined as unknown as Pollers,
     taskEvents: taskEventPort(events, { hasOpen: (id) => groups.hasOpen(id), log }),
   };
+  svc.pollers = new Pollers(svc);
+  return svc;
 }

@@ -23,16 +23,23 @@ const RUNS_PER_QUEUE = MAX_DEQUEUE;
 /** Task queues checked at once. */
 const QUEUE_CONCURRENCY = 4;
 
-const lastCheck = new WeakMap<Services, number>();
+/** When this instance last checked for hidden hints: one check per interval, whatever the reaper's schedule. */
+export class HintRepairSchedule {
+  private last: number | undefined;
+
+  /** Whether a check is due now (and so counted as done). The first comes one interval after start-up, so an idle pass stays a fixed handful of calls. */
+  due(now: Date, everyS: number): boolean {
+    const last = this.last;
+    if (last !== undefined && now.getTime() - last < everyS * 1000) return false;
+    this.last = now.getTime();
+    return last !== undefined;
+  }
+}
 
 /** Returns how many runs got a fresh hint; does nothing if this instance checked recently. */
 export async function repairHiddenHints(svc: Services): Promise<number> {
   const now = svc.now();
-  const last = lastCheck.get(svc);
-  // The first check comes one interval after start-up, so an idle pass stays a fixed handful of calls.
-  if (last === undefined) lastCheck.set(svc, now.getTime());
-  if (last === undefined || now.getTime() - last < svc.tuning.hintRepairEveryS * 1000) return 0;
-  lastCheck.set(svc, now.getTime());
+  if (!svc.hintRepair.due(now, svc.tuning.hintRepairEveryS)) return 0;
   const before = new Date(now.getTime() - svc.tuning.hintRepairAfterS * 1000).toJSON();
   const queues = await svc.workers.allQueues();
   // Every task queue's index bucket count in one read of the registry, rather than one read each.

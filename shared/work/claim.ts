@@ -5,7 +5,7 @@ import type { Services } from '../services';
 import { claimRun, ClaimOutcome, Worker } from '../lifecycle/resolve';
 import { Run, TaskRecord, definitionOf, taskStatus } from '../tasks/model';
 import { runCredentials } from './credentials';
-import { pollersOf, LeasedHint } from './poller';
+import type { LeasedHint } from './poller';
 import type { Hint } from '../tasks/pending';
 import { mapLimit } from '../limit';
 
@@ -144,7 +144,7 @@ export async function claimWork(
   gone?: AbortSignal,
 ): Promise<Claim[]> {
   const end = Date.now() + pollS * 1000;
-  const poller = pollersOf(svc).get(taskQueueId);
+  const poller = svc.pollers.get(taskQueueId);
   // At least one look, however short the window (see HintPoller.request).
   do {
     const leased = await poller.request(count, end, gone);

@@ -11,6 +11,7 @@
 import type { Services } from '../services';
 import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
 import type { Hint, UsedQueue } from '../tasks/pending';
+import type { WakeHint } from '../tasks/ports';
 
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
@@ -222,14 +223,15 @@ export class HintPoller {
   }
 }
 
-/** The pollers of one services instance, woken by local createTask / rerun / retries. */
+/** The pollers of one services instance, woken by local createTask / rerun / retries (`Services.wake`). */
 export class Pollers {
   private readonly pollers = new Map<string, HintPoller>();
 
-  constructor(private readonly svc: Services) {
-    svc.wakeListeners.add((taskQueueId, hinted) =>
-      this.pollers.get(taskQueueId)?.wake(hinted && { priority: hinted.priority, shard: svc.pending.shardOf(taskQueueId, hinted.taskId) }),
-    );
+  constructor(private readonly svc: Services) {}
+
+  /** A run of `taskQueueId` became pending here: its poller (if one runs) looks again, first where `hinted`'s hint went. */
+  wake(taskQueueId: string, hinted?: WakeHint): void {
+    this.pollers.get(taskQueueId)?.wake(hinted && { priority: hinted.priority, shard: this.svc.pending.shardOf(taskQueueId, hinted.taskId) });
   }
 
   /** Stops every poller (the app is shutting down). */
@@ -247,13 +249,3 @@ export class Pollers {
   }
 }
 
-const registry = new WeakMap<Services, Pollers>();
-
-export function pollersOf(svc: Services): Pollers {
-  let p = registry.get(svc);
-  if (!p) {
-    p = new Pollers(svc);
-    registry.set(svc, p);
-  }
-  return p;
-}
