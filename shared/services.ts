@@ -64,7 +64,7 @@ export interface Tuning {
   hintRepairEveryS: number;
   /** Events not delivered this long after their write are delivered by the reaper (shared/events/outbox.ts). */
   eventSweepDelayS: number;
-  /** createTask tracks up to this many dependencies before answering, more in the background (shared/tasks/create.ts). */
+  /** createTask tracks up to this many dependencies before answering, more in the background (shared/lifecycle/create.ts). */
   syncDependencies: number;
   /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
   indexLingerMs: number;

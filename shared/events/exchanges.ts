@@ -2,7 +2,7 @@
  * The queue's events, as Taskcluster publishes them (services/queue/src/exchanges.js and
  * schemas/v1/*-message.yml): exchange names, payloads, routing keys and `route.<route>` CCs.
  * Everything here is pure: the events of a task write are made from its history entries (its plan,
- * shared/plans/plan.ts) and numbered like them, so the same transition always yields the same event
+ * shared/lifecycle/planner.ts) and numbered like them, so the same transition always yields the same event
  * (same id, same seq) however often it is recomputed or re-sent.
  */
 import { TaskRecord, Run, taskStatus, TaskStatus } from '../tasks/model';

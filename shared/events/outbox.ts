@@ -59,7 +59,7 @@ export function outboxEvent(row: Record<string, unknown>): QueueEvent | undefine
   return JSON.parse(json);
 }
 
-/** Adds each event's properties to the history row of its seq (rows of one write, in its plan: shared/plans/plan.ts). */
+/** Adds each event's properties to the history row of its seq (rows of one write, in its plan: shared/lifecycle/planner.ts). */
 export function attachToHistoryRows(rows: Entity[], events: QueueEvent[]): void {
   for (const e of events) {
     const row = rows.find((r) => r.rowKey === historyRowKey(r.partitionKey, e.seq));

@@ -4,7 +4,6 @@
  *  - dependent rows `(PK=required, RK='d-<dependent>~<required>', require)`: whom to tell on resolution.
  * Each row key names both ends, so it is unique in the table: Azurite looks a row up by RowKey
  * first, and a key shared by the 10,000 edges of one task made every edge write scan all of them.
- * Rows written before that (`r-<required>`, `d-<dependent>`) are still read and removed.
  * Edges are written before the required tasks are checked, so a dependency resolving at the same
  * moment is seen either by this check or by its own resolution (both serialize on its row's ETag).
  */
@@ -31,10 +30,10 @@ const REQUIREMENT_CONCURRENCY = 4;
 
 export const reqKey = (required: string, dependent: string) => `r-${required}~${dependent}`;
 export const depKey = (dependent: string, required: string) => `d-${dependent}~${required}`;
-/** The dependent a dependent row names, and the key of its requirement row (older rows: without `~`). */
+/** The dependent a dependent row (`d-<dependent>~<required>`) names, and the key of its requirement row. */
 function edgeOf(rowKey: string, required: string): { dependent: string; requirement: string } {
-  const [dependent, rest] = rowKey.slice(2).split('~');
-  return { dependent, requirement: rest === undefined ? `r-${required}` : reqKey(required, dependent) };
+  const dependent = rowKey.slice(2, rowKey.indexOf('~'));
+  return { dependent, requirement: reqKey(required, dependent) };
 }
 
 export interface TrackResult {

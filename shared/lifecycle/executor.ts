@@ -289,7 +289,7 @@ async function before(d: LifecycleDeps, e: Effect): Promise<TriggerRef | undefin
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':
-      // With it, in the same write (the group's partition), its group's row at this expires (EXPIRY_KIND_GROUP, shared/tasks/expire.ts).
+      // With it, in the same write (the group's partition), its group's row at this expires (EXPIRY_KIND_GROUP, shared/lifecycle/remove-expired.ts).
       await d.expiry.record(
         'task',
         e.taskId,

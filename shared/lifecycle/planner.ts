@@ -1,5 +1,5 @@
 /**
- * The one place that says what a task write does (the Plan of shared/tasks/plan.ts): pure, from
+ * The one place that says what a task write does (the Plan of shared/lifecycle/plan.ts): pure, from
  * the transition's step (its named record, the row it wrote, its effects), the time and the actor.
  * Besides the step's own effects it derives from the record (`historyOf`, one case per name):
  *   - the history entries, and their rows (shared/ops/history.ts), numbered on from the row's count;

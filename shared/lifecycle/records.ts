@@ -1,6 +1,6 @@
 /**
  * Transition records: what a transition (transitions.ts) did, by name, with exactly the facts its
- * plan (shared/plans/plan.ts) needs. One name per row of the README's state table
+ * plan (shared/lifecycle/planner.ts) needs. One name per row of the README's state table
  * (`test/unit/state-table.test.ts` checks both ways); `repeat` is the table's `=`. The plan reads
  * the record, not a comparison of the row before and after: the history entries, events, operator
  * index writes and chart tally all follow from the record and the row it wrote.

@@ -4,7 +4,7 @@
  * names what happened, one name per row below. No I/O, no clock reads, no randomness: ids (hintId)
  * and `now` are chosen by the caller once per call, so a recomputation after an ETag race is
  * deterministic. The executor (executor.ts) loads, applies, plans the write from the record
- * (shared/plans/plan.ts: the effects of effects.ts, history, events, read models), performs it.
+ * (shared/lifecycle/planner.ts: the effects of effects.ts, history, events, read models), performs it.
  *
  * The task's state is its last run's state ('unscheduled' without runs); `=` is an idempotent repeat:
  *
@@ -60,7 +60,7 @@ export interface Step<R extends TransitionRecord = TransitionRecord> {
 export interface Refusal {
   refused: 'not-found' | 'conflict';
   message: string;
-  /** A keyed run may only be claimed once its concurrency key is held (shared/tasks/keys.ts). */
+  /** A keyed run may only be claimed once its concurrency key is held (shared/tasks/concurrency-keys.ts). */
   needsKey?: true;
 }
 /** A trigger arrived early (clock skew): show it again in this many seconds. */
@@ -562,7 +562,7 @@ export function changePriority(task: TaskRecord, input: { priority: Priority; hi
   if (priorityOf(task) === input.priority) return same('change-priority', task);
   const next = copy(task);
   next.priority = input.priority;
-  // Its task-priority-changed event rides on the `prioritized` history row (shared/plans/plan.ts).
+  // Its task-priority-changed event rides on the `prioritized` history row (shared/lifecycle/planner.ts).
   const record: RecordOf<'change-priority'> = { name: 'change-priority', from: priorityOf(task), to: input.priority };
   const last = lastRun(next);
   if (last?.state !== 'pending') return { record, next, effects: [] };

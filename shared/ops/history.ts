@@ -2,7 +2,7 @@
  * Task history: one row per run transition (who, when, from which state, why), stored in the
  * task's own partition and written in the same entity-group transaction as the task row, so the
  * history and the task's state can never disagree. A write's entries are part of its plan
- * (shared/plans/plan.ts), which derives them from the transition's record (`historyOf`) and
+ * (shared/lifecycle/planner.ts), which derives them from the transition's record (`historyOf`) and
  * numbers them here (`historyRows`).
  */
 import { readPage, type Entity, type KeyRange, type Storage } from '../storage/storage';

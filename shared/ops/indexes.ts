@@ -191,7 +191,7 @@ function nameRow(t: TaskRecord): Entity {
  */
 export type IndexOp = { op: 'create' | 'upsert'; row: Entity } | { op: 'remove' | 'purge'; row: Entity };
 
-/** A write's run changes, as its plan derived them from its record (shared/plans/plan.ts). */
+/** A write's run changes, as its plan derived them from its record (shared/lifecycle/planner.ts). */
 export type Change = Pick<Transition, 'event' | 'runId' | 'from' | 'to'>;
 
 const runChanges = (changes: Change[]) => changes.filter((c): c is Change & { runId: number } => c.runId !== undefined && c.from !== c.to);

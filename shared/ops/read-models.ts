@@ -1,7 +1,7 @@
 /**
  * The operator read models a task write keeps up to date, after its row: the indexes (queued, not
  * awaited; see shared/ops/indexes.ts) and the chart rollups (in memory). What to write is part of
- * the write's plan (shared/plans/plan.ts); this carries it out. `settled()` waits for the queue.
+ * the write's plan (shared/lifecycle/planner.ts); this carries it out. `settled()` waits for the queue.
  */
 import type { Storage } from '../storage/storage';
 import type { Logger } from '../log';

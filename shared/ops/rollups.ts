@@ -159,7 +159,7 @@ export class Rollups {
     private readonly flushMs = ROLLUP_FLUSH_MS,
   ) {}
 
-  /** Adds a task write's tally (its plan's, shared/plans/plan.ts) to the current minute. */
+  /** Adds a task write's tally (its plan's, shared/lifecycle/planner.ts) to the current minute. */
   add(taskQueueId: string, t: MinuteTally): void {
     const minute = minuteKey(this.now().getTime());
     let m = this.minutes.get(minute);

@@ -154,7 +154,7 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
 
 /**
  * One pass. Each run it resolves or retries is logged as its own `task-transition` event (actor
- * `reaper`, see shared/plans/plan.ts); the pass line adds the totals.
+ * `reaper`, see shared/lifecycle/planner.ts); the pass line adds the totals.
  */
 export async function runReaper(svc: Services): Promise<ReaperStats> {
   const stats: ReaperStats = { deadline: 0, claim: 0, resolved: 0, events: 0, consumed: 0, expired: 0, rehinted: 0, deferred: 0, failed: 0 };

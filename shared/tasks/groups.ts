@@ -66,7 +66,7 @@ export const GROUP_PREFIX = 'g~';
 const GROUP_END = `${GROUP_PREFIX}~~`;
 
 /**
- * Expiry-index kind of a group's rows (shared/tasks/expire.ts): each task records one at its own
+ * Expiry-index kind of a group's rows (shared/lifecycle/remove-expired.ts): each task records one at its own
  * expires beside its task row, in the same write; the one at the group's expires (the latest of its
  * members') removes the group's partition.
  */

@@ -74,7 +74,7 @@ export interface TaskDefinition {
   extra: Record<string, unknown>;
   /** Delayed start (extension): run 0 becomes claimable no earlier than this; absent = at once. */
   notBefore?: string;
-  /** Concurrency key (extension, shared/tasks/keys.ts): at most one task per key runs at a time. */
+  /** Concurrency key (extension, shared/tasks/concurrency-keys.ts): at most one task per key runs at a time. */
   concurrencyKey?: string;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Loading and writing task rows, with the other rows of the task's partition that go in the same
  * entity-group transaction. Every change is guarded by the row's ETag; what to write, and the
- * retries after a lost race, are the executor's (executor.ts carries out a write's plan).
+ * retries after a lost race, are the executor's (shared/lifecycle/executor.ts carries out a write's plan).
  */
 import crypto from 'node:crypto';
 import { Entity, KeyRange, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
@@ -62,7 +62,7 @@ export class TaskStore {
 
   /**
    * The row as this instance last read or wrote it, if kept. Another instance may have written
-   * since: only an ETag-guarded write may rely on it (shared/tasks/executor.ts re-reads the row
+   * since: only an ETag-guarded write may rely on it (shared/lifecycle/executor.ts re-reads the row
    * before it refuses or answers without a write).
    */
   recentRow(taskId: string): TaskRecord | undefined {

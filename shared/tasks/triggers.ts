@@ -36,7 +36,7 @@ export interface ResolvedTrigger {
 export interface ResolvedBatchTrigger {
   batch: ResolvedTrigger[];
 }
-/** Shares the `resolved` queue: finish tracking the dependencies of a task created with many (shared/tasks/create.ts). */
+/** Shares the `resolved` queue: finish tracking the dependencies of a task created with many (shared/lifecycle/create.ts). */
 export interface TrackingTrigger {
   taskId: string;
   tracking: true;

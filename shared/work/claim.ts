@@ -63,7 +63,7 @@ export type RecordClaims = (runs: { taskId: string; runId: number }[]) => Promis
 export async function claimHints(svc: Services, leased: LeasedHint[], worker: Worker, record?: RecordClaims): Promise<Claim[]> {
   // A retried claimWork gets back a claim it made but never received (its hint message released at
   // once); the same message left undeleted only reappears after a whole lease, too late to be
-  // mistaken for a retry, and another copy of the hint is another message (shared/tasks/transitions.ts).
+  // mistaken for a retry, and another copy of the hint is another message (shared/lifecycle/transitions.ts).
   const replayWithinS = svc.tuning.hintLeaseS / 2;
   const byRun = new Map<string, (LeasedHint & { hint: Hint })[]>();
   const garbage: LeasedHint[] = [];

@@ -1,6 +1,6 @@
 /**
  * Run changes of a task write, written out by a test as a plan derives them from the write's
- * record (shared/plans/plan.ts `historyOf`), for the index writers that take them.
+ * record (shared/lifecycle/planner.ts `historyOf`), for the index writers that take them.
  */
 import type { Change } from '../../shared/ops/indexes';
 import type { TaskRecord } from '../../shared/tasks/model';

@@ -1,5 +1,5 @@
 /**
- * The executor (shared/tasks/executor.ts) carrying out real plans (shared/plans/plan.ts), with
+ * The executor (shared/lifecycle/executor.ts) carrying out real plans (shared/lifecycle/planner.ts), with
  * recording fakes for its dependencies (no storage): effect order around the write, recomputation
  * after an ETag race without repeating `before` effects, and refusals that perform nothing.
  */

@@ -1,5 +1,5 @@
 /**
- * Plans (shared/plans/plan.ts): what one task write does, from the transition's named record (and
+ * Plans (shared/lifecycle/planner.ts): what one task write does, from the transition's named record (and
  * the row it wrote), without storage. History rows, the events on them (the outbox) and their
  * guard, operator index writes, the chart tally and log lines are all derived here, and only here:
  * each record name is checked below for what its plan derives.
@@ -35,7 +35,7 @@ const asStep = (r: T.Result): T.Step => {
   return r;
 };
 const events = (p: Plan) => p.events as TaskEventPlan;
-const readModel = (p: Plan) => p.readModel as unknown as ReadModelPlan;
+const readModel = (p: Plan) => p.readModel as ReadModelPlan;
 const exchanges = (list: QueueEvent[]) => list.map((e) => e.exchange.slice(EXCHANGE_PREFIX.length));
 const kinds = (effects: Effect[]) => effects.map((e) => e.kind);
 /** Index changes as `op rowKey-prefix`. */
@@ -364,5 +364,60 @@ describe('deletion', () => {
     const p = planDeletion(undefined);
     expect(p.history).toEqual({ ge: 'h-', lt: 'h-~' });
     expect(p.readModel).toBeUndefined();
+  });
+});
+
+describe('what reportCompleted writes and publishes: one plan each', () => {
+  /** A plan, as a reader would list it. */
+  const summary = (p: Plan) => ({
+    row: p.task?.runs.map((r) => `${r.runId} ${r.state}`),
+    history: p.rows.map((r) => String(r.entry ?? r.rowKey)),
+    events: p.events ? exchanges(p.events.events) : [],
+    guard: p.events?.claim,
+    before: kinds(p.before),
+    after: kinds(p.after),
+    replay: p.replay,
+    groupResolved: p.groupResolved && `${p.groupResolved.taskGroupId} after ${p.groupResolved.taskId}/${p.groupResolved.runId}`,
+  });
+
+  test('a report whose outcome retries: the retry run is pending in the same write, with its hint before and its wake after', () => {
+    const retrying = asStep(T.report(claimed(), { runId: 0, outcome: { state: 'exception', reason: 'intermittent-task' }, hintId: 'h1' }, LATER));
+    const p = planWrite(retrying, LATER, 'worker');
+    expect(summary(p)).toMatchObject({
+      row: ['0 exception', '1 pending'],
+      events: ['task-exception', 'task-pending'],
+      guard: { runId: 0 },
+      before: ['put-hint'],
+      after: expect.arrayContaining(['drop-trigger', 'wake', 'commit-uploads']),
+      replay: undefined,
+      groupResolved: undefined,
+    });
+    expect(p.rows).toHaveLength(2);
+  });
+
+  test('the same report again: no row, history or new event; its resolution replayed, and what it still owes', () => {
+    const done = completed();
+    const p = planWrite(asStep(T.report(done, { runId: 0, outcome: { state: 'completed' }, hintId: 'h2' }, LATER)), LATER, 'worker');
+    expect(summary(p)).toEqual({
+      row: undefined,
+      history: [],
+      events: [],
+      guard: undefined,
+      before: [],
+      after: ['close-group', 'commit-uploads'],
+      replay: { kind: 'end', runId: 0 },
+      groupResolved: 'T1 after T1/0',
+    });
+  });
+
+  test("a group's last task: its close and the task-group-resolved it owes are in the plan", () => {
+    const p = planWrite(asStep(T.report(claimed(), { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, LATER)), LATER, 'worker');
+    expect(summary(p)).toMatchObject({
+      row: ['0 completed'],
+      events: ['task-completed'],
+      guard: { runId: 0 },
+      after: expect.arrayContaining(['drop-trigger', 'commit-uploads', 'close-group']),
+      groupResolved: 'T1 after T1/0',
+    });
   });
 });

@@ -20,7 +20,7 @@ function task(taskQueueId: string, runs: Partial<Run>[]): TaskRecord {
   } as unknown as TaskRecord;
 }
 
-/** What a write of `after` with `changes` tallies (its history entries as its plan derives them, shared/plans/plan.ts). */
+/** What a write of `after` with `changes` tallies (its history entries as its plan derives them, shared/lifecycle/planner.ts). */
 const tally = (changes: Change[], after: TaskRecord) => transitionTally(changes, after);
 
 /** A task write as its plan notes it: created, or run 0 moved from state `from`. */

@@ -1,7 +1,7 @@
 /**
  * The README's state machine table ("Concepts") says what each transition does in each state;
- * this runs every cell against shared/tasks/transitions.ts so the two cannot drift apart. Each
- * row is named for the record its transition returns (shared/tasks/records.ts): the names in the
+ * this runs every cell against shared/lifecycle/transitions.ts so the two cannot drift apart. Each
+ * row is named for the record its transition returns (shared/lifecycle/records.ts): the names in the
  * table and the record names are the same list, and every cell's result carries its row's record.
  */
 import { readFileSync } from 'node:fs';

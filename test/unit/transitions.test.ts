@@ -1,5 +1,5 @@
 /**
- * The task state machine (shared/tasks/transitions.ts), without storage: each transition's next
+ * The task state machine (shared/lifecycle/transitions.ts), without storage: each transition's next
  * state, runs, reasons and retriesLeft, the effects it owes (and in which phase), and its refusals.
  */
 import * as T from '../../shared/lifecycle/transitions';
