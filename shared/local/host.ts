@@ -232,7 +232,16 @@ export async function startHost(opts: {
           return;
         }
         if (onStorageOrigin || path.startsWith(`${MEMORY_STORAGE_PATH}/`)) {
-          return refuseError(req, res, new ApiError('ResourceNotFound', `no storage endpoint ${path} on this origin`));
+          return refuseError(
+            req,
+            res,
+            new ApiError(
+              'ResourceNotFound',
+              onStorageOrigin
+                ? `this origin serves the in-memory storage only; the API is at ${svc.config.publicUrl}`
+                : `no storage endpoint ${path} on this origin`,
+            ),
+          );
         }
       }
       const body = await readBody(req, MAX_BODY_BYTES);

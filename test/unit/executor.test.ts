@@ -262,7 +262,6 @@ describe('a create starting its own group', () => {
     const r = await createVia(f.d, create());
     expect(r).toEqual({ task: expect.not.objectContaining({ groupAlone: true }), changed: true });
     expect(f.calls.filter((c) => c.startsWith('group') || c.startsWith('insert') || c === 'load')).toEqual([
-      'load',
       'insert +group',
       'load',
       'group.add T1/T1',
