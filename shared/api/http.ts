@@ -143,9 +143,10 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
 
       // Lazy authentication: only when scopes must be checked.
       let callerP: Promise<Caller> | undefined;
+      let body: unknown = undefined;
       const url = new URL(svc.config.publicUrl);
       const caller = () =>
-        (callerP ??= svc!.authenticator
+        (callerP ??= (def.authenticator?.(body, svc!) ?? svc!.authenticator)
           .authenticate({
             method: request.method,
             resource,
@@ -173,7 +174,6 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
         if (re && !re.test(v)) throw badUrlParam(k, v, re);
       }
 
-      let body: unknown = undefined;
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         checkDeclaredLength(request.headers.get('content-length'));
         body = parseBody(Buffer.from(await request.arrayBuffer()));

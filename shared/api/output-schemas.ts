@@ -492,6 +492,9 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-clients-response': pageOf('clients', obj(client)),
   'get-role-response': role,
   'list-roles-response': { type: 'array', items: role },
+  'list-roles2-response': pageOf('roles', role),
+  'list-role-ids-response': pageOf('roleIds', strings.items),
+  'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
 };
 
 for (const [id, schema] of Object.entries(OUTPUT_SCHEMAS)) registerSchema(id, schema);
