@@ -299,7 +299,7 @@ export const COMMANDS: Command[] = [
     summary: 'triggers a hook (--payload JSON|@file|-, default {}); prints the task it created',
     async run(settings, [hookGroupId, hookId], flags) {
       const res = await (await clientFor('hooks', settings)).triggerHook(hookGroupId, hookId, readPayload(flags.payload) ?? {});
-      return { json: res, text: res?.status ? fields({ taskId: res.status.taskId, state: res.status.state }) : 'the hook rendered no task' };
+      return { json: res, text: res?.taskId ? fields({ taskId: res.taskId }) : 'the hook rendered no task' };
     },
   },
   {

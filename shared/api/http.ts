@@ -31,10 +31,11 @@ const PARAM_PATTERNS: Record<string, RegExp> = {
   roleId: /^[\x20-\x7e]+$/,
 };
 
-/** Query-string parameters with a format, checked (as Taskcluster does) before anything else. */
-const QUERY_PATTERNS: Record<string, RegExp> = {
-  taskId: PARAM_PATTERNS.taskId,
-};
+/**
+ * Query-string parameters with a format, checked (as Taskcluster does) before anything else. None
+ * today: triggerHook's `taskId`, the one there was, is read from the payload, as Taskcluster's.
+ */
+const QUERY_PATTERNS: Record<string, RegExp> = {};
 
 const COMMON_HEADERS: Record<string, string> = {
   'access-control-allow-origin': '*',
@@ -142,9 +143,10 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
 
       // Lazy authentication: only when scopes must be checked.
       let callerP: Promise<Caller> | undefined;
+      let body: unknown = undefined;
       const url = new URL(svc.config.publicUrl);
       const caller = () =>
-        (callerP ??= svc!.authenticator
+        (callerP ??= (def.authenticator?.(body, svc!) ?? svc!.authenticator)
           .authenticate({
             method: request.method,
             resource,
@@ -172,7 +174,6 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
         if (re && !re.test(v)) throw badUrlParam(k, v, re);
       }
 
-      let body: unknown = undefined;
       if (request.method !== 'GET' && request.method !== 'HEAD') {
         checkDeclaredLength(request.headers.get('content-length'));
         body = parseBody(Buffer.from(await request.arrayBuffer()));

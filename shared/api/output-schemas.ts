@@ -478,7 +478,10 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-hook-groups-response': obj({ groups: strings }),
   'hook-status': obj({ lastFire, nextScheduledDate: dateTime }, ['lastFire']),
   'trigger-hook-response': {
-    oneOf: [obj({ status: taskStatus }), { type: 'object', additionalProperties: false, description: 'The template rendered null: no task.' }],
+    anyOf: [
+      obj({ taskId: slugid, status: obj({ taskId: slugid }, []) }, ['taskId']),
+      { type: 'object', additionalProperties: false, description: 'The template rendered null: no task.' },
+    ],
   },
   'trigger-token-response': obj({ token: str }),
   'list-lastFires-response': pageOf('lastFires', fire),
@@ -489,6 +492,9 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-clients-response': pageOf('clients', obj(client)),
   'get-role-response': role,
   'list-roles-response': { type: 'array', items: role },
+  'list-roles2-response': pageOf('roles', role),
+  'list-role-ids-response': pageOf('roleIds', strings.items),
+  'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
 };
 
 for (const [id, schema] of Object.entries(OUTPUT_SCHEMAS)) registerSchema(id, schema);

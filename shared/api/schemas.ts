@@ -105,7 +105,8 @@ const schemas: Record<string, object> = {
     properties: {
       expires: dateTime,
       description: { type: 'string', maxLength: 10240, default: '' },
-      scopes: { type: 'array', items: scope, uniqueItems: true, default: [] },
+      // No default: updateClient without scopes keeps the client's (createClient reads none as []).
+      scopes: { type: 'array', items: scope, uniqueItems: true },
       deleteOnExpiration: { type: 'boolean', default: false },
     },
     required: ['expires', 'description'],
@@ -130,6 +131,14 @@ const schemas: Record<string, object> = {
     additionalProperties: false,
     properties: { newPriority: { type: 'string', enum: [...PRIORITIES] } },
     required: ['newPriority'],
+  },
+  'test-authenticate-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      clientScopes: { type: 'array', items: scope, uniqueItems: true },
+      requiredScopes: { type: 'array', items: scope, uniqueItems: true },
+    },
   },
   scopeset: {
     type: 'object',

@@ -3,7 +3,7 @@
  */
 import type { InvocationContext } from '@azure/functions';
 import type { Template } from '../auth/scopes';
-import type { Caller } from '../auth/authenticate';
+import type { Authenticator, Caller } from '../auth/authenticate';
 import type { Services } from '../services';
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
@@ -36,6 +36,8 @@ export interface RouteDef {
   /** JSON schema id of a successful JSON response body (shared/api/output-schemas.ts); none for raw or empty bodies. */
   output?: string;
   handler: (req: ApiRequest) => Promise<ApiResponse>;
+  /** Authenticates against these credentials instead of the service's clients (testAuthenticate's fixed test client). */
+  authenticator?: (body: any, services: Services) => Authenticator;
   /** One line for the API reference. */
   title: string;
   /** What the endpoint does, for the API reference (markdown). */

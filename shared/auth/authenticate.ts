@@ -1,6 +1,7 @@
 /**
  * Verifies a request's Hawk header or bewit the way Taskcluster's auth service does, and returns
- * the caller's fully expanded scopes (with `assume:anonymous` always merged in).
+ * the caller's fully expanded scopes (with `assume:anonymous` merged in, unless told otherwise:
+ * testAuthenticate's test client holds only its own scopes).
  */
 import hawk from 'hawk';
 import { ClientStore } from './clients';
@@ -80,15 +81,29 @@ function isScopeList(x: unknown): x is string[] {
   return Array.isArray(x) && x.every((s) => typeof s === 'string' && validScope(s));
 }
 
+/** Where credentials are looked up and scopes expanded: the client store, or testAuthenticate's fixed test client. */
+export type ClientSource = Pick<ClientStore, 'client' | 'expand'>;
+
+export interface AuthenticatorOptions {
+  /** Whether every caller also holds the `anonymous` role (false: only the client's own scopes count). */
+  anonymousRole?: boolean;
+}
+
 export class Authenticator {
   constructor(
-    private readonly clients: ClientStore,
+    private readonly clients: ClientSource,
     private readonly now: () => Date = () => new Date(),
+    private readonly opts: AuthenticatorOptions = {},
   ) {}
+
+  /** The scopes everyone holds, added to each caller's. */
+  private get everyone(): string[] {
+    return this.opts.anonymousRole === false ? [] : ['assume:anonymous'];
+  }
 
   /** Scopes of a caller without credentials. */
   async anonymous(): Promise<Caller> {
-    return { scopes: await this.clients.expand(['assume:anonymous']) };
+    return { scopes: await this.clients.expand(this.everyone) };
   }
 
   async authenticate(req: AuthRequest): Promise<Caller> {
@@ -204,14 +219,14 @@ export class Authenticator {
 
     if (ext.authorizedScopes !== undefined) {
       if (!isScopeList(ext.authorizedScopes)) throw authFailed('ext.authorizedScopes must be an array of valid scopes');
-      const held = await this.clients.expand([...scopes, 'assume:anonymous']);
+      const held = await this.clients.expand([...scopes, ...this.everyone]);
       if (!satisfies(held, { AllOf: ext.authorizedScopes })) {
         throw authFailed('Supplied credentials do not satisfy authorizedScopes; credentials have scopes: ' + JSON.stringify(held));
       }
       scopes = ext.authorizedScopes;
     }
 
-    scopes = await this.clients.expand([...scopes, 'assume:anonymous']);
+    scopes = await this.clients.expand([...scopes, ...this.everyone]);
     return { key, caller: { clientId: id, scopes, expires } };
   }
 }

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import * as slugid from 'slugid';
 import { Storage, UNCHANGED, guardedUpdate, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
-import { Role, expandScopes } from './roles';
+import { Role, expandScopes, parameterCycle } from './roles';
 import { conflict, inputError, notFound } from '../errors';
 import { BoundedCache } from '../bounded-cache';
 
@@ -67,6 +67,20 @@ interface RolesSnapshot {
 }
 
 const CLIENT_RK = 'client';
+
+/** Taskcluster's window for a repeated createClient: a retry of a lost answer comes within minutes, a later one is a clash. */
+export const REPEAT_CREATE_WINDOW_MS = 15 * 60_000;
+
+/** Whether a createClient of `wanted` repeats the stored `existing` (Taskcluster's rule: same description, expiry and scopes, enabled, created lately). */
+function isRepeat(existing: Client, wanted: Pick<Client, 'description' | 'expires' | 'scopes'>, now: Date): boolean {
+  return (
+    existing.description === wanted.description &&
+    existing.expires.getTime() === wanted.expires.getTime() &&
+    JSON.stringify(existing.scopes) === JSON.stringify(wanted.scopes) &&
+    !existing.disabled &&
+    existing.created.getTime() >= now.getTime() - REPEAT_CREATE_WINDOW_MS
+  );
+}
 const ROLE_RK = 'role';
 
 export class ClientStore {
@@ -163,33 +177,31 @@ export class ClientStore {
     return client;
   }
 
+  /**
+   * Creates a client. A client of that id already there answers as Taskcluster's createClient: the
+   * same client (token included) when it is a repeat (see `isRepeat`), else 409.
+   */
   async createClient(c: Omit<Client, 'accessToken' | 'created' | 'lastModified' | 'lastDateUsed' | 'lastRotated'>): Promise<Client> {
     if (this.statics.has(c.clientId)) throw conflict(`client ${c.clientId} is a static client`);
     const now = this.now();
     const client: Client = { ...c, accessToken: generateAccessToken(), created: now, lastModified: now, lastDateUsed: now, lastRotated: now };
+    let repeated: Client | undefined;
     // Insert first; a row there already is this insert's own (its answer lost: guardedUpdate knows
-    // it by its writeId) or another client of that id.
+    // it by its writeId), a repeat of this call, or another client of that id.
     await guardedUpdate(
       this.storage.table('Clients'),
       this.clientKey(c.clientId),
       (row) => {
         if (!row) return this.toRow(client);
         const existing = this.fromRow(row);
-        if (
-          existing.description === c.description &&
-          existing.expires.getTime() === c.expires.getTime() &&
-          JSON.stringify(existing.scopes) === JSON.stringify(c.scopes) &&
-          existing.deleteOnExpiration === c.deleteOnExpiration
-        ) {
-          // Idempotent create: same client, but the token is not revealed again.
-          throw conflict(`client ${c.clientId} already exists`);
-        }
-        throw conflict(`client ${c.clientId} already exists with different properties`);
+        if (!isRepeat(existing, c, now)) throw conflict('client with same clientId already exists, possibly an issue with retry logic or idempotency');
+        repeated = existing;
+        return UNCHANGED;
       },
       { what: `client ${c.clientId}`, current: 'absent' },
     );
     this.clientCache.delete(c.clientId);
-    return client;
+    return repeated ?? client;
   }
 
   private clientKey(clientId: string) {
@@ -294,6 +306,8 @@ export class ClientStore {
         if (mode === 'update' && !existing) throw notFound(`role ${roleId} not found`);
         // Reject cycles that never converge before storing.
         const others = (await this.loadRoles(true)).filter((r) => r.roleId !== roleId).map((r) => ({ roleId: r.roleId, scopes: r.scopes }));
+        const cycle = parameterCycle([...others, { roleId, scopes }]);
+        if (cycle) throw inputError(`role ${roleId} would pass a role parameter around a cycle, which expands without bound: ${cycle.join(' -> ')}`);
         try {
           expandScopes([`assume:${roleId}`], [...others, { roleId, scopes }]);
         } catch (e) {

@@ -43,6 +43,54 @@ function rolesFor(scope: string, roles: Role[]): string[] {
   return out;
 }
 
+const PARAM = '<..>';
+
+/**
+ * The star roles a star role's `assume:<prefix><..>…` scope can reach with its parameter carried
+ * along: those whose fixed part and `<prefix>` are prefixes one of the other.
+ */
+function carries(from: Role, roles: Role[]): Role[] {
+  if (!from.roleId.endsWith('*')) return [];
+  const prefixes = from.scopes.filter((s) => s.startsWith('assume:') && s.includes(PARAM)).map((s) => s.slice('assume:'.length, s.indexOf(PARAM)));
+  return roles.filter((to) => {
+    if (!to.roleId.endsWith('*')) return false;
+    const fixed = to.roleId.slice(0, -1);
+    return prefixes.some((p) => p.startsWith(fixed) || fixed.startsWith(p));
+  });
+}
+
+/**
+ * A cycle of star roles passing their parameter on (`test*` → `assume:other<..>x`, `other*` →
+ * `assume:te<..>`) can grow the parameter at every turn and expand without bound. As Taskcluster
+ * (a DependencyCycleError, answered 400), any such cycle is refused when a role is stored.
+ * Answers the role ids around the first cycle found, or undefined.
+ */
+export function parameterCycle(roles: Role[]): string[] | undefined {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (r: Role): string[] | undefined => {
+    state.set(r.roleId, 'open');
+    path.push(r.roleId);
+    for (const next of carries(r, roles)) {
+      const st = state.get(next.roleId);
+      if (st === 'open') return [...path.slice(path.indexOf(next.roleId)), next.roleId];
+      if (st === undefined) {
+        const found = visit(next);
+        if (found) return found;
+      }
+    }
+    path.pop();
+    state.set(r.roleId, 'done');
+    return undefined;
+  };
+  for (const r of roles) {
+    if (state.has(r.roleId)) continue;
+    const found = visit(r);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /** Expands a scope set through the roles until nothing new appears. */
 export function expandScopes(scopes: string[], roles: Role[]): string[] {
   let current = normalize([...scopes]);

@@ -80,5 +80,9 @@ export function templateParams(t: Template): Set<string> {
 export const satisfies = lib.satisfiesExpression;
 export const unsatisfied = lib.removeGivenScopes;
 export const validScope = lib.validScope;
-export const normalize = lib.normalizeScopeSet;
+/** Sorted, without duplicates or scopes a star scope covers (the library's normalizer needs sorted input). */
+export const normalize = (scopes: string[]): string[] => lib.normalizeScopeSet([...scopes].sort(lib.scopeCompare));
+
+/** Taskcluster refuses stored scopes ending in `**`: they read as a star scope for a `*`-prefixed one. */
+export const endsWithDoubleStar = (scopes: string[] | undefined): boolean => (scopes ?? []).some((s) => s.endsWith('**'));
 export const merge = lib.mergeScopeSets;

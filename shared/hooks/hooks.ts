@@ -13,6 +13,7 @@ import type { TaskStatus } from '../tasks/model';
 import { decryptToken, encryptToken, generateAccessToken } from '../auth/clients';
 import { FireRecord, HookDefinition, HookRecord, HookStore, LastFire, definitionDigest, fireKeys } from './store';
 import { encodeKey } from '../storage/keys';
+import { SLUGID } from '../tasks/vocabulary';
 import { BudgetExceeded, Sandbox, SandboxBusy, SandboxJob, SandboxOwner, SandboxResult, overBudget } from '../sandbox/sandbox';
 import { deniedExchange } from './denylist';
 
@@ -344,14 +345,29 @@ export function lastFireOf(result: { taskId: string; time: string; error?: ApiEr
   return { result: 'success', taskId: result.taskId, time: result.time };
 }
 
+/** Taskcluster's slugid pattern, for a `taskId` a trigger payload names. */
+const SLUGID_RE = new RegExp(SLUGID);
+
 /**
- * A call-triggered fire (triggerHook, triggerHookWithToken): a fresh taskId (or the caller's), created now, the
+ * The taskId a trigger payload asks for (Taskcluster v106 reads `taskId` from the payload), or
+ * undefined; a malformed one is a 400 InputError.
+ */
+export function payloadTaskId(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || !('taskId' in payload)) return undefined;
+  const taskId = (payload as { taskId: unknown }).taskId;
+  if (typeof taskId !== 'string' || !SLUGID_RE.test(taskId))
+    throw inputError(`taskId in the payload must be a slugid (${SLUGID}), got ${JSON.stringify(taskId)}`);
+  return taskId;
+}
+
+/**
+ * A call-triggered fire (triggerHook, triggerHookWithToken): the payload's taskId or a fresh one, created now, the
  * outcome recorded as the hook's last fire. ApiErrors are rethrown to the caller after recording.
  */
-export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext, givenTaskId?: string): Promise<TaskStatus | undefined> {
+export async function triggerHook(d: HookDeps, hookGroupId: string, hookId: string, ctx: FireContext): Promise<TaskStatus | undefined> {
   const h = await loadHook(d, hookGroupId, hookId);
   await checkPayload(d, h.definition, ctx.payload ?? {}, ctx.firedBy);
-  const taskId = givenTaskId ?? slugid.nice();
+  const taskId = payloadTaskId(ctx.payload) ?? slugid.nice();
   const time = d.now();
   let status: TaskStatus | undefined;
   let error: ApiError | undefined;

@@ -97,7 +97,8 @@ describe('triggers', () => {
     const id = uniqueHook();
     await hooks.createHook('ci', id, hookDef({ triggerSchema: { type: 'object', properties: { rev: { type: 'string' } }, required: ['rev'] } }));
     const r = await hooks.triggerHook('ci', id, { rev: 'abc' });
-    expect(r.status.state).toBe('pending');
+    expect(r).toEqual({ taskId: expect.any(String), status: { taskId: r.taskId } });
+    expect((await svc.queue().status(r.taskId)).status.state).toBe('pending');
     const task = await svc.queue().task(r.status.taskId);
     expect(task.payload).toEqual({ fired: 'triggerHook', input: { rev: 'abc' } });
     expect(task.taskGroupId).toBe(r.status.taskId);
@@ -129,7 +130,8 @@ describe('triggers', () => {
     await hooks.createHook('ci', id, hookDef({ triggerSchema: { type: 'object' }, task: { $if: 'payload.go', then: hookDef().task } }));
     expect(await hooks.triggerHook('ci', id, { go: false })).toEqual({});
     expect((await hooks.listLastFires('ci', id)).lastFires).toEqual([]);
-    expect((await hooks.triggerHook('ci', id, { go: true })).status.state).toBe('pending');
+    const fired = await hooks.triggerHook('ci', id, { go: true });
+    expect((await svc.queue().status(fired.taskId)).status.state).toBe('pending');
   });
 
   test('triggerHookWithToken needs no credentials but the current token', async () => {

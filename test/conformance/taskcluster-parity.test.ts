@@ -3,10 +3,11 @@
  * (v87) with `QueueEvents` / `HooksEvents` bindings: the payloads of queue events, repeats that
  * publish again (same event ids), object artifacts announced when they become visible, the index's
  * expired entries and redirects for tasks of another queue, the hooks' exchanges, hookIds with `/`,
- * the triggerHook `taskId` query, the bindings denylist and Taskcluster's wording of pattern errors.
+ * triggerHook's `taskId` in the payload and its reply, the bindings denylist and Taskcluster's wording
+ * of pattern errors.
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
-import { claimOne, uniqueQueue, uploadObject } from '../helpers/work';
+import { claimOne, runningTask, uniqueQueue, uploadObject } from '../helpers/work';
 import { eventsClient, drainSubscription, short, DeliveredEvent } from '../helpers/events';
 import { resolveDeadline } from '../../shared/lifecycle/resolve';
 import { duplicatedPuts } from '../helpers/ambiguity';
@@ -210,7 +211,8 @@ describe('index', () => {
     const path = `${uniqueNs()}.elsewhere`;
     const taskId = slugid(); // indexed, but not a task of this queue
     await index.insertTask(path, { taskId, rank: 0, data: {}, expires: inAnHour() });
-    const queueUrl = (name: string) => `${svc.rootUrl}/api/queue/v1/task/${taskId}/artifacts/${name}`;
+    // The name is one escaped segment, as Taskcluster's index writes it.
+    const queueUrl = (name: string) => `${svc.rootUrl}/api/queue/v1/task/${taskId}/artifacts/${encodeURIComponent(name)}`;
 
     // A public name: the plain URL (anyone may follow it).
     const pub = await fetch(index.buildSignedUrl(index.findArtifactFromTask, path, 'public/build.txt'), { redirect: 'manual' });
@@ -226,8 +228,15 @@ describe('index', () => {
     expect(followed.status).toBe(404);
     expect((await followed.json()).code).toBe('ResourceNotFound');
     // The signature reaches that one name only.
-    const other = await fetch(location.replace('private/key.txt', 'private/other.txt'), { redirect: 'manual' });
+    const other = await fetch(location.replace('private%2Fkey.txt', 'private%2Fother.txt'), { redirect: 'manual' });
     expect(other.status).toBe(401);
+
+    // The queue serves the one-segment form of a name.
+    const here = await runningTask(svc);
+    const target = 'https://example.com/one-segment.txt';
+    await here.wq.createArtifact(here.taskId, 0, 'public/one.txt', { storageType: 'reference', url: target, expires: inAnHour(), contentType: 'text/plain' });
+    const served = await fetch(`${svc.rootUrl}/api/queue/v1/task/${here.taskId}/artifacts/public%2Fone.txt`, { redirect: 'manual' });
+    expect([served.status, served.headers.get('location')]).toEqual([303, target]);
 
     // A path nobody indexed is still a 404.
     const missing = await fetch(index.buildSignedUrl(index.findArtifactFromTask, `${uniqueNs()}.none`, 'public/build.txt'), { redirect: 'manual' });
@@ -304,22 +313,26 @@ describe('hooks', () => {
     await expectErrorSaying(hooks.updateHook('parity', id, hookDef({ bindings })), 400, 'InputError', /denied access to hooks/);
   });
 
-  test('triggerHook and triggerHookWithToken take a taskId query: a malformed one is a 400, a slugid names the task', async () => {
+  test("triggerHook and triggerHookWithToken take the task's id from the payload's taskId and answer {taskId, status: {taskId}}", async () => {
     const id = slugid();
     await hooks.createHook('parity', id, hookDef({ triggerSchema: { type: 'object' } }));
     const noScopes = await servedClient('hooks', null);
-    await expectErrorSaying(hooks.triggerHook('parity', id, {}, { taskId: 'not-a-slugid' }), 400, 'InvalidRequestArguments', /taskId="not-a-slugid"/);
-    // Checked before the credentials are.
-    await expectError(noScopes.triggerHook('parity', id, {}, { taskId: 'not-a-slugid' }), 400, 'InvalidRequestArguments');
+    await expectErrorSaying(hooks.triggerHook('parity', id, { taskId: 'not-a-slugid' }), 400, 'InputError', /taskId in the payload must be a slugid/);
     const { token } = await hooks.getTriggerToken('parity', id);
-    await expectError(noScopes.triggerHookWithToken('parity', id, token, {}, { taskId: 'bad' }), 400, 'InvalidRequestArguments');
+    await expectError(noScopes.triggerHookWithToken('parity', id, token, { taskId: 7 }), 400, 'InputError');
 
     const taskId = slugid();
-    const r = await hooks.triggerHook('parity', id, {}, { taskId });
-    expect(r.status.taskId).toBe(taskId);
+    expect(await hooks.triggerHook('parity', id, { taskId })).toEqual({ taskId, status: { taskId } });
     expect((await svc.queue().status(taskId)).status.taskId).toBe(taskId);
     const viaToken = slugid();
-    expect((await noScopes.triggerHookWithToken('parity', id, token, {}, { taskId: viaToken })).status.taskId).toBe(viaToken);
+    expect(await noScopes.triggerHookWithToken('parity', id, token, { taskId: viaToken })).toEqual({ taskId: viaToken, status: { taskId: viaToken } });
+    // Without one, a fresh id; Taskcluster has no taskId query parameter.
+    const fresh = await hooks.triggerHook('parity', id, {});
+    expect(fresh.status).toEqual({ taskId: fresh.taskId });
+    const ref = await (await fetch(`${svc.rootUrl}/api/references/hooks/v1/api.json`)).json();
+    expect(ref.entries.filter((e: any) => /^triggerHook/.test(e.name)).map((e: any) => e.query ?? [])).toEqual([[], []]);
+    const withQuery = await fetch(`${svc.rootUrl}/api/hooks/v1/hooks/parity/${id}/trigger/${token}?taskId=${slugid()}`, { method: 'POST', body: '{}' });
+    expect([withQuery.status, (await withQuery.json()).code]).toEqual([400, 'InvalidRequestArguments']);
   });
 });
 

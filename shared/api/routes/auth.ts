@@ -2,10 +2,11 @@
  * The subset of the Taskcluster Auth API that taskcluster-client's `Auth` class calls to manage
  * clients and roles.
  */
-import { RouteDef, ok } from '../types';
+import { ApiRequest, RouteDef, ok } from '../types';
+import { TEST_GET_SCOPES, testAuthenticator } from '../../auth/test-clients';
 import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
 import { notFound, inputError } from '../../errors';
-import { satisfies, normalize } from '../../auth/scopes';
+import { satisfies, normalize, endsWithDoubleStar } from '../../auth/scopes';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 
 function clientJson(c: Client, expandedScopes: string[], withToken = false) {
@@ -38,6 +39,27 @@ async function roleJson(req: Parameters<RouteDef['handler']>[0], r: RoleRecord) 
 
 async function expandedOf(req: Parameters<RouteDef['handler']>[0], c: Client) {
   return req.services.clients.expand(c.scopes);
+}
+
+/** Taskcluster's check, made before authorization and before looking the client or role up. */
+function refuseDoubleStar(scopes: string[] | undefined): void {
+  if (endsWithDoubleStar(scopes)) throw inputError('scopes must not end with `**`');
+}
+
+/** What testAuthenticate answers: the caller as the method saw it. */
+async function testCaller(req: ApiRequest) {
+  const c = await req.caller();
+  return { ...(c.clientId ? { clientId: c.clientId } : {}), scopes: normalize(c.scopes) };
+}
+
+/** A page of the roles in roleId order, resuming after the last roleId handed out (all of them without `limit`). */
+async function rolesPage(req: ApiRequest) {
+  const after = decodeToken(req.query.continuationToken, isString);
+  const all = (await req.services.clients.roles(true)).filter((r) => after === undefined || r.roleId > after);
+  if (req.query.limit === undefined) return { roles: all, more: {} };
+  const roles = all.slice(0, pageLimit(req.query.limit));
+  const more = roles.length < all.length ? { continuationToken: encodeToken(roles[roles.length - 1].roleId) } : {};
+  return { roles, more };
 }
 
 const auth = (r: Omit<RouteDef, 'service'>): RouteDef => ({ ...r, service: 'auth' });
@@ -138,7 +160,9 @@ export const authRoutes: RouteDef[] = [
     scopes: { AllOf: ['auth:create-client:<clientId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
     input: 'create-client-request',
     handler: async (req) => {
-      await req.authorize({ clientId: req.params.clientId, scopes: req.body.scopes });
+      const scopes: string[] = req.body.scopes ?? [];
+      refuseDoubleStar(scopes);
+      await req.authorize({ clientId: req.params.clientId, scopes });
       if (new Date(req.body.expires) <= req.services.now())
         throw inputError(`expires (${req.body.expires}) is in the past; a client must expire in the future`);
       const c = await req.services.clients.createClient({
@@ -146,7 +170,7 @@ export const authRoutes: RouteDef[] = [
         description: req.body.description,
         expires: new Date(req.body.expires),
         disabled: false,
-        scopes: normalize([...req.body.scopes]),
+        scopes: normalize(scopes),
         deleteOnExpiration: req.body.deleteOnExpiration,
       });
       return ok(clientJson(c, await expandedOf(req, c), true));
@@ -163,16 +187,19 @@ export const authRoutes: RouteDef[] = [
     scopes: { AllOf: ['auth:update-client:<clientId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
     input: 'create-client-request',
     handler: async (req) => {
+      // Without `scopes` the client keeps its own (Taskcluster's schema has no default for them).
+      const scopes: string[] | undefined = req.body.scopes;
+      refuseDoubleStar(scopes);
       const existing = await req.services.clients.client(req.params.clientId, true);
       if (!existing) throw notFound(`client ${req.params.clientId} not found`);
       const held = await req.services.clients.expand(existing.scopes);
-      const scopesAdded = (req.body.scopes as string[]).filter((s) => !satisfies(held, s));
+      const scopesAdded = (scopes ?? []).filter((s) => !satisfies(held, s));
       await req.authorize({ clientId: req.params.clientId, scopesAdded });
       const c = await req.services.clients.modifyClient(req.params.clientId, (c) => ({
         ...c,
         description: req.body.description,
         expires: new Date(req.body.expires),
-        scopes: normalize([...req.body.scopes]),
+        scopes: scopes ? normalize(scopes) : c.scopes,
         deleteOnExpiration: req.body.deleteOnExpiration,
       }));
       return ok(clientJson(c, await expandedOf(req, c)));
@@ -204,6 +231,36 @@ export const authRoutes: RouteDef[] = [
     handler: async (req) => ok(await Promise.all((await req.services.clients.roles(true)).map((r) => roleJson(req, r)))),
   }),
   auth({
+    name: 'listRoleIds',
+    title: 'List Role IDs',
+    description: 'The ids of the roles in order, a page at a time (every one when no `limit` is given).',
+    stability: 'stable',
+    output: 'list-role-ids-response',
+    method: 'GET',
+    route: '/roleids/',
+    query: ['continuationToken', 'limit'],
+    scopes: 'auth:list-roles',
+    handler: async (req) => {
+      const page = await rolesPage(req);
+      return ok({ roleIds: page.roles.map((r) => r.roleId), ...page.more });
+    },
+  }),
+  auth({
+    name: 'listRoles2',
+    title: 'List Roles',
+    description: 'The roles in order, with their scopes and expansion, a page at a time (every one when no `limit` is given).',
+    stability: 'stable',
+    output: 'list-roles2-response',
+    method: 'GET',
+    route: '/roles2/',
+    query: ['continuationToken', 'limit'],
+    scopes: 'auth:list-roles',
+    handler: async (req) => {
+      const page = await rolesPage(req);
+      return ok({ roles: await Promise.all(page.roles.map((r) => roleJson(req, r))), ...page.more });
+    },
+  }),
+  auth({
     name: 'role',
     title: 'Get Role',
     description: 'A role, with its scopes and their expansion.',
@@ -229,6 +286,7 @@ export const authRoutes: RouteDef[] = [
     scopes: { AllOf: ['auth:create-role:<roleId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
     input: 'create-role-request',
     handler: async (req) => {
+      refuseDoubleStar(req.body.scopes);
       await req.authorize({ roleId: req.params.roleId, scopes: req.body.scopes });
       const r = await req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'create');
       return ok(await roleJson(req, r));
@@ -245,6 +303,7 @@ export const authRoutes: RouteDef[] = [
     scopes: { AllOf: ['auth:update-role:<roleId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
     input: 'create-role-request',
     handler: async (req) => {
+      refuseDoubleStar(req.body.scopes);
       const existing = await req.services.clients.role(req.params.roleId);
       if (!existing) throw notFound(`role ${req.params.roleId} not found`);
       const held = await req.services.clients.expand([`assume:${req.params.roleId}`]);
@@ -292,7 +351,39 @@ export const authRoutes: RouteDef[] = [
     handler: async (req) => {
       const c = await req.caller();
       if (!c.clientId) throw inputError('currentScopes needs credentials');
-      return ok({ scopes: c.scopes });
+      return ok({ scopes: normalize(c.scopes) });
     },
+  }),
+  auth({
+    name: 'testAuthenticate',
+    title: 'Test Authentication',
+    description:
+      "Checks a client library's request signing: authenticates as clientId `tester` with accessToken `no-secret` holding " +
+      '`clientScopes` (certificates and authorizedScopes applied), requires `requiredScopes`, and answers the clientId and scopes seen.',
+    stability: 'stable',
+    output: 'test-authenticate-response',
+    method: 'POST',
+    route: '/test-authenticate',
+    scopes: { AllOf: [{ for: 'scope', in: 'requiredScopes', each: '<scope>' }] },
+    input: 'test-authenticate-request',
+    authenticator: (body, svc) => testAuthenticator(body?.clientScopes ?? [], svc.now),
+    handler: async (req) => {
+      await req.authorize({ requiredScopes: req.body.requiredScopes ?? [] });
+      return ok(await testCaller(req));
+    },
+  }),
+  auth({
+    name: 'testAuthenticateGet',
+    title: 'Test Authentication (GET)',
+    description:
+      'testAuthenticate with GET, for signed URLs (bewits): the `tester` client holds `test:*` and `auth:create-client:test:*`, ' +
+      'and the call requires `test:authenticate-get`.',
+    stability: 'stable',
+    output: 'test-authenticate-response',
+    method: 'GET',
+    route: '/test-authenticate-get/',
+    scopes: 'test:authenticate-get',
+    authenticator: (_body, svc) => testAuthenticator(TEST_GET_SCOPES, svc.now),
+    handler: async (req) => ok(await testCaller(req)),
   }),
 ];

@@ -25,7 +25,8 @@ function checkIds(req: ApiRequest): void {
   }
 }
 
-const triggerResponse = (status: unknown) => ok(status ? { status } : {});
+/** Taskcluster's answer (since v42): the taskId, again under `status` where older clients look; {} when no task was made. */
+const triggerResponse = (status: { taskId: string } | undefined) => ok(status ? { taskId: status.taskId, status: { taskId: status.taskId } } : {});
 
 export const hookRoutes: RouteDef[] = [
   {
@@ -169,17 +170,16 @@ export const hookRoutes: RouteDef[] = [
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger',
-    query: ['taskId'],
     scopes: 'hooks:trigger-hook:<hookGroupId>/<hookId>',
     input: 'trigger-hook-request',
     description:
-      "Fires a hook now with a payload checked against its triggerSchema; returns the task's status ({} when the template renders null). " +
-      'An optional `taskId` query parameter (a slugid) names the task to create.',
+      "Fires a hook now with a payload checked against its triggerSchema; returns the created task's id ({} when the template renders null). " +
+      'A `taskId` in the payload (a slugid) names the task to create.',
     handler: async (req) => {
       checkIds(req);
       const caller = await req.caller();
       const ctx = { firedBy: 'triggerHook' as const, payload: req.body, clientId: caller.clientId };
-      return triggerResponse(await triggerHook(req.services, ...ids(req), ctx, req.query.taskId));
+      return triggerResponse(await triggerHook(req.services, ...ids(req), ctx));
     },
   },
   {
@@ -220,17 +220,16 @@ export const hookRoutes: RouteDef[] = [
     service: 'hooks',
     method: 'POST',
     route: '/hooks/<hookGroupId>/<hookId>/trigger/<token>',
-    query: ['taskId'],
     scopes: null,
     input: 'trigger-hook-request',
     description:
       'Fires a hook without credentials, authorized by its trigger token (compared in constant time). ' +
-      'An optional `taskId` query parameter (a slugid) names the task to create.',
+      'A `taskId` in the payload (a slugid) names the task to create.',
     handler: async (req) => {
       checkIds(req);
       const h = await loadHook(req.services, ...ids(req));
       if (!tokenMatches(tokenOf(req.services, h), req.params.token)) throw authFailed('invalid hook trigger token');
-      return triggerResponse(await triggerHook(req.services, ...ids(req), { firedBy: 'triggerHookWithToken', payload: req.body }, req.query.taskId));
+      return triggerResponse(await triggerHook(req.services, ...ids(req), { firedBy: 'triggerHookWithToken', payload: req.body }));
     },
   },
   {

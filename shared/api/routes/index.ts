@@ -28,7 +28,8 @@ function paging(req: ApiRequest): { limit: number; continuation?: string } {
  */
 async function redirectToQueue(req: ApiRequest, taskId: string, name: string): Promise<ApiResponse> {
   const svc = req.services;
-  const plain = `${svc.config.publicUrl}/api/queue/v1/task/${taskId}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`;
+  // The name as one escaped segment (`a/b` is `a%2Fb`), as Taskcluster's index builds this URL.
+  const plain = `${svc.config.publicUrl}/api/queue/v1/task/${taskId}/artifacts/${encodeURIComponent(name)}`;
   const scope = `queue:get-artifact:${name}`;
   const isPublic = satisfies((await svc.authenticator.anonymous()).scopes, scope);
   const url = isPublic ? plain : signedUrl(plain, { issuer: svc.clients.issuer, clientId: 'index/find-artifact', scopes: [scope], now: svc.now() });

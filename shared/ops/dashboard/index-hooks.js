@@ -151,7 +151,7 @@ async function hookRow(group, h) {
     try {
       var r = await api('POST', base + '/trigger', body, HOOKS_API);
       outcome.textContent = 'created ';
-      outcome.appendChild(r.status ? taskLink(r.status.taskId) : document.createTextNode('nothing: the template rendered no task'));
+      outcome.appendChild(r.taskId ? taskLink(r.taskId) : document.createTextNode('nothing: the template rendered no task'));
       form.hidden = true;
     } catch (e) {
       outcome.textContent = (e.code ? e.code + ': ' : '') + e.message;
