@@ -248,4 +248,3 @@ export class Pollers {
     return p;
   }
 }
-
