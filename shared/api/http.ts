@@ -105,15 +105,22 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
   const compiled = compile(def);
   const auto = def.scopes !== null && urlOnly(def.scopes, compiled);
 
-  return async function handler(request: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> {
+  /** `gone`: the caller hung up (a host that can tell passes it; Azure's cannot, so a long poll runs its full time). */
+  return async function handler(request: HttpRequest, context: InvocationContext, gone?: AbortSignal): Promise<HttpResponseInit> {
     const tally = newInvocation();
     const actor: ActorContext = { transitions: 0 };
-    const response = await invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor)));
+    const response = await invocationTally.run(tally, () => runAs(actor, () => handle(request, context, tally, actor, gone)));
     // HEAD is answered like GET, without the body.
     return request.method === 'HEAD' ? { ...response, body: undefined } : response;
   };
 
-  async function handle(request: HttpRequest, context: InvocationContext, tally: { calls: number }, actor: ActorContext): Promise<HttpResponseInit> {
+  async function handle(
+    request: HttpRequest,
+    context: InvocationContext,
+    tally: { calls: number },
+    actor: ActorContext,
+    gone: AbortSignal | undefined,
+  ): Promise<HttpResponseInit> {
     const started = Date.now();
     const errCtx: ErrorContext = { method: def.name, params: {}, payload: {} };
     let svc: Services | undefined;
@@ -198,6 +205,7 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
         headers: request.headers as unknown as Headers,
         services: svc,
         context,
+        gone,
         caller,
         authorize,
         satisfies: async (expr) => satisfies((await caller()).scopes, expr),

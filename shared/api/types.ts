@@ -55,6 +55,12 @@ export interface ApiRequest {
   headers: Headers;
   services: Services;
   context: InvocationContext;
+  /**
+   * Aborted when the caller hangs up, where the host can tell (the local host): a long poll
+   * (claimWork) then stops waiting, so a worker that aborted its poll is not handed claims it will
+   * never receive.
+   */
+  gone?: AbortSignal;
   /** The caller, authenticated lazily (cached). */
   caller(): Promise<Caller>;
   /** Renders the route's scope template with these params and checks the caller (401/403). */

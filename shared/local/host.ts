@@ -12,7 +12,6 @@ import { errorResponse, makeHandler } from '../api/http';
 import type { App } from '../app';
 import { ApiError } from '../errors';
 import { parseSchedule, resolveSchedule, runOnSchedule } from '../cron';
-import { setClientGone } from '../api/client-gone';
 import { memoryStoresOf } from '../storage/storage';
 import { MEMORY_STORAGE_PATH } from '../storage/memory';
 import { MAX_BODY_BYTES } from '../api/body';
@@ -283,13 +282,12 @@ export async function startHost(opts: {
       }
       const request = new HttpRequest({ method, url, headers, body: body.length && method !== 'GET' && method !== 'HEAD' ? { bytes: body } : undefined });
       const ctx = context(`${hit.c.def.service}_${hit.c.def.name}`, quiet);
-      // The caller hung up before the answer: a long poll stops waiting (see shared/api/client-gone.ts).
+      // The caller hung up before the answer: a long poll stops waiting (ApiRequest.gone).
       const gone = new AbortController();
       res.once('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      setClientGone(ctx, gone.signal);
-      const result = await hit.handler(request, ctx);
+      const result = await hit.handler(request, ctx, gone.signal);
       await send(res, result);
     } catch (err) {
       console.error('local host error:', err);

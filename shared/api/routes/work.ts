@@ -7,7 +7,6 @@ import { notFound, conflict } from '../../errors';
 import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../lifecycle/resolve';
 import { taskStatus, TaskRecord } from '../../tasks/model';
 import { claimResponse, claimWork } from '../../work/claim';
-import { clientGone } from '../client-gone';
 import { runCredentials } from '../../work/credentials';
 import { claimFromXml } from '../../work/xml-claim';
 
@@ -113,7 +112,7 @@ export const workRoutes: RouteDef[] = [
       // Draft protocol: the worker already polled its queue via a poll URL and sends the response.
       const tq = req.params.taskQueueId;
       if (xmlMessage !== undefined) return ok({ tasks: await recordClaims(req, tq, worker, await claimFromXml(req.services, tq, worker, xmlMessage)) });
-      return ok({ tasks: await claimWork(req.services, tq, worker, tasks, undefined, recorder(req, tq, worker), clientGone(req.context)) });
+      return ok({ tasks: await claimWork(req.services, tq, worker, tasks, undefined, recorder(req, tq, worker), req.gone) });
     },
   },
   {
