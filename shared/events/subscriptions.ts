@@ -4,7 +4,7 @@
  * each instance caches the list briefly, so dispatching an event costs no read.
  */
 import type { Storage } from '../storage/storage';
-import { StorageConflict, allRows, deleteIfMatch, readPage, replaceIfUnchanged, rows } from '../storage/storage';
+import { REMOVE, StorageConflict, UNCHANGED, allRows, guardedUpdate, readPage, replaceIfUnchanged, rows, type Decision } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { conflict, inputError, notFound } from '../errors';
 import { isDeepStrictEqual } from 'node:util';
@@ -297,40 +297,41 @@ export class Subscriptions {
    */
   async widenHookBindings(hookGroupId: string, hookId: string, bindings: Binding[]): Promise<void> {
     if (!bindings.length) return;
-    for (;;) {
-      const r = await this.table.get(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId));
-      const cur = r ? decodeHookBindings(r).bindings : [];
-      const next = unionBindings(cur, bindings);
-      if (r && next.length === cur.length) return;
-      if (await this.writeHookBindings(hookGroupId, hookId, next, r?.etag)) break;
-    }
-    this.invalidate();
+    const out = await this.updateHookBindings(hookGroupId, hookId, (cur) => {
+      const next = unionBindings(cur ?? [], bindings);
+      return cur && next.length === cur.length ? UNCHANGED : this.hookBindingsRow(hookGroupId, hookId, next);
+    });
+    if (out.written) this.invalidate();
   }
 
   /**
    * After a hook was written or removed: the row becomes exactly the hook's current bindings.
    * The row is read before the hook and written guarded by its ETag, so of concurrent syncs the
-   * one that wins has read the latest hook (a stale one conflicts and re-reads).
+   * one that wins has read the latest hook (a stale one conflicts, re-reads both and decides again).
    */
   async syncHookBindings(hookGroupId: string, hookId: string, readHook: () => Promise<{ bindings: Binding[] } | undefined>): Promise<void> {
-    for (;;) {
-      const r = await this.table.get(HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId));
-      const want = (await readHook())?.bindings ?? [];
-      const cur = r ? decodeHookBindings(r).bindings : [];
-      if (isDeepStrictEqual(unionBindings([], want), cur) && (r || !want.length)) return;
-      if (!want.length) {
-        if ((await deleteIfMatch(this.table, HOOK_BINDINGS_PK, hookBindingsKey(hookGroupId, hookId), r!.etag)).ok) break;
-        continue;
-      }
-      if (await this.writeHookBindings(hookGroupId, hookId, unionBindings([], want), r?.etag)) break;
-    }
-    this.invalidate();
+    const out = await this.updateHookBindings(hookGroupId, hookId, async (cur) => {
+      const want = unionBindings([], (await readHook())?.bindings ?? []);
+      if (!want.length) return REMOVE;
+      return cur && isDeepStrictEqual(want, cur) ? UNCHANGED : this.hookBindingsRow(hookGroupId, hookId, want);
+    });
+    if (out.written) this.invalidate();
   }
 
-  /** False when another writer got there first (re-read and try again). */
-  private async writeHookBindings(hookGroupId: string, hookId: string, bindings: Binding[], etag: string | undefined): Promise<boolean> {
-    const row = { partitionKey: HOOK_BINDINGS_PK, rowKey: hookBindingsKey(hookGroupId, hookId), hookGroupId, hookId, bindings: JSON.stringify(bindings) };
-    return (await replaceIfUnchanged(this.table, row, etag)).ok;
+  /** The hook's bindings row through guardedUpdate: `decide` sees its bindings (undefined: no row). */
+  private updateHookBindings(hookGroupId: string, hookId: string, decide: (cur: Binding[] | undefined) => Decision | Promise<Decision>) {
+    return guardedUpdate(
+      this.table,
+      { partitionKey: HOOK_BINDINGS_PK, rowKey: hookBindingsKey(hookGroupId, hookId) },
+      (r) => decide(r && decodeHookBindings(r).bindings),
+      {
+        what: `hook bindings of ${hookGroupId}/${hookId}`,
+      },
+    );
+  }
+
+  private hookBindingsRow(hookGroupId: string, hookId: string, bindings: Binding[]): Record<string, unknown> {
+    return { hookGroupId, hookId, bindings: JSON.stringify(bindings) };
   }
 }
 

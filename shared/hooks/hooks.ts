@@ -220,16 +220,13 @@ export async function removeHook(d: HookDeps, hookGroupId: string, hookId: strin
   await d.events.delivered(announce);
 }
 
-/** Re-reads and retries on ETag conflicts; `fn` returns the record to write (or undefined to write nothing). */
+/** Changes the hook under its ETag, again after a lost race; `fn` returns the record to write (or undefined to write nothing). */
 export async function modifyHook(d: HookDeps, hookGroupId: string, hookId: string, fn: (h: HookRecord) => HookRecord | undefined): Promise<HookRecord> {
-  const store = new HookStore(d.storage);
-  for (;;) {
-    const cur = await store.get(hookGroupId, hookId);
+  const stored = await new HookStore(d.storage).modify(hookGroupId, hookId, (cur) => {
     if (!cur) throw notFound(`hook ${hookGroupId}/${hookId} not found`);
-    const next = fn(cur);
-    if (!next) return cur;
-    if (await store.replace(next)) return next;
-  }
+    return fn(cur);
+  });
+  return stored!;
 }
 
 export async function updateHook(d: HookDeps, hookGroupId: string, hookId: string, body: unknown): Promise<HookDefinition> {

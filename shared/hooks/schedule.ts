@@ -156,18 +156,21 @@ async function fireClaimed(d: HookDeps, h: HookRecord, claimed: HookRecord, clai
     }
   }
 
-  // 3. Advance to the next tick (after now: missed ticks collapse into this one fire).
-  let cur: HookRecord | undefined = claimed;
-  for (;;) {
-    if (!cur || cur.pendingFire?.taskId !== claim.taskId) return; // removed, or already advanced
-    const next: HookRecord = {
-      ...cur,
-      pendingFire: undefined,
-      nextScheduledDate: nextDate(cur.definition.schedule, now)?.toJSON() ?? '',
-      ...(created || error ? { lastFire: lastFireOf({ taskId: claim.taskId, time: claim.time, error }) } : {}),
-      ...(created ? { lastTaskId: claim.taskId } : {}),
-    };
-    if (await store.replace(next)) return;
-    cur = await store.get(hookGroupId, hookId); // updated meanwhile (e.g. updateHook): advance what is there
-  }
+  // 3. Advance to the next tick (after now: missed ticks collapse into this one fire); a hook
+  // updated meanwhile (e.g. updateHook) is advanced as it is now.
+  await store.modify(
+    hookGroupId,
+    hookId,
+    (cur) =>
+      !cur || cur.pendingFire?.taskId !== claim.taskId // removed, or already advanced
+        ? undefined
+        : {
+            ...cur,
+            pendingFire: undefined,
+            nextScheduledDate: nextDate(cur.definition.schedule, now)?.toJSON() ?? '',
+            ...(created || error ? { lastFire: lastFireOf({ taskId: claim.taskId, time: claim.time, error }) } : {}),
+            ...(created ? { lastTaskId: claim.taskId } : {}),
+          },
+    claimed,
+  );
 }

@@ -6,7 +6,9 @@
  *              newest first; removed a year later through the expiry index.
  */
 import {
+  UNCHANGED,
   allRows,
+  guardedUpdate,
   insertIfAbsent,
   keptEtag,
   readPage,
@@ -131,6 +133,30 @@ export class HookStore {
   /** ETag-guarded replace; false when the hook changed or went away. */
   async replace(h: HookRecord): Promise<boolean> {
     return keptEtag(await replaceIfMatch(this.hooks, entityOf(h), h.etag!), h);
+  }
+
+  /**
+   * Writes the record `change` answers for the stored hook (undefined: write nothing) under its
+   * ETag, deciding again on the new record after a lost race (guardedUpdate). `known`, a record
+   * read before, saves the first read. Returns the hook as stored afterwards.
+   */
+  async modify(
+    hookGroupId: string,
+    hookId: string,
+    change: (cur: HookRecord | undefined) => HookRecord | undefined,
+    known?: HookRecord,
+  ): Promise<HookRecord | undefined> {
+    const current = known?.etag ? { ...entityOf(known), etag: known.etag } : undefined;
+    const out = await guardedUpdate(
+      this.hooks,
+      { partitionKey: encodeKey(hookGroupId), rowKey: encodeKey(hookId) },
+      (e) => {
+        const next = change(e && recordFrom(e));
+        return next ? entityOf(next) : UNCHANGED;
+      },
+      { what: `hook ${hookGroupId}/${hookId}`, current },
+    );
+    return out.row && recordFrom(out.row);
   }
 
   async remove(hookGroupId: string, hookId: string): Promise<boolean> {

@@ -86,18 +86,13 @@ export async function insertIndexedTask(d: IndexDeps, path: string, input: Inser
     }
   }
 
-  for (;;) {
-    const cur = await store.getTask(path);
-    if (!cur) {
-      if (await store.insertTask(next)) return next;
-      continue;
-    }
+  const stored = await store.putTask(path, (cur) => {
+    if (!cur) return next;
     // An expired entry is replaced whatever its rank (as Taskcluster's): it is no longer there.
-    if (!prefers(next, cur) && new Date(cur.expires) > d.now()) return strip(cur);
-    if (sameEntry(next, cur)) return strip(cur);
-    if (await store.replaceTask(next, cur.etag)) return next;
-    // Another writer got there first: compare against what it wrote.
-  }
+    if (!prefers(next, cur) && new Date(cur.expires) > d.now()) return undefined;
+    return sameEntry(next, cur) ? undefined : next;
+  });
+  return strip(stored!);
 }
 
 function strip(t: StoredTask): IndexedTask {

@@ -5,7 +5,7 @@
  *   IndexTasks:      PartitionKey = `ns:<parent>`, RowKey = <name>  (the task indexed at `<parent>.<name>`)
  * Every query of the index lives in this file.
  */
-import { deleteIfMatch, insertIfAbsent, mergeIfMatch, readPage, replaceIfMatch, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
+import { UNCHANGED, deleteIfMatch, guardedUpdate, readPage, type Storage, type CountedTable, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 
 export interface IndexedTask {
@@ -48,7 +48,7 @@ function taskFrom(e: StoredEntity): StoredTask {
     rank: e.rank as number,
     data: JSON.parse((e.data as string) || '{}'),
     expires: e.expires as string,
-    order: (e.order as string) ?? '',
+    order: e.order as string,
     etag: e.etag,
   };
 }
@@ -79,14 +79,21 @@ export class IndexStore {
     return { ...keysOf(t.namespace), namespace: t.namespace, taskId: t.taskId, rank: t.rank, data: JSON.stringify(t.data), expires: t.expires, order: t.order };
   }
 
-  /** Inserts; false when the path is already taken. */
-  async insertTask(t: IndexedTask): Promise<boolean> {
-    return (await insertIfAbsent(this.tasks, this.taskEntity(t))).ok;
-  }
-
-  /** Replaces the entry if it is unchanged since read; false otherwise. */
-  async replaceTask(t: IndexedTask, etag: string): Promise<boolean> {
-    return (await replaceIfMatch(this.tasks, this.taskEntity(t), etag)).ok;
+  /**
+   * Writes the entry `decide` answers for the one at `path` (undefined: keep it), under its ETag,
+   * deciding again after a lost race (guardedUpdate). Returns the entry there afterwards.
+   */
+  async putTask(path: string, decide: (cur: StoredTask | undefined) => IndexedTask | undefined): Promise<StoredTask | undefined> {
+    const out = await guardedUpdate(
+      this.tasks,
+      keysOf(path),
+      (e) => {
+        const next = decide(e && taskFrom(e));
+        return next ? this.taskEntity(next) : UNCHANGED;
+      },
+      { what: `index entry ${path}` },
+    );
+    return out.row && taskFrom(out.row);
   }
 
   /** Deletes the entry unless it changed since read (then it is left as it is). */
@@ -103,14 +110,10 @@ export class IndexStore {
 
   /** Creates the namespace row or raises its expiry to `expires` (never lowers it). */
   async ensureNamespace(path: string, expires: string): Promise<void> {
-    const k = keysOf(path);
-    for (;;) {
-      const cur = await this.getNamespace(path);
-      if (cur && cur.expires >= expires) return;
-      const r = cur ? await mergeIfMatch(this.namespaces, { ...k, expires }, cur.etag) : await insertIfAbsent(this.namespaces, { ...k, expires });
-      if (r.ok) return;
-      // Raced with another writer: re-read and decide again.
-    }
+    await guardedUpdate(this.namespaces, keysOf(path), (cur) => (cur && (cur.expires as string) >= expires ? UNCHANGED : { expires }), {
+      what: `index namespace ${path}`,
+      mode: 'merge',
+    });
   }
 
   /** Deletes the namespace unless it changed since read (then it is left as it is). */

@@ -19,7 +19,6 @@
 import { Condition, Query, Storage, StoredEntity, UNCHANGED, guardedUpdate, readPage, rows } from '../storage/storage';
 import { encodeKey } from '../storage/keys';
 import { notFound } from '../errors';
-import { listWorkerRuns } from './indexes';
 import { BoundedCache } from '../bounded-cache';
 
 /** lastDateActive granularity (the modern queue's): at most one write per worker per interval. */
@@ -63,8 +62,8 @@ type WorkerFields = {
   /** '' when never quarantined. */
   quarantineUntil: string;
   quarantineDetails: string;
-  /** JSON `[{taskId, runId}]`, oldest first, at most RECENT_TASKS; absent on rows written before it existed. */
-  recentTasks?: string;
+  /** JSON `[{taskId, runId}]`, oldest first, at most RECENT_TASKS. */
+  recentTasks: string;
   /** Id of the write that stored the row (guardedUpdate's own-success check). */
   writeId?: string;
 };
@@ -80,9 +79,9 @@ export interface TaskRun {
   runId: number;
 }
 
-/** The worker's recentTasks, or undefined for a row written before the list existed. */
-function recentOf(r: { recentTasks?: string }): TaskRun[] | undefined {
-  return r.recentTasks === undefined || r.recentTasks === null ? undefined : JSON.parse(r.recentTasks);
+/** The worker's recentTasks. */
+function recentOf(r: { recentTasks: string }): TaskRun[] {
+  return JSON.parse(r.recentTasks);
 }
 
 /** `known` with `runs` appended (each claim once), the last RECENT_TASKS. */
@@ -262,10 +261,9 @@ export class WorkerRegistry {
     const out = await guardedUpdate<WorkerRow>(
       this.workers,
       this.workerKey(taskQueueId, workerGroup, workerId),
-      async (row) => {
+      (row) => {
         if (!row) return UNCHANGED; // expired and deleted meanwhile: nothing to record on
-        // A row from before the list existed starts from its claims in the index.
-        const known = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
+        const known = recentOf(row);
         const recentTasks = JSON.stringify(withRuns(known, runs));
         return recentTasks === JSON.stringify(known) ? UNCHANGED : { recentTasks };
       },
@@ -345,14 +343,7 @@ export class WorkerRegistry {
     if (!row || (Date.parse(row.expires) < this.now().getTime() && !this.isQuarantined(row))) {
       throw notFound(`worker ${workerGroup}/${workerId} of task queue ${taskQueueId} not found`);
     }
-    const recent = recentOf(row) ?? (await this.recentFromIndex(taskQueueId, workerGroup, workerId, RECENT_TASKS));
-    return this.response(row, withRuns(recent, this.waitingRecent(taskQueueId, workerGroup, workerId)));
-  }
-
-  /** Rows written before recentTasks existed: their claims from the index, newest first reversed. */
-  private async recentFromIndex(taskQueueId: string, workerGroup: string, workerId: string, n: number): Promise<TaskRun[]> {
-    const runs = await listWorkerRuns(this.storage, taskQueueId, workerGroup, workerId, {}, n);
-    return runs.rows.map((r) => ({ taskId: r.taskId, runId: r.runId! })).reverse();
+    return this.response(row, withRuns(recentOf(row), this.waitingRecent(taskQueueId, workerGroup, workerId)));
   }
 
   response(row: WorkerRow, recentTasks: { taskId: string; runId: number }[]) {
@@ -386,22 +377,18 @@ export class WorkerRegistry {
     if (quarantined === true) where.push({ prop: 'quarantineUntil', op: 'gt', value: now });
     if (quarantined === false) where.push({ prop: 'quarantineUntil', op: 'le', value: now });
     const page = await readPage<WorkerRow>(this.workers, { partitionKey: encodeKey(taskQueueId), where }, limit, continuation);
-    const workers = await Promise.all(
-      page.items.map(async (w) => {
-        const waiting = this.waitingRecent(taskQueueId, w.workerGroup, w.workerId);
-        const latest = waiting.length
-          ? waiting[waiting.length - 1]
-          : (recentOf(w) ?? (await this.recentFromIndex(taskQueueId, w.workerGroup, w.workerId, 1))).slice(-1)[0];
-        return {
-          workerGroup: w.workerGroup,
-          workerId: w.workerId,
-          firstClaim: w.firstClaim,
-          lastDateActive: w.lastDateActive,
-          ...(this.isQuarantined(w) ? { quarantineUntil: w.quarantineUntil } : {}),
-          ...(latest ? { latestTask: { taskId: latest.taskId, runId: latest.runId! } } : {}),
-        };
-      }),
-    );
+    const workers = page.items.map((w) => {
+      const waiting = this.waitingRecent(taskQueueId, w.workerGroup, w.workerId);
+      const latest = waiting.length ? waiting[waiting.length - 1] : recentOf(w).slice(-1)[0];
+      return {
+        workerGroup: w.workerGroup,
+        workerId: w.workerId,
+        firstClaim: w.firstClaim,
+        lastDateActive: w.lastDateActive,
+        ...(this.isQuarantined(w) ? { quarantineUntil: w.quarantineUntil } : {}),
+        ...(latest ? { latestTask: { taskId: latest.taskId, runId: latest.runId } } : {}),
+      };
+    });
     return { workers, continuation: page.continuation };
   }
 

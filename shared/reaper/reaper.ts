@@ -1,12 +1,22 @@
 /**
- * The reaper: drains the trigger queues whose messages have become visible, then sweeps the
- * expiry index. Its cost grows with the number of triggers that fire and records that expire,
- * never with the number of stored tasks.
+ * The reaper: drains the trigger queues whose messages have become visible, consumes the event
+ * stream, and sweeps the expiry indexes. Its cost grows with the number of triggers that fire,
+ * events published and records that expire, never with the number of stored tasks.
  *
- * The phases run one after another (claim expiry, deadlines, resolution safety nets, expiry), so
- * a pass makes its storage calls in a fixed order: crash-safety tests rely on that to fail each
- * call in turn. Overlapping passes (two instances) are safe: a message is leased by one of them,
- * and duplicate triggers are re-checked against the task row by ETag-guarded writes.
+ * Nine phases run one after another, so a pass makes its storage calls in a fixed order
+ * (crash-safety tests rely on that to fail each call in turn):
+ *   1. claim expiry      runs whose claim lapsed (`claim` triggers)
+ *   2. deadlines         tasks past their deadline (`deadline` triggers)
+ *   3. safety nets       resolutions whose dependents a crash left untold, and dependency tracking
+ *                        that createTask of many dependencies left to finish (`resolved` triggers)
+ *   4. event sweeps      fan-out messages and deliveries a crash interrupted (`events` triggers)
+ *   5. event consumers   the index and hooks apply the system subscription's events
+ *   6. expiry            records whose `expires` passed, from the expiry index
+ *   7. artifact expiry   artifacts and objects whose `expires` passed, from their own index rows
+ *   8. scheduled hooks   hooks whose schedule came due are fired
+ *   9. hint repair       pending runs whose hint is gone get a fresh one (every hintRepairEveryS)
+ * Overlapping passes (two instances) are safe: a message is leased by one of them, and duplicate
+ * triggers are re-checked against the task row by ETag-guarded writes.
  */
 import type { Services } from '../services';
 import { decodeMessage, MAX_DEQUEUE, QueueMessage, TriggerQueue } from '../storage/storage';

@@ -1,6 +1,7 @@
 /**
  * The faithful storage mode: a wrapper around any adapter of the port that does, deterministically
- * from a seed, what real Azure Storage does and Azurite never does (DESIGN.md §9):
+ * from a seed, what real Azure Storage does and Azurite never does (docs/storage-faults.md cites
+ * the Azure documentation for each):
  * - pages: a query answers a short page, an empty page with a continuation, and a continuation at
  *   every partition boundary of a cross-partition query (never more than the adapter's 1,000 rows);
  * - ambiguous writes: the write applies, then the caller's attempt fails (timeout, 500, 503) and the

@@ -3,26 +3,31 @@
  * (workers, task queues, groups, objects, artifacts, clients, roles, accounts).
  *
  * - `decide(current)` sees the row as stored (undefined when missing) and answers the properties
- *   to write, `UNCHANGED`, or throws (a domain error goes to the caller as it is). It may run more
- *   than once, so any side effect it has must be safe to repeat.
+ *   to write, `UNCHANGED`, `REMOVE`, or throws (a domain error goes to the caller as it is). It
+ *   may run more than once, so any side effect it has must be safe to repeat.
  * - The write is conditional: insert-if-absent when the row was missing, else replace or merge
  *   If-Match the ETag read. A refusal (409/412/404: another writer came first) reads again and
  *   decides again, up to `GUARDED_ATTEMPTS` times.
  * - Every write stamps a fresh `writeId` on the row. A write can succeed on the server while its
  *   answer is lost; the SDK's retry then meets that success as 409/412. The next read finds the
  *   row carrying the id of the write just refused: that is this call's own success, not a lost race.
+ *   A delete (`REMOVE`, If-Match the ETag read) whose answer was lost leaves no row to carry an id:
+ *   the next read finds the row gone and `decide` sees it so (missing, as wanted).
  * - When the attempts run out: `WriteCongestion`, which the HTTP layer answers 500 like any
  *   unexpected error, as Taskcluster's entity `modify` does (EntityWriteCongestionError after 10
  *   attempts), so clients retry it; a 409 would tell them their request conflicts and never will work.
  */
 import crypto from 'node:crypto';
-import { Entity, Table, TableAction, transactIf, unlessConflict } from './port';
+import { Entity, Table, TableAction, deleteIfMatch, transactIf, unlessConflict } from './port';
 
 /** Attempts before giving up: azure-entities' `modify` makes 10, and races on one row settle well within that. */
 export const GUARDED_ATTEMPTS = 10;
 
 /** `decide`'s answer when the row is already as wanted: nothing is written. */
 export const UNCHANGED: unique symbol = Symbol('unchanged');
+
+/** `decide`'s answer when the row should go: deleted If-Match the ETag read (a missing row stays missing). */
+export const REMOVE: unique symbol = Symbol('remove');
 
 /** The property that names the write that stored a row (see the module comment). */
 export const WRITE_ID = 'writeId';
@@ -38,7 +43,7 @@ export class WithActions {
 /** A write of `props` that commits together with `actions` (one entity-group transaction), or not at all. */
 export const withActions = (props: Record<string, unknown>, actions: TableAction[]): WithActions => new WithActions(props, actions);
 
-export type Decision = Record<string, unknown> | WithActions | typeof UNCHANGED;
+export type Decision = Record<string, unknown> | WithActions | typeof UNCHANGED | typeof REMOVE;
 
 /** A guarded update gave up: the row kept changing under it. The HTTP layer answers 500, which clients retry. */
 export class WriteCongestion extends Error {
@@ -65,7 +70,7 @@ export interface GuardedOptions<T extends Entity> {
 export interface Guarded<T extends Entity> {
   /** The row as stored afterwards (undefined: missing and `decide` left it so). */
   row: (T & { etag: string }) | undefined;
-  /** Whether this call's write stored it (false: `decide` answered UNCHANGED). */
+  /** Whether this call's write stored (or removed) it (false: `decide` answered UNCHANGED, or REMOVE of a missing row). */
   written: boolean;
 }
 
@@ -95,7 +100,11 @@ export async function guardedUpdate<T extends Entity = Entity>(
     // The write just refused is stored: its answer was lost and the SDK's retry met it.
     if (tried !== undefined && current?.[WRITE_ID] === tried) return { row: current, written: true };
     const decision = await decide(current);
-    if (decision === UNCHANGED) return { row: current, written: false };
+    if (decision === UNCHANGED || (decision === REMOVE && current === undefined)) return { row: current, written: false };
+    if (decision === REMOVE) {
+      if ((await deleteIfMatch(table, key.partitionKey, key.rowKey, current!.etag)).ok) return { row: undefined, written: true };
+      continue;
+    }
     const { props, actions } = decision instanceof WithActions ? decision : { props: decision, actions: [] };
     tried = crypto.randomUUID();
     const entity: Entity = { ...own(props), [WRITE_ID]: tried, ...key };

@@ -6,7 +6,7 @@
  *
  * - Acquire (before a keyed run is claimed): the key is free, or its holder is dead (its run is no
  *   longer running), and no earlier live waiter is ahead; then the holder row is written with
- *   insert-if-absent or an ETag-guarded replace, so two claimers can never both take it. The claim
+ *   insert-if-absent or an ETag-guarded replace (guardedUpdate), so two claimers can never both take it. The claim
  *   transition then only succeeds while the run still has that hint (`keyHeld`): the hint is the
  *   fencing token, so a claimer whose key was taken over (by fencing its hint) cannot start.
  * - A busy key makes the claimer a waiter: its hint is consumed and it gets a fresh one when the
@@ -19,7 +19,7 @@
  *   gone, and their acquire finds the holder dead.
  * Tasks without a key never touch this table.
  */
-import { allRows, deleteIfMatch, readPage, replaceIfUnchanged } from '../storage/storage';
+import { UNCHANGED, WriteCongestion, allRows, deleteIfMatch, guardedUpdate, readPage, type StoredEntity } from '../storage/storage';
 import { decodeKey, encodeKey } from '../storage/keys';
 import type { TaskDeps } from './ports';
 import { TaskRecord, priorityOf, taskState } from './model';
@@ -35,7 +35,7 @@ export type Rehint = (t: TaskRecord, runId: number, staleHintId: string | undefi
 export const IN_FLIGHT_S = 30;
 /** Waiter rows looked at to find the first live one (stale rows are deleted on the way). */
 const WAITER_SCAN = 10;
-/** Acquire attempts against concurrent acquirers before reporting the key busy. */
+/** Holder writes lost to concurrent acquirers, per look at the key, before waiting in line (or reporting it busy). */
 const ACQUIRE_ATTEMPTS = 5;
 
 const HOLDER_RK = 'holder';
@@ -58,9 +58,17 @@ const table = (d: TaskDeps) => d.storage.table('ConcurrencyKeys');
 const pk = (key: string) => encodeKey(key);
 const waiterRk = (t: TaskRecord) => `${WAIT_PREFIX}${PRIORITIES.indexOf(priorityOf(t))}~${t.definition.created}~${t.taskId}`;
 
+const holderFrom = (row: StoredEntity): Holder & { etag: string } => ({
+  taskId: row.taskId as string,
+  runId: Number(row.runId),
+  hintId: row.hintId as string,
+  since: row.since as string,
+  etag: row.etag,
+});
+
 export async function holderOf(d: TaskDeps, key: string): Promise<(Holder & { etag: string }) | undefined> {
   const row = await table(d).get(pk(key), HOLDER_RK);
-  return row ? { taskId: row.taskId as string, runId: Number(row.runId), hintId: row.hintId as string, since: row.since as string, etag: row.etag } : undefined;
+  return row && holderFrom(row);
 }
 
 export async function waitersOf(d: TaskDeps, key: string, limit: number): Promise<(Waiter & { rowKey: string })[]> {
@@ -129,29 +137,45 @@ async function addWaiter(d: TaskDeps, key: string, t: TaskRecord, runId: number)
  * records the task as waiting. 'held' means the claim may go ahead with `keyHeld` = the run's hint.
  */
 export async function acquireKey(d: TaskDeps, t: TaskRecord, runId: number, now: Date, rehint: Rehint): Promise<'held' | 'busy'> {
+  if ((await tryAcquire(d, t, runId, now, rehint)) === 'held') return 'held';
+  // Wait in line, then look again: a release that ran before our row was written saw no waiter.
+  await addWaiter(d, t.definition.concurrencyKey!, t, runId);
+  return tryAcquire(d, t, runId, now, rehint);
+}
+
+/**
+ * One look at the key: the holder row is written (insert-if-absent, or replace under the ETag read)
+ * when the key is free, or its holder dead, and no earlier live waiter is ahead; another acquirer
+ * winning the write makes it decide again (guardedUpdate). Deciding deletes stale waiter rows and
+ * may fence a holder stuck mid-claim (`holderAlive`): both are safe to repeat.
+ */
+async function tryAcquire(d: TaskDeps, t: TaskRecord, runId: number, now: Date, rehint: Rehint): Promise<'held' | 'busy'> {
   const key = t.definition.concurrencyKey!;
   const hintId = t.runs[runId].hintId ?? '';
-  let waiting = false;
-  for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
-    const first = await firstLiveWaiter(d, key, t.taskId, now);
-    const ahead = first && first.waiter.taskId !== t.taskId;
-    const h = await holderOf(d, key);
-    const mine = h && h.taskId === t.taskId && h.runId === runId && h.hintId === hintId;
-    const free = !h || (!mine && !(await holderAlive(d, h, now, rehint)));
-    if (mine || (free && !ahead)) {
-      if (!mine) {
-        const row = { partitionKey: pk(key), rowKey: HOLDER_RK, taskId: t.taskId, runId, hintId, since: now.toJSON() };
-        if (!(await replaceIfUnchanged(table(d), row, h?.etag)).ok) continue; // another acquirer won this round
-      }
-      if (first?.waiter.taskId === t.taskId) await table(d).delete(pk(key), first.waiter.rowKey);
-      return 'held';
-    }
-    if (waiting) return 'busy';
-    // Wait in line, then look again: a release that ran before our row was written saw no waiter.
-    await addWaiter(d, key, t, runId);
-    waiting = true;
+  let first: Awaited<ReturnType<typeof firstLiveWaiter>>;
+  let held = false;
+  try {
+    await guardedUpdate(
+      table(d),
+      { partitionKey: pk(key), rowKey: HOLDER_RK },
+      async (row) => {
+        first = await firstLiveWaiter(d, key, t.taskId, now);
+        const ahead = first && first.waiter.taskId !== t.taskId;
+        const h = row && holderFrom(row);
+        const mine = h && h.taskId === t.taskId && h.runId === runId && h.hintId === hintId;
+        const free = !h || (!mine && !(await holderAlive(d, h, now, rehint)));
+        held = !!mine || (free && !ahead);
+        return held && !mine ? { taskId: t.taskId, runId, hintId, since: now.toJSON() } : UNCHANGED;
+      },
+      { what: `concurrency key ${key}`, attempts: ACQUIRE_ATTEMPTS },
+    );
+  } catch (err) {
+    if (err instanceof WriteCongestion) return 'busy'; // other acquirers kept winning: wait in line
+    throw err;
   }
-  return 'busy';
+  if (!held) return 'busy';
+  if (first?.waiter.taskId === t.taskId) await table(d).delete(pk(key), first.waiter.rowKey);
+  return 'held';
 }
 
 /**

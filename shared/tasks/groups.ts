@@ -275,7 +275,7 @@ export class TaskGroups {
   /**
    * Deletes rows of the group (keys without the place's prefix), 100 per transaction; with
    * `metaEtag`, the meta row too, in the last one, only if unchanged. If a row was gone already (a
-   * repeat after a crash, a task from before latest rows) or a task joined: row by row, the meta
+   * repeat after a crash) or a task joined: row by row, the meta
    * row still only if unchanged.
    */
   async removeRows(taskGroupId: string, keys: string[], metaEtag?: string): Promise<void> {

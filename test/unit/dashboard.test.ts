@@ -1,13 +1,8 @@
 /**
- * The dashboard's static files: only the listed files are reachable, each with its content type;
- * over HTTP no page may frame them (clickjacking of its quarantine and hook-trigger forms, issue 34).
+ * The dashboard's static files: only the listed files are reachable, each with its content type
+ * (their headers over HTTP: test/local/dashboard-http.test.ts).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { dashboardFile } from '../../shared/ops/dashboard';
-import { start } from '../../shared/local/main';
-import { freePort } from '../../shared/local/azurite';
 
 test('the page, its scripts and its stylesheet are served with their content types', () => {
   expect(dashboardFile('index.html')?.contentType).toBe('text/html; charset=utf-8');
@@ -29,24 +24,4 @@ test('the chart library is served from its package, and the build copies the sam
   expect(dashboardFile('uPlot.iife.min.js')?.body.toString()).toContain('uPlot');
   for (const name of ['charts.js', 'group.js', 'log.js', 'uPlot.iife.min.js', 'uPlot.min.css'])
     expect(dashboardFile('index.html')?.body.toString()).toContain(`/api/dashboard/${name}`);
-});
-
-test('every dashboard response forbids framing and sniffing, and keeps the CSP that lets its own files run', async () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dashboard-'));
-  const s = await start({ env: { PORT: String(await freePort()), QUEUE_STORAGE_CONNECTION: 'memory:' }, root });
-  try {
-    for (const file of ['', '/index.html', '/dashboard.js', '/dashboard.css', '/uPlot.iife.min.js', '/config.json']) {
-      const res = await fetch(`${s.config.publicUrl}/api/dashboard${file}`);
-      await res.arrayBuffer();
-      expect({ file, status: res.status }).toEqual({ file, status: 200 });
-      const csp = res.headers.get('content-security-policy') ?? '';
-      expect({ file, csp: csp.split(/;\s*/) }).toEqual({ file, csp: expect.arrayContaining(["default-src 'self'", "frame-ancestors 'none'"]) });
-      expect(csp).not.toContain('unsafe-inline');
-      expect(res.headers.get('x-frame-options')).toBe('DENY');
-      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
-    }
-  } finally {
-    await s.stop();
-    fs.rmSync(root, { recursive: true, force: true });
-  }
 });

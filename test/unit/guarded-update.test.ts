@@ -5,7 +5,7 @@
  */
 import { MemoryStorage } from '../../shared/storage/memory';
 import { Entity, StorageConflict, Table } from '../../shared/storage/port';
-import { UNCHANGED, WriteCongestion, guardedUpdate, withActions } from '../../shared/storage/guarded-update';
+import { REMOVE, UNCHANGED, WriteCongestion, guardedUpdate, withActions } from '../../shared/storage/guarded-update';
 
 const KEY = { partitionKey: 'p', rowKey: 'r' };
 
@@ -103,6 +103,26 @@ test('merge mode writes only the decided properties; actions commit in the same 
   expect(out.row).toMatchObject({ a: 1, b: 3 });
   expect(await table.get('p', 'r')).toMatchObject({ a: 1, b: 3 });
   expect(await table.get('p', 'side')).toMatchObject({ x: 1 });
+});
+
+test('REMOVE deletes the row under the ETag read; a lost race decides again; a missing row stays missing, unwritten', async () => {
+  const table = await fresh();
+  await table.insert({ ...KEY, n: 0 });
+  const seen: number[] = [];
+  const out = await guardedUpdate(
+    table,
+    KEY,
+    async (cur): Promise<typeof REMOVE> => {
+      seen.push(cur!.n as number);
+      if (seen.length === 1) await table.upsert({ ...KEY, n: 1 }); // another writer, between read and delete
+      return REMOVE;
+    },
+    { what: 'row' },
+  );
+  expect(seen).toEqual([0, 1]);
+  expect(out).toEqual({ row: undefined, written: true });
+  expect(await table.get('p', 'r')).toBeUndefined();
+  expect(await guardedUpdate(table, KEY, () => REMOVE, { what: 'row' })).toEqual({ row: undefined, written: false });
 });
 
 test('a known row saves the first read; a stale one costs a read and a second decision', async () => {

@@ -1,17 +1,13 @@
 /**
- * The pure rules of hooks and the index: next fire dates, entry preference, event task ids,
- * definition checks. No storage.
+ * The pure rules of hooks and the index: next fire dates, entry preference, event task ids. No
+ * storage (definition checks, which run in the sandbox: test/local/hook-definitions.test.ts).
  */
-import { nextDate, checkDefinition as checkWith } from '../../shared/hooks/hooks';
-import { sandbox } from '../../shared/sandbox/sandbox';
+import { nextDate } from '../../shared/hooks/hooks';
 import { eventTaskId, eventTime } from '../../shared/hooks/bindings';
 import { unionBindings } from '../../shared/events/subscriptions';
 import { prefers, namespaceExpiry } from '../../shared/index/index';
 import { SLUGID } from '../../shared/api/schemas';
 import type { HookDefinition } from '../../shared/hooks/store';
-
-/** Definition checks on the process's pool. */
-const checkDefinition = (d: HookDefinition) => checkWith(d, sandbox);
 
 const def = (over: Partial<HookDefinition> = {}): HookDefinition => ({
   hookGroupId: 'g',
@@ -60,16 +56,6 @@ test('an event picks the same valid taskId every time, different per hook and ev
   expect(eventTaskId(def({ hookId: 'other' }), 'evt-1')).not.toBe(a);
 });
 
-test('definition checks name the bad field', async () => {
-  await expect(checkDefinition(def({ schedule: ['0 0 * * *', '61 * * * *'] }))).rejects.toThrow(/schedule\[1\]/);
-  await expect(checkDefinition(def({ triggerSchema: { type: 7 } }))).rejects.toThrow(/triggerSchema/);
-  await expect(checkDefinition(def({ task: { $eval: 'payload +' } }))).rejects.toThrow(/task/);
-  await expect(checkDefinition(def({ bindings: [{ exchange: 'e', routingKeyPattern: 'a.b*' }] }))).rejects.toThrow(/bindings\[0\]/);
-  // A template that only fails for some payloads is fine at creation.
-  await expect(checkDefinition(def({ task: { $eval: 'payload.a.b' } }))).resolves.toBeUndefined();
-  await expect(checkDefinition(def({ task: { big: 'x'.repeat(40_000) } }))).rejects.toThrow(/at most/);
-});
-
 describe('event times and binding unions (the consumers)', () => {
   const run = {
     runId: 0,
@@ -105,17 +91,4 @@ describe('event times and binding unions (the consumers)', () => {
     expect(unionBindings([a], [b, { ...a }])).toEqual([a, b]);
     expect(unionBindings([], [a, a])).toEqual([a]);
   });
-});
-
-test("bindings on Taskcluster's default denylist are refused; others pass", async () => {
-  for (const exchange of ['exchange/taskcluster-queue/v1/task-created', 'exchange/taskcluster-hooks/v1/hook-created', 'exchange/taskcluster-hooks/v2/x']) {
-    await expect(checkDefinition(def({ bindings: [{ exchange, routingKeyPattern: '#' }] }))).rejects.toThrow(/denied access to hooks/);
-  }
-  await expect(
-    checkDefinition(def({ bindings: [{ exchange: 'exchange/taskcluster-queue/v1/task-completed', routingKeyPattern: '#' }] })),
-  ).resolves.toBeUndefined();
-  // Anchored at the start, as Taskcluster's patterns are.
-  await expect(
-    checkDefinition(def({ bindings: [{ exchange: 'x/exchange/taskcluster-hooks/v1/hook-created', routingKeyPattern: '#' }] })),
-  ).resolves.toBeUndefined();
 });

@@ -6,6 +6,7 @@ import { RouteDef, ApiRequest, ok } from '../types';
 import { notFound, conflict } from '../../errors';
 import { claimRun, reclaimRun, resolveRun, cancelTask, rerunTask, scheduleTask, Outcome } from '../../lifecycle/resolve';
 import { taskStatus, TaskRecord } from '../../tasks/model';
+import { MAX_RUNS } from '../../lifecycle/transitions';
 import { claimResponse, claimWork } from '../../work/claim';
 import { runCredentials } from '../../work/credentials';
 import { claimFromXml } from '../../work/xml-claim';
@@ -193,7 +194,12 @@ export const workRoutes: RouteDef[] = [
   creatorAction('schedule', 'Schedule Defined Task', 'Make an unscheduled task pending now, without waiting for its dependencies.', (req, t) =>
     scheduleTask(req.services, t),
   ),
-  creatorAction('rerun', 'Rerun a Resolved Task', 'Add a new pending run to a resolved task (retries are not reset).', (req, t) => rerunTask(req.services, t)),
+  creatorAction(
+    'rerun',
+    'Rerun a Resolved Task',
+    `Add a new pending run to a resolved (or unscheduled) task and reset its retries: \`task.retries\` automatic retries again, as far as the limit of ${MAX_RUNS} runs allows.`,
+    (req, t) => rerunTask(req.services, t),
+  ),
   creatorAction('cancel', 'Cancel Task', 'Resolve an unresolved task as exception/canceled; a running run is canceled too.', (req, t) =>
     cancelTask(req.services, t),
   ),

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { runTask, TaskRunDeps } from '../../worker/task-run';
 import { memoryLog } from '../../worker/logger';
 import type { Claim, Credentials, RunQueue } from '../../worker/types';
-import { fakeStorage } from './fake-storage';
+import { fakeStorage } from '../helpers/fake-storage';
 
 const NODE = process.execPath;
 let storage: Awaited<ReturnType<typeof fakeStorage>>;

@@ -1,7 +1,7 @@
 /**
  * Structured logs: the logger takes only registered events, at their level, with their fields
  * (shared/log-events.ts), and docs/logs.md is the registry as generated.
- * `LOGS_DOC_WRITE=1 npm run jest -- test/unit/log-events.test.ts` rewrites the page.
+ * `LOGS_DOC_WRITE=1 npm run jest -- test/local/log-events.test.ts` rewrites the page.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ArtifactUploader, UploadError, contentTypeFor } from '../../worker/artifacts';
-import { fakeStorage } from './fake-storage';
+import { fakeStorage } from '../helpers/fake-storage';
 
 let dir: string;
 let file: string;
