@@ -173,7 +173,8 @@ const queueInfo = {
   lastDateActive: dateTime,
 };
 const taskQueue = obj(queueInfo);
-const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo });
+/** A worker type's route takes any `[a-zA-Z0-9-_]{1,38}` name, so its taskQueueId is not always the task queue pattern. */
+const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo, taskQueueId: str });
 const provisioner = obj({
   provisionerId: str,
   stability: queueInfo.stability,
