@@ -120,7 +120,11 @@ export interface CreateJob {
   concurrency: number;
 }
 
-/** `loops` workers claim with claimWork(tasks: `batch`) until `tasks` are claimed or a poll comes back empty. */
+/**
+ * `loops` workers claim with claimWork(tasks: `batch`) and report every claimed task completed with
+ * its run's credentials (a batch's reports side by side), until `tasks` are done or a poll comes
+ * back empty: the side-by-side measurement against Taskcluster's drain (docs/performance.md).
+ */
 export interface DrainJob {
   kind: 'drain';
   rootUrl: string;
@@ -134,11 +138,11 @@ export interface DrainJob {
 export type LoadJob = LoopJob | CreateJob | DrainJob;
 
 export interface LoadResult {
-  /** Lifecycles completed, tasks created or tasks claimed. */
+  /** Lifecycles completed, tasks created, or tasks claimed and reported (drain). */
   done: number;
   /** claimWork calls that returned tasks (drain). */
   batches: number;
-  /** From the first request to the last completion (drain: until the backlog was claimed). */
+  /** From the first request to the last completion (drain: from the first claim to the last report). */
   seconds: number;
   errors: Errors;
 }
@@ -184,13 +188,20 @@ export async function runJob(job: LoadJob): Promise<LoadResult> {
     return { done, batches, seconds: (performance.now() - t0) / 1000, errors };
   }
   let drainedAt = 0;
+  let claimed = 0;
   await runLoops(job.loops, async () => {
-    if (done >= job.tasks) return false;
+    if (claimed >= job.tasks) return false;
     try {
       const { tasks } = await root.claimWork(job.taskQueueId, { ...WORKER, tasks: job.batch });
       if (!tasks.length) return false; // the poll window passed without work: the backlog is gone
-      done += tasks.length;
+      claimed += tasks.length;
       batches++;
+      await Promise.all(
+        tasks.map(async (c: { status: { taskId: string }; runId: number; credentials: Credentials }) => {
+          await queue(c.credentials).reportCompleted(c.status.taskId, c.runId);
+          done++;
+        }),
+      );
       if (done >= job.tasks && !drainedAt) drainedAt = performance.now();
     } catch (err) {
       noteError(errors, err);

@@ -38,13 +38,17 @@ const MODEL_ACCOUNTS = Number(process.env.BENCH_MODEL_ACCOUNTS) || 4;
 
 /** Targets the figures are compared against (reported, never enforced). */
 const TARGETS = {
-  pickupP50Ms: 100,
+  /** Issue 36: as today, while the drain and throughput go up. */
+  pickupP50Ms: 50,
   /** Issue 15: a task created on another instance (no local wake: the next poll finds it). */
   crossPickupP50Ms: 300,
   transactionsPerLifecycle: 12,
   /** "Independent of waiting workers": 50 idle workers may cost at most this factor of 1. */
   idleRatioMax: 1.5,
-  throughputVsRawMin: 0.5,
+  /** Issue 36: 1.5x Taskcluster's 34 % of the same raw ceiling, at concurrency 16. */
+  throughputVsRawMin: 0.51,
+  /** Issue 36: the backlog drain (claimed and reported per second) at least the raw ceiling (Taskcluster: 83 %). */
+  drainVsRawMin: 1,
   /** The service's own CPU per lifecycle (3 requests, about 12 storage calls) on this machine kind. */
   serviceCpuMsPerLifecycle: 4,
   hostRssBytes: 300 * 1024 * 1024,
@@ -67,7 +71,8 @@ const SIZES = {
   concurrency: 16,
   throughputMs: 15_000,
   crossThroughputMs: 10_000,
-  rawMs: 10_000,
+  /** As the side-by-side measurement against Taskcluster: 16 loops for 15 s. */
+  rawMs: 15_000,
   /** As in the side-by-side measurement against Taskcluster (docs/performance.md). */
   backlogTasks: 400,
   backlogLoops: 4,
@@ -346,6 +351,7 @@ async function main(): Promise<void> {
     const withErrors = [pickup, crossPickup, loop, crossLoop, backlog, cost, idle, events, acc?.fresh, acc?.loaded].filter((p) => p !== undefined);
     const clientErrors = withErrors.reduce((n, p) => n + p.errors.count, 0);
     const vsRaw = loop && raw && raw.perSecond > 0 ? loop.perSecond / raw.perSecond : NaN;
+    const drainVsRaw = backlog && raw && raw.perSecond > 0 ? backlog.claimedPerSecond / raw.perSecond : NaN;
 
     const n = Math.max(1, cost?.lifecycles ?? 0);
     const fgPer = cost && perUnit(cost.foreground, n);
@@ -489,7 +495,7 @@ async function main(): Promise<void> {
       ...(backlog
         ? [
             { metric: `(c) create rate (${backlog.tasks} tasks, conc. ${SIZES.concurrency})`, value: `${backlog.createPerSecond}/s` },
-            { metric: `(c) drain: claimed/s (${backlog.drainLoops} loops x ${backlog.claimBatch})`, value: String(backlog.claimedPerSecond) },
+            { metric: `(c) drain: claimed and reported/s (${backlog.drainLoops} loops x ${backlog.claimBatch})`, value: String(backlog.claimedPerSecond) },
             { metric: '(c) claimed, mean batch', value: `${backlog.claimed}, ${backlog.meanBatch}` },
             { metric: '(c) storage tx per claimed task (drain)', value: String(round(backlog.drainStorage.total / Math.max(1, backlog.claimed))) },
             {
@@ -501,8 +507,10 @@ async function main(): Promise<void> {
             ...(raw
               ? [
                   {
-                    metric: '(c) drain claimed/s vs (f) raw lifecycles/s',
-                    value: `${round((backlog.claimedPerSecond / Math.max(0.1, raw.perSecond)) * 100, 1)}%`,
+                    metric: '(c) drain claimed and reported/s vs (f) raw lifecycles/s',
+                    value: `${round(drainVsRaw * 100, 1)}%`,
+                    target: `>= ${TARGETS.drainVsRawMin * 100}% of (f)`,
+                    verdict: verdict(drainVsRaw >= TARGETS.drainVsRawMin),
                   },
                 ]
               : []),
@@ -743,6 +751,7 @@ async function main(): Promise<void> {
         },
         idleIndependent: idle && { target: TARGETS.idleRatioMax, value: round(idleRatio, 3), met: idleRatio <= TARGETS.idleRatioMax },
         throughputVsRaw: loop && raw && { target: TARGETS.throughputVsRawMin, value: round(vsRaw, 3), met: vsRaw >= TARGETS.throughputVsRawMin },
+        drainVsRaw: backlog && raw && { target: TARGETS.drainVsRawMin, value: round(drainVsRaw, 3), met: drainVsRaw >= TARGETS.drainVsRawMin },
         hostRss: { target: TARGETS.hostRssBytes, value: hostPeak, met: hostPeak < TARGETS.hostRssBytes },
         eventP50: events && { target: TARGETS.eventP50Ms, value: events.p50Ms, met: events.p50Ms <= TARGETS.eventP50Ms },
         eventDeliveryTx: events && { target: TARGETS.eventExtraTxPerLifecycle, value: round(evExtra), met: evExtra <= TARGETS.eventExtraTxPerLifecycle },
