@@ -74,3 +74,8 @@ test('a task created on idle npm start: a line per transition, none for its requ
   ]);
   expect(out.last).toMatch(/^1 requests · 2 transitions · 0 warnings · 0 errors · reaper /);
 });
+
+test('QUEUE_LOG_FORMAT takes human or json; anything else stops start-up naming it', async () => {
+  const err = await start({ env: { PORT: String(await freePort()), QUEUE_STORAGE_CONNECTION: 'memory:', QUEUE_LOG_FORMAT: 'xml' }, root }).catch((e) => e);
+  expect(err.message).toBe("QUEUE_LOG_FORMAT must be human or json, got 'xml'");
+});
