@@ -2,9 +2,9 @@
  * `npm run demo`: the whole product on one machine in a minute. Starts embedded Azurite and the
  * service, runs the reference worker as a separate process (least-privilege credentials, two
  * slots, the task proxy on), submits a small task graph with dependencies and artifacts, waits
- * for it, and prints the results with the dashboard and artifact URLs. Keeps serving until
- * Ctrl-C so the URLs can be opened; `--exit` stops at the end instead (exit code 1 if any task
- * ended differently than planned).
+ * for it, and prints the results with the dashboard and artifact URLs (bin/demo-report.ts). Keeps
+ * serving until Ctrl-C so the URLs can be opened; `--exit` stops at the end instead, and so prints no
+ * URLs (exit code 1 if any task ended differently than planned).
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { startHost } from '../shared/local/host';
 import { startAzurite, freePort } from '../shared/local/azurite';
 import { jsonLogger } from '../shared/log';
 import { generateAccessToken } from '../shared/auth/clients';
+import { linkLines, taskLines } from './demo-report';
 
 const TASK_QUEUE = 'demo/runner';
 const WORKER_GROUP = 'demo';
@@ -159,10 +160,6 @@ function plan(ids: Record<string, string>): Planned[] {
   ];
 }
 
-function artifactUrl(rootUrl: string, taskId: string, name: string): string {
-  return `${rootUrl}/api/queue/v1/task/${taskId}/runs/0/artifacts/${encodeURIComponent(name)}`;
-}
-
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { exit: { type: 'boolean' }, port: { type: 'string' } } });
   const port = Number(values.port ?? process.env.DEMO_PORT ?? (await freePort()));
@@ -263,19 +260,17 @@ async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 500));
   }
 
-  const lines: string[] = ['', '=== Results ===', ''];
-  let asPlanned = true;
-  for (const t of tasks) {
+  // With --exit the service stops right after this report: its URLs would be dead when read.
+  const live = !values.exit;
+  const results = tasks.map((t) => {
     const s = statuses[t.key];
     const run = s.runs.at(-1);
-    const secs = run?.started && run?.resolved ? ((new Date(run.resolved).getTime() - new Date(run.started).getTime()) / 1000).toFixed(1) + 's' : '-';
-    const ok = s.state === t.expect;
-    asPlanned &&= ok;
-    const after = t.deps.length ? ` (after ${t.deps.join(', ')})` : '';
-    lines.push(`${ok ? '✔' : '✘'} ${t.key.padEnd(8)} ${s.state.padEnd(10)} ${secs.padStart(6)}  ${ids[t.key]}  ${t.description}${after}`);
-    const names = ['public/logs/live.log', ...((t.payload.artifacts as { name: string }[]) ?? []).map((a) => a.name)];
-    for (const n of names) lines.push(`      ${artifactUrl(rootUrl, ids[t.key], n)}`);
-  }
+    const took = run?.started && run?.resolved ? ((new Date(run.resolved).getTime() - new Date(run.started).getTime()) / 1000).toFixed(1) + 's' : '-';
+    const artifacts = ['public/logs/live.log', ...((t.payload.artifacts as { name: string }[]) ?? []).map((a) => a.name)];
+    return { key: t.key, taskId: ids[t.key], state: s.state as string, expect: t.expect, took, description: t.description, deps: t.deps, artifacts };
+  });
+  const asPlanned = results.every((r) => r.state === r.expect);
+  const lines: string[] = ['', '=== Results ===', '', ...taskLines(rootUrl, results, live)];
   if (hasRoute('getArtifact') && statuses.release?.state === 'completed') {
     try {
       const r = await queue.getArtifact(ids.release, 0, 'public/release.json');
@@ -286,10 +281,7 @@ async function main(): Promise<number> {
   }
   lines.push(
     '',
-    `Dashboard:        ${rootUrl}/api/dashboard`,
-    `Task group:       ${rootUrl}/api/queue/v1/task-group/${taskGroupId}/list`,
-    `Root URL:         ${rootUrl}`,
-    `Root credentials: TASKCLUSTER_CLIENT_ID=${rootCreds.clientId} TASKCLUSTER_ACCESS_TOKEN=${rootCreds.accessToken}`,
+    ...linkLines(rootUrl, taskGroupId, rootCreds, live),
     '',
     asPlanned ? 'All tasks ended as planned (lint is meant to fail).' : 'Some tasks did not end as planned; see the logs above.',
   );

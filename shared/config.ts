@@ -190,6 +190,25 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
   return v;
 }
 
+/** Base64 with its padding: what every Azure account key is (64 bytes, 88 characters). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Refuses a connection string whose AccountKey is not base64, naming the setting, before any network
+ * call: the SDKs' own message for it speaks of endpoints or SAS ("Invalid QueueEndpoint in the
+ * provided SAS Connection String"), or it fails later at the first signed call. The key is not shown.
+ */
+export function checkAccountKey(connection: string, setting: string): string {
+  const m = /(?:^|;)\s*AccountKey=([^;]*)/i.exec(connection);
+  if (!m) return connection;
+  const key = m[1].trim();
+  if (key !== '' && BASE64.test(key)) return connection;
+  const what = key === '' ? 'is empty' : `(${key.length} characters) is not base64`;
+  throw new Error(
+    `setting ${setting}: its AccountKey ${what}, so it is not a storage account key; copy key1 or key2 whole (the portal's Access keys, or \`az storage account keys list\`)`,
+  );
+}
+
 /** Every setting the code reads, for the deployment cross-check. */
 export const SETTING_NAMES = [
   'QUEUE_STORAGE_CONNECTION',
@@ -230,9 +249,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const publicUrl = required(env, 'QUEUE_PUBLIC_URL').replace(/\/+$/, '');
   new URL(publicUrl); // throws on a malformed URL
   return {
-    storageConnection: required(env, 'QUEUE_STORAGE_CONNECTION'),
+    storageConnection: checkAccountKey(required(env, 'QUEUE_STORAGE_CONNECTION'), 'QUEUE_STORAGE_CONNECTION'),
     // Whitespace-separated: connection strings hold ';' and '=', never whitespace.
-    moreStorageConnections: (env.QUEUE_STORAGE_MORE_CONNECTIONS ?? '').split(/\s+/).filter((c) => c !== ''),
+    moreStorageConnections: (env.QUEUE_STORAGE_MORE_CONNECTIONS ?? '')
+      .split(/\s+/)
+      .filter((c) => c !== '')
+      .map((c, i) => checkAccountKey(c, `QUEUE_STORAGE_MORE_CONNECTIONS (connection ${i + 1})`)),
     storagePrefix: (env.QUEUE_STORAGE_PREFIX || 'tcq').toLowerCase(),
     publicUrl,
     rootClientId: env.QUEUE_ROOT_CLIENT_ID || 'static/root',

@@ -591,11 +591,14 @@ function readmeRows(): Array<{ name: string; dflt: string; meaning: string }> {
   return rows.map((m) => ({ name: m[1], dflt: m[2].trim(), meaning: m[3].trim() }));
 }
 
+/** Development settings (the faithful storage mode): in the README's table, never deployed. */
+const isDevSetting = (name: string) => (DEV_SETTING_NAMES as readonly string[]).includes(name);
+
 /** README's default cell of every setting the deployed app reads. */
 function readmeDefaults(): Map<string, string> {
   return new Map(
     readmeRows()
-      .filter((r) => !LOCAL_ONLY_ROW.test(r.meaning))
+      .filter((r) => !LOCAL_ONLY_ROW.test(r.meaning) && !isDevSetting(r.name))
       .map((r) => [r.name, r.dflt]),
   );
 }
@@ -637,10 +640,15 @@ describe('infra: compiled template and the settings the code reads', () => {
 
   test('every setting name shared/config.ts mentions is in SETTING_NAMES, and README.md documents exactly those (besides `npm start` ones)', () => {
     const mentioned = new Set(fs.readFileSync(path.join(ROOT, 'shared', 'config.ts'), 'utf8').match(/\bQUEUE_[A-Z0-9_]+\b/g));
-    // Development settings (the faithful storage mode) are documented in docs/, never deployed.
+    // Development settings (the faithful storage mode) are documented too, and never deployed.
     const known = [...SETTING_NAMES, ...DEV_SETTING_NAMES] as readonly string[];
     expect([...mentioned].filter((n) => !known.includes(n))).toEqual([]);
     expect([...readmeDefaults().keys()].sort()).toEqual([...SETTING_NAMES].sort());
+    expect(
+      readmeRows()
+        .filter((r) => isDevSetting(r.name))
+        .map((r) => r.name),
+    ).toEqual([...DEV_SETTING_NAMES]);
     // The rows for `npm start` only name settings the local host reads, and none the app reads.
     const local = readmeRows().filter((r) => LOCAL_ONLY_ROW.test(r.meaning));
     const localSources = fs

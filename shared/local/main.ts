@@ -13,6 +13,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Config, loadConfig } from '../config';
 import { startApp } from '../app';
+import { jsonLogger, type Logger } from '../log';
+import { humanLogger, terminalSink, type LogSink } from './human-log';
 import { startHost, LocalHost } from './host';
 import { startAzurite as defaultStartAzurite, Azurite } from './azurite';
 import { ensureLocalSecrets, loadLocalSettings } from './secrets';
@@ -29,17 +31,24 @@ export const ANONYMOUS_SCOPES = ['queue:get-artifact:public/*'];
 /** Marks the anonymous role as made by `npm start`, so turning the setting off removes only ours. */
 const ANONYMOUS_DESCRIPTION = 'npm start: public artifacts need no credentials (QUEUE_LOCAL_ANONYMOUS_ROLE=false turns this off)';
 
-export const USAGE = `Usage: npm start [-- --persist]
+/** How `npm start` logs: a line per task transition, warning or error, or every event as JSON. */
+const LOG_FORMATS = ['human', 'json'] as const;
+type LogFormat = (typeof LOG_FORMATS)[number];
+
+export const USAGE = `Usage: npm start [-- --persist] [-- --json]
 
 Runs the queue on this machine: http://localhost:$PORT (default ${DEFAULT_PORT}), with its own Azurite
 unless QUEUE_STORAGE_CONNECTION is set.
 
   --persist    keep Azurite's data in ${PERSIST_DIR}/ across restarts (also QUEUE_LOCAL_PERSIST=true);
                delete that folder to start afresh
+  --json       log every event as a JSON line, as on Azure (also QUEUE_LOG_FORMAT=json); by default a
+               line per task transition, warning and error, and a status line
   -h, --help
 
 Settings (environment or local.settings.json Values): PORT, HOST (default 127.0.0.1),
-QUEUE_STORAGE_CONNECTION, QUEUE_LOCAL_PERSIST, QUEUE_LOCAL_ANONYMOUS_ROLE (default true), and every
+QUEUE_STORAGE_CONNECTION, QUEUE_LOCAL_PERSIST, QUEUE_LOCAL_ANONYMOUS_ROLE (default true),
+QUEUE_LOG_FORMAT (human or json), and every
 QUEUE_* setting of the deployed app.`;
 
 /** A start-up mistake: printed as one message, without a stack. */
@@ -49,6 +58,7 @@ export interface LocalService {
   config: Config;
   host: LocalHost;
   azurite?: Azurite;
+  logFormat: LogFormat;
   stop(): Promise<void>;
 }
 
@@ -58,6 +68,24 @@ export interface StartOptions {
   /** The repository root (local.settings.json, .local/). */
   root?: string;
   startAzurite?: typeof defaultStartAzurite;
+  /** Where log lines go (default: stdout, with the status line drawn on a terminal). */
+  out?: LogSink;
+  /** The service's clock (tests move it). */
+  now?: () => Date;
+  /** Run the reaper on its schedule (default); tests run it by hand with `host.runTimer`. */
+  runTimers?: boolean;
+}
+
+/** The logger `--json` or QUEUE_LOG_FORMAT chose, writing to `out`. */
+function localLogger(format: LogFormat, out: LogSink, now: () => Date): Logger {
+  return format === 'json' ? jsonLogger((l) => out.line(l)) : humanLogger(out, now);
+}
+
+function logFormat(json: boolean | undefined, setting: string | undefined): LogFormat {
+  if (json) return 'json';
+  const v = (setting || 'human').trim().toLowerCase();
+  if (!(LOG_FORMATS as readonly string[]).includes(v)) throw new StartupError(`QUEUE_LOG_FORMAT must be ${LOG_FORMATS.join(' or ')}, got '${setting}'`);
+  return v as LogFormat;
 }
 
 const isTrue = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
@@ -82,15 +110,19 @@ async function checkPort(port: number, host: string): Promise<void> {
 export async function start(opts: StartOptions = {}): Promise<LocalService> {
   const env = opts.env ?? process.env;
   const root = opts.root ?? path.resolve(__dirname, '..', '..', '..');
-  let values: { persist?: boolean; help?: boolean };
+  let values: { persist?: boolean; json?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: opts.argv ?? [], options: { persist: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      args: opts.argv ?? [],
+      options: { persist: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    }));
   } catch (err) {
     throw new StartupError(`${(err as Error).message}\n\n${USAGE}`);
   }
   if (values.help) throw Object.assign(new StartupError(USAGE), { help: true });
   loadLocalSettings(env, path.join(root, 'local.settings.json'));
   ensureLocalSecrets(env, path.join(root, '.local'));
+  const format = logFormat(values.json, env.QUEUE_LOG_FORMAT);
   const rawPort = env.PORT || String(DEFAULT_PORT);
   const port = Number(rawPort);
   if (!/^[0-9]+$/.test(rawPort.trim()) || port > 65535) throw new StartupError(`PORT must be a port number (0..65535), got '${rawPort}'`);
@@ -121,7 +153,8 @@ export async function start(opts: StartOptions = {}): Promise<LocalService> {
       throw new StartupError((err as Error).message);
     }
     try {
-      app = await startApp(config);
+      const now = opts.now ?? (() => new Date());
+      app = await startApp(config, { log: localLogger(format, opts.out ?? terminalSink(process.stdout), now), now: opts.now });
       await localAnonymousRole(app.svc.clients, env.QUEUE_LOCAL_ANONYMOUS_ROLE);
     } catch (err) {
       const source = azurite ? 'the embedded Azurite' : 'QUEUE_STORAGE_CONNECTION';
@@ -129,7 +162,7 @@ export async function start(opts: StartOptions = {}): Promise<LocalService> {
       throw described ? new StartupError(described) : err;
     }
     try {
-      host = await startHost({ app, port, host: hostName, runTimers: true, quiet: true, settings: env });
+      host = await startHost({ app, port, host: hostName, runTimers: opts.runTimers ?? true, quiet: true, settings: env });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(port, hostName);
       throw err;
@@ -139,6 +172,7 @@ export async function start(opts: StartOptions = {}): Promise<LocalService> {
       config,
       host,
       azurite,
+      logFormat: format,
       stop: async () => {
         await running.app.close();
         await running.host.close();
@@ -179,6 +213,7 @@ export function banner(s: LocalService, persistDir?: string): string {
     `  clientId:      ${config.rootClientId}`,
     `  accessToken:   ${config.rootAccessToken}`,
     `  storage:       ${storage}`,
+    `  logs:          ${s.logFormat === 'json' ? 'every event as a JSON line' : 'task transitions, warnings and errors (npm start -- --json: every event as JSON)'}`,
     '  command line:  npx tcq --help   (docs/cli.md; reads the variables below)',
     '',
     'export TASKCLUSTER_ROOT_URL=' + config.publicUrl,
@@ -218,7 +253,8 @@ export async function main(argv = process.argv.slice(2), env: NodeJS.ProcessEnv 
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    console.log('stopping…');
+    // After the status line (a terminal's last row), not on it.
+    console.log(process.stdout.isTTY ? '\nstopping…' : 'stopping…');
     await s.stop();
     process.exit(0);
   };

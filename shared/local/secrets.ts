@@ -8,6 +8,9 @@ import path from 'node:path';
 import { generateAccessToken } from '../auth/clients';
 
 export function ensureLocalSecrets(env: NodeJS.ProcessEnv, dir: string): void {
+  // Both given (a test's child service, a CI job): nothing to generate, so no file is written
+  // (a dist/ copied under .local/ would otherwise leave .local/.local/secrets.json).
+  if (env.QUEUE_ROOT_ACCESS_TOKEN && env.QUEUE_TOKEN_ENCRYPTION_KEY) return;
   const file = path.join(dir, 'secrets.json');
   let stored: Record<string, string> = {};
   if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8'));

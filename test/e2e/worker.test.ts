@@ -522,7 +522,10 @@ test(
     });
     expect(r.stdout).toContain('All tasks ended as planned');
     expect(r.stdout).toMatch(/✔ release\s+completed/);
-    expect(r.stdout).toContain('/api/dashboard');
+    expect(r.stdout).toMatch(/✘ lint\s+failed/);
+    // --exit stops the service as it reports: no URL that would be dead.
+    expect(r.stdout).not.toContain('/api/dashboard');
+    expect(r.stdout).toContain('--exit: the service stops now, so no URLs');
     expect(r.status).toBe(0);
   },
   DEMO_BOUND_MS + 10_000,

@@ -88,6 +88,15 @@ test('a QUEUE_STORAGE_CONNECTION that is not a connection string names the setti
   expect(message).toContain("'UseDevelopmentStorage=true'");
 });
 
+test('a QUEUE_STORAGE_CONNECTION whose AccountKey is not base64 is one line naming the setting, before any storage call', async () => {
+  const conn = 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=not-a-key!;EndpointSuffix=core.windows.net';
+  const message = await failure(start({ env: { PORT: String(await freePort()), QUEUE_STORAGE_CONNECTION: conn }, root }));
+  expect(message).toMatch(
+    /^setting QUEUE_STORAGE_CONNECTION: its AccountKey \(10 characters\) is not base64, so it is not a storage account key; copy key1 or key2 whole/,
+  );
+  expect(message).not.toContain('not-a-key!');
+});
+
 test('QUEUE_STORAGE_CONNECTION pointing at nothing names the setting, the endpoint tried, and the way out', async () => {
   const dead = await freePort();
   const conn = `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=c2VjcmV0;TableEndpoint=http://127.0.0.1:${dead}/devstoreaccount1;QueueEndpoint=http://127.0.0.1:${dead}/devstoreaccount1;BlobEndpoint=http://127.0.0.1:${dead}/devstoreaccount1`;
