@@ -190,15 +190,26 @@ export const MAX_DEFINITION_BYTES = 12 * CHUNK_BYTES;
  */
 export const taskRowKey = (taskId: string): string => `task~${taskId}`;
 
-export function encodeTask(t: TaskRecord): Entity {
+/** The task row; `withDefinition` false leaves out the definition's chunks (see encodeTaskUpdate). */
+export function encodeTask(t: TaskRecord, withDefinition = true): Entity {
+  if (!withDefinition) return { ...taskProperties(t, 0) };
   const json = Buffer.from(JSON.stringify(t.definition), 'utf8');
   if (json.length > MAX_DEFINITION_BYTES) {
     throw new ApiError('InputTooLarge', `task definition is ${json.length} bytes; at most ${MAX_DEFINITION_BYTES} bytes are accepted`);
   }
-  const e: Entity = {
+  const e: Entity = taskProperties(t, Math.ceil(json.length / CHUNK_BYTES));
+  for (let i = 0; i * CHUNK_BYTES < json.length; i++) {
+    e[`def${i}`] = new Uint8Array(json.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES));
+  }
+  return e;
+}
+
+/** The row's properties besides the definition's chunks. */
+function taskProperties(t: TaskRecord, defChunks: number): Entity {
+  return {
     partitionKey: t.taskId,
     rowKey: taskRowKey(t.taskId),
-    defChunks: Math.ceil(json.length / CHUNK_BYTES),
+    defChunks,
     runs: JSON.stringify(t.runs),
     retriesLeft: t.retriesLeft,
     takenUntil: t.takenUntil,
@@ -216,10 +227,19 @@ export function encodeTask(t: TaskRecord): Entity {
     deadline: t.definition.deadline,
     expires: t.definition.expires,
   };
-  for (let i = 0; i * CHUNK_BYTES < json.length; i++) {
-    e[`def${i}`] = new Uint8Array(json.subarray(i * CHUNK_BYTES, (i + 1) * CHUNK_BYTES));
-  }
-  return e;
+}
+
+/**
+ * The task row's properties a write after the create changes: everything but the definition,
+ * which never changes once created (its chunks are most of the row's bytes). Merged under the
+ * row's ETag, so the storage service handles a few hundred bytes per transition instead of the
+ * whole definition. Optional properties a transition may drop are given their empty value, which
+ * `decodeTask` reads as absent.
+ */
+export function encodeTaskUpdate(t: TaskRecord): Entity {
+  const { defChunks: _n, ...row } = encodeTask(t, false);
+  void _n;
+  return { groupAlone: false, priority: '', continuation: '', indexBuckets: 0, ...row };
 }
 
 export function decodeTask(e: Record<string, unknown> & { etag?: string }): TaskRecord {

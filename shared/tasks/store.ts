@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { Entity, KeyRange, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
-import { taskRowKey, TaskRecord, decodeTask, encodeTask } from './model';
+import { taskRowKey, TaskRecord, decodeTask, encodeTask, encodeTaskUpdate } from './model';
 import { BoundedCache } from '../bounded-cache';
 
 /**
@@ -116,7 +116,8 @@ export class TaskStore {
   async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = [], actions: TableAction[] = []): Promise<'written' | 'etag' | 'missing'> {
     const row = withWriteId(encodeTask(next));
     try {
-      next.etag = await this.write(current.taskId, row, rows, current.etag!, actions);
+      // Only what changed goes out (the definition never does); the whole row is kept here.
+      next.etag = await this.write(current.taskId, { ...encodeTaskUpdate(next), writeId: row.writeId }, rows, current.etag!, actions);
       this.keep(next, row);
     } catch (err) {
       this.recent.delete(current.taskId);
@@ -140,11 +141,14 @@ export class TaskStore {
     return stored.etag;
   }
 
-  /** Writes the task row (insert, or replace If-Match `etag`) with `extra` rows and `actions` in one transaction. */
+  /**
+   * Writes the task row (insert, or merge If-Match `etag`: an update carries the changed
+   * properties only, encodeTaskUpdate) with `extra` rows and `actions` in one transaction.
+   */
   private async write(taskId: string, row: Entity, extra: Entity[], etag?: string, actions: TableAction[] = []): Promise<string> {
-    if (!extra.length && !actions.length) return etag ? this.table.update(row, etag) : this.table.insert(row);
+    if (!extra.length && !actions.length) return etag ? this.table.merge(row, etag) : this.table.insert(row);
     const etags = await this.table.transact([
-      etag ? { op: 'update', entity: row, etag } : { op: 'create', entity: row },
+      etag ? { op: 'update', entity: row, etag, mode: 'Merge' } : { op: 'create', entity: row },
       ...extra.map((e) => ({ op: 'upsert' as const, entity: e })),
       ...actions,
     ]);
