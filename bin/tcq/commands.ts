@@ -44,7 +44,7 @@ const MAX_PAGES = 100;
 const DEFAULT_LIMIT = 100;
 
 /** All pages of a listing, up to `max` items (a continuation token is not the end). */
-async function pages<T>(
+export async function pages<T>(
   fetchPage: (token?: string) => Promise<{ continuationToken?: string } & Record<string, unknown>>,
   key: string,
   max = Infinity,
@@ -60,13 +60,13 @@ async function pages<T>(
   return out.slice(0, max);
 }
 
-function runIdOf(flags: Flags): number | undefined {
+export function runIdOf(flags: Flags): number | undefined {
   if (flags.run === undefined) return undefined;
   if (!/^\d+$/.test(flags.run)) throw new UsageError(`--run must be a run number (0, 1, ...), got '${flags.run}'`);
   return Number(flags.run);
 }
 
-function taskQueueParts(taskQueueId: string): [string, string] {
+export function taskQueueParts(taskQueueId: string): [string, string] {
   const [p, w, ...rest] = taskQueueId.split('/');
   if (!p || !w || rest.length) throw new UsageError(`a task queue id is provisionerId/workerType, got '${taskQueueId}'`);
   return [p, w];
@@ -95,7 +95,7 @@ export function readPayload(raw: string | undefined): unknown {
   }
 }
 
-function statusText(status: Row & { runs?: Row[] }, name?: string): string {
+export function statusText(status: Row & { runs?: Row[] }, name?: string): string {
   const head = fields({
     task: `${status.taskId}${name ? `  ${name}` : ''}`,
     state: status.state,

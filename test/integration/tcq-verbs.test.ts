@@ -1,0 +1,156 @@
+/**
+ * The verbs tcq shares with Taskcluster's own CLI (`taskcluster task retrigger`, `task complete`,
+ * `task def`, `group list`, `signin`, `from-now`, `slugid`, `api`), run in-process against the
+ * service on the in-memory store, as an operator types them (issue 37).
+ */
+import { main as tcq } from '../../bin/tcq/main';
+import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
+import { uniqueQueue, claim } from '../helpers/work';
+
+let svc: TestService;
+let env: NodeJS.ProcessEnv;
+beforeAll(async () => {
+  svc = await startTestService();
+  env = { TASKCLUSTER_ROOT_URL: svc.rootUrl, TASKCLUSTER_CLIENT_ID: svc.root.clientId, TASKCLUSTER_ACCESS_TOKEN: svc.root.accessToken };
+});
+afterAll(async () => svc?.close());
+
+async function run(argv: string[], e: NodeJS.ProcessEnv = env) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await tcq(argv, e, { out: (s) => void out.push(s), err: (s) => void err.push(s) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+const HOUR = 3600_000;
+
+async function createTask(overrides: Record<string, unknown> = {}): Promise<string> {
+  const taskId = slugid();
+  await svc.queue().createTask(taskId, taskDef(uniqueQueue(), overrides));
+  return taskId;
+}
+
+test('task def prints the definition; api is call under taskcluster’s name', async () => {
+  const taskId = await createTask({ metadata: { name: 'def me', description: 'd', owner: 'o@example.com', source: 'https://example.com' } });
+  const def = await run(['task', 'def', taskId]);
+  expect(def.code).toBe(0);
+  expect(JSON.parse(def.out)).toEqual(await svc.queue().task(taskId));
+  const api = await run(['api', 'queue', 'status', taskId]);
+  expect(api.code).toBe(0);
+  expect(JSON.parse(api.out).status.taskId).toBe(taskId);
+});
+
+test('task retrigger: a new task, dates shifted to now, retries 0, no dependencies or routes; --exact keeps them', async () => {
+  const dep = await createTask();
+  // As far in the past as the queue takes: the retrigger's dates move by as much.
+  const created = new Date(Date.now() - 10 * 60_000);
+  const original = await createTask({
+    created: created.toJSON(),
+    deadline: new Date(created.getTime() + 3 * HOUR).toJSON(),
+    expires: new Date(created.getTime() + 48 * HOUR).toJSON(),
+    dependencies: [dep],
+    routes: ['index.tcq.retrigger'],
+    retries: 3,
+    payload: { command: ['true'] },
+  });
+  const before = Date.now();
+  const r = await run(['task', 'retrigger', original]);
+  expect(r.code).toBe(0);
+  const newId = /^Task (\S+) created$/m.exec(r.out)?.[1];
+  expect(newId).toBeDefined();
+  expect(newId).not.toBe(original);
+  const t = await svc.queue().task(newId);
+  const at = Date.parse(t.created);
+  expect(at).toBeGreaterThanOrEqual(before - 1000);
+  expect(Date.parse(t.deadline) - at).toBe(3 * HOUR);
+  expect(Date.parse(t.expires) - at).toBe(48 * HOUR);
+  expect(t).toMatchObject({ dependencies: [], routes: [], retries: 0, payload: { command: ['true'] }, taskGroupId: original });
+  // Without its dependency, the retrigger is pending at once.
+  expect((await svc.queue().status(newId)).status.state).toBe('pending');
+
+  const exact = await run(['task', 'retrigger', original, '--exact', '--json']);
+  expect(exact.code).toBe(0);
+  const e = await svc.queue().task(JSON.parse(exact.out).taskId);
+  expect(e).toMatchObject({ dependencies: [dep], routes: ['index.tcq.retrigger'], retries: 0 });
+});
+
+test('task complete claims the pending run as worker tcq and reports it completed; a resolved task is refused', async () => {
+  const taskId = await createTask();
+  const r = await run(['task', 'complete', taskId]);
+  expect(r.code).toBe(0);
+  const { status } = await svc.queue().status(taskId);
+  expect(status.state).toBe('completed');
+  expect(status.runs[0]).toMatchObject({ workerId: 'tcq', state: 'completed' });
+  expect(r.out).toMatch(/state:\s+completed/);
+  const again = await run(['task', 'complete', taskId]);
+  expect(again.code).toBe(2);
+  expect(again.err).toContain('is completed: only a pending run can be claimed and completed');
+});
+
+test('group list: every task by default, --failed/--running/--complete select by state', async () => {
+  const tq = uniqueQueue();
+  const group = slugid();
+  const ids = [slugid(), slugid(), slugid()];
+  for (const [i, id] of ids.entries())
+    await svc
+      .queue()
+      .createTask(
+        id,
+        taskDef(tq, { taskGroupId: group, metadata: { name: `job ${i}`, description: 'd', owner: 'o@example.com', source: 'https://example.com' } }),
+      );
+  const [c] = await claim(svc, tq);
+  await svc.queue(c.credentials).reportFailed(c.status.taskId, c.runId);
+
+  const all = await run(['group', 'list', group]);
+  expect(all.code).toBe(0);
+  expect(all.out.split('\n')).toHaveLength(4); // header and three rows
+  for (const id of ids) expect(all.out).toContain(id);
+  const failed = await run(['group', 'list', group, '--failed']);
+  expect(failed.out.split('\n').slice(1)).toEqual([expect.stringMatching(new RegExp(`^${c.status.taskId}\\s+job \\d\\s+failed$`))]);
+  const pending = await run(['group', 'list', group, '--pending', '--complete', '--json']);
+  expect(JSON.parse(pending.out).tasks.map((t: any) => t.status.state)).toEqual(['pending', 'pending']);
+});
+
+test('signin: a client under yours with the named scopes and a bounded expiry; its export lines sign calls', async () => {
+  const r = await run(['signin', '--scope', 'queue:get-artifact:public/*', '--scope', 'auth:current-scopes', '--expires', '2h']);
+  expect(r.code).toBe(0);
+  const vars = Object.fromEntries([...r.out.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
+  expect(vars.TASKCLUSTER_CLIENT_ID).toMatch(/^static\/root\/tcq-[0-9a-f]{12}$/);
+  expect(vars.TASKCLUSTER_ROOT_URL).toBe(svc.rootUrl);
+  expect(r.out).toContain('unset TASKCLUSTER_CERTIFICATE');
+  const client = await svc.auth().client(vars.TASKCLUSTER_CLIENT_ID);
+  expect(client.scopes).toEqual(['auth:current-scopes', 'queue:get-artifact:public/*']);
+  expect(Date.parse(client.expires) - Date.now()).toBeLessThanOrEqual(2 * HOUR);
+  expect(Date.parse(client.expires) - Date.now()).toBeGreaterThan(HOUR);
+
+  const check = await run(['signin', '--check'], { ...env, ...vars });
+  expect(check.code).toBe(0);
+  expect(check.out).toContain('queue:get-artifact:public/*');
+
+  const noScope = await run(['signin']);
+  expect(noScope).toMatchObject({ code: 2, err: expect.stringContaining('--scope <scope>') });
+  const tooLong = await run(['signin', '--scope', 'x', '--expires', '400d']);
+  expect(tooLong).toMatchObject({ code: 2, err: expect.stringContaining('--expires may be at most 31 days ahead') });
+  const anonymous = await run(['signin', '--scope', 'x'], { TASKCLUSTER_ROOT_URL: svc.rootUrl });
+  expect(anonymous).toMatchObject({ code: 2, err: expect.stringContaining('signin needs your credentials') });
+});
+
+test('from-now and slugid need no deployment', async () => {
+  const none = {};
+  const before = Date.now();
+  const r = await run(['from-now', '2', 'days', '3', 'hours'], none);
+  expect(r.code).toBe(0);
+  expect(Date.parse(r.out) - before).toBeGreaterThanOrEqual(51 * HOUR - 1000);
+  expect(Date.parse(r.out) - before).toBeLessThan(51 * HOUR + 5000);
+  expect((await run(['from-now', '1 year'], none)).code).toBe(0);
+  expect(await run(['from-now', 'soon'], none)).toMatchObject({ code: 2, err: expect.stringContaining("got 'soon'") });
+
+  const nice = (await run(['slugid', 'generate', '--nice'], none)).out;
+  expect(nice).toMatch(/^[A-Za-f][A-Za-z0-9_-]{21}$/);
+  const uuid = (await run(['slugid', 'decode', nice], none)).out;
+  expect(uuid).toMatch(/^[0-7][0-9a-f]{7}-[0-9a-f]{4}-4/);
+  expect((await run(['slugid', 'encode', uuid], none)).out).toBe(nice);
+  expect((await run(['slugid'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  expect((await run(['slugid', 'v4'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  expect(await run(['slugid', 'decode', 'nope'], none)).toMatchObject({ code: 2, err: "error: invalid slug format 'nope'" });
+});
