@@ -160,9 +160,10 @@ export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.P
       }
       const [cmd, rest] = found;
       if (rest.length !== cmd.args.length) throw new UsageError(`usage: tcq ${usageOf(cmd)}  (${cmd.summary})`);
-      output = await cmd.run(settings, rest, flags);
+      output = await cmd.run(settings, rest, flags, io);
     }
-    io.out(flags.json ? JSON.stringify(output.json, null, 2) : output.text);
+    if (flags.json) io.out(JSON.stringify(output.json, null, 2));
+    else if (output.text !== undefined) io.out(output.text);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

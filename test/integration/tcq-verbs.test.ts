@@ -5,12 +5,17 @@
  */
 import { main as tcq } from '../../bin/tcq/main';
 import { startTestService, TestService, taskDef, slugid } from '../helpers/service';
-import { uniqueQueue, claim } from '../helpers/work';
+import { uniqueQueue, claim, runningTask, sleep } from '../helpers/work';
+import { liveLogReaderUrl } from '../../worker/live-log-artifact';
 
 let svc: TestService;
 let env: NodeJS.ProcessEnv;
+/** A client of the worker's createLiveLog (this queue's extension, unknown to taskcluster-client). */
+let LiveLogExt: any;
 beforeAll(async () => {
   svc = await startTestService();
+  const ref = await (await fetch(`${svc.rootUrl}/api/references/queue/v1/api.json`)).json();
+  LiveLogExt = svc.tc.createClient({ ...ref, entries: ref.entries.filter((e: any) => e.name === 'createLiveLog') }, 'queue');
   env = { TASKCLUSTER_ROOT_URL: svc.rootUrl, TASKCLUSTER_CLIENT_ID: svc.root.clientId, TASKCLUSTER_ACCESS_TOKEN: svc.root.accessToken };
 });
 afterAll(async () => svc?.close());
@@ -153,4 +158,43 @@ test('from-now and slugid need no deployment', async () => {
   expect((await run(['slugid'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
   expect((await run(['slugid', 'v4'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
   expect(await run(['slugid', 'decode', 'nope'], none)).toMatchObject({ code: 2, err: "error: invalid slug format 'nope'" });
+});
+
+describe('task log follows a running run', () => {
+  /** Appends to the run's live log as a worker does (worker/log-stream.ts). */
+  const append = (url: string, text: string) => fetch(url.replace('?', '?comp=appendblock&'), { method: 'PUT', body: text });
+
+  test('prints each line as it comes and exits 0 when the run resolves, with the whole log', async () => {
+    const { taskId, wq, c } = await runningTask(svc);
+    const { url } = await new LiveLogExt({ rootUrl: svc.rootUrl, credentials: c.credentials, retries: 0 }).createLiveLog(taskId, 0);
+    expect((await append(url, 'step 1\n')).status).toBe(201);
+    // As the reference worker names it while the run runs (worker/live-log-artifact.ts).
+    const expires = (await svc.queue().task(taskId)).expires;
+    await wq.createArtifact(taskId, 0, 'public/logs/live.log', {
+      storageType: 'reference',
+      url: liveLogReaderUrl(svc.rootUrl, taskId, 0),
+      contentType: 'application/json',
+      expires,
+    });
+    const lines: string[] = [];
+    const err: string[] = [];
+    const following = tcq(['task', 'log', taskId], env, { out: (s) => void lines.push(s), err: (s) => void err.push(s) });
+    for (let i = 0; i < 100 && !lines.length; i++) await sleep(50);
+    expect(lines).toEqual(['step 1']); // printed while the run still runs
+    expect((await append(url, 'step 2\nno newline yet')).status).toBe(201);
+    await wq.reportCompleted(taskId, 0);
+    expect(await following).toBe(0);
+    expect(err).toEqual([]);
+    expect(lines.join('\n')).toBe('step 1\nstep 2\nno newline yet');
+
+    // Resolved with live.log still the reference (a worker that died): the streamed log, at once; --json has it whole.
+    const json = await run(['task', 'log', taskId, '--json']);
+    expect(JSON.parse(json.out)).toMatchObject({ taskId, runId: 0, name: 'public/logs/live.log', text: 'step 1\nstep 2\nno newline yet' });
+  });
+
+  test('a pending task has no log yet (exit 2), and says why', async () => {
+    const taskId = await createTask();
+    const r = await run(['task', 'log', taskId]);
+    expect(r).toMatchObject({ code: 2, err: expect.stringContaining('is pending: its log starts when a worker claims it') });
+  });
 });
