@@ -7,9 +7,11 @@
 import type { ArtifactUploader } from './artifacts';
 import { LIVE_BACKING_LOG_NAME, LIVE_LOG_NAME } from './payload';
 
-/** What the reference points at serves JSON chunks ({text, next, state}), not the log's bytes. */
-export const LIVE_READER_CONTENT_TYPE = 'application/json';
-/** The complete log's type, as the worker has always uploaded it. */
+/**
+ * The log's type, for live.log in both its forms: a reference keeps its content type when it becomes
+ * a link, and live.log is read as text for as long as the task lives. (While the run runs, the
+ * reader it refers to answers JSON chunks ({text, next, state}): the queue has no plain-text reader.)
+ */
 export const LOG_CONTENT_TYPE = 'text/plain';
 
 /** This queue's reader of a run's growing log (the `liveLog` method). */
@@ -19,7 +21,7 @@ export function liveLogReaderUrl(rootUrl: string, taskId: string, runId: number)
 
 /** Points live.log at the run's growing log. Expires with the task: the link that replaces it may not expire sooner. */
 export function referToLiveLog(uploader: ArtifactUploader, rootUrl: string, taskId: string, runId: number, expires: string): Promise<void> {
-  return uploader.reference(LIVE_LOG_NAME, liveLogReaderUrl(rootUrl, taskId, runId), { contentType: LIVE_READER_CONTENT_TYPE, expires });
+  return uploader.reference(LIVE_LOG_NAME, liveLogReaderUrl(rootUrl, taskId, runId), { contentType: LOG_CONTENT_TYPE, expires });
 }
 
 /** Uploads the complete log as live_backing.log, then makes live.log a link to it. */

@@ -173,7 +173,7 @@ describe('task log follows a running run', () => {
     await wq.createArtifact(taskId, 0, 'public/logs/live.log', {
       storageType: 'reference',
       url: liveLogReaderUrl(svc.rootUrl, taskId, 0),
-      contentType: 'application/json',
+      contentType: 'text/plain',
       expires,
     });
     const lines: string[] = [];

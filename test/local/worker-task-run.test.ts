@@ -141,7 +141,7 @@ test("live.log: a reference to the run's live-log reader while it runs, then a l
   expect(reference.body).toEqual({
     storageType: 'reference',
     url: `http://root/api/queue/v1/task/${taskId}/runs/0/live-log`,
-    contentType: 'application/json',
+    contentType: 'text/plain',
     expires: claim.task.expires,
   });
   // The queue lets a reference become a link, and only if the expiry does not shrink.
