@@ -158,6 +158,19 @@ test('from-now and slugid need no deployment', async () => {
   expect((await run(['slugid'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
   expect((await run(['slugid', 'v4'], none)).out).toMatch(/^[A-Za-z0-9_-]{22}$/);
   expect(await run(['slugid', 'decode', 'nope'], none)).toMatchObject({ code: 2, err: "error: invalid slug format 'nope'" });
+
+  const help = (await run(['--help'], none)).out;
+  for (const verb of [
+    'task retrigger <taskId>',
+    'task complete <taskId>',
+    'task def <taskId>',
+    'group list <taskGroupId>',
+    'signin',
+    'from-now <duration>',
+    'slugid decode <slug>',
+    'api <service>',
+  ])
+    expect(help).toContain(`  ${verb}`);
 });
 
 describe('task log follows a running run', () => {
