@@ -133,27 +133,44 @@ export class ArtifactUploader {
     }
   }
 
-  /** Uploads `file` (which must exist) as an s3 artifact, or as an object artifact if so configured. */
-  async uploadFile(name: string, file: string, opts: { contentType: string; expires: string }): Promise<{ size: number }> {
-    const { size } = await fs.promises.stat(file);
+  /** `attempt` until it succeeds, with backoff on network errors and 5xx (a conflict is final). */
+  private async retrying<T>(name: string, attempt: () => Promise<T>): Promise<T> {
     let last: unknown;
-    for (let attempt = 1; attempt <= UPLOAD_ATTEMPTS; attempt++) {
+    for (let n = 1; n <= UPLOAD_ATTEMPTS; n++) {
       try {
-        if (this.deps.uploadObject) {
-          await this.uploadObject(this.deps.uploadObject, name, file, size, opts);
-          return { size };
-        }
-        const res = await this.create(name, { storageType: 's3', contentType: opts.contentType, expires: opts.expires });
-        if (!res || typeof res.putUrl !== 'string') throw new UploadError(`createArtifact ${name} returned no putUrl (storageType ${res?.storageType})`);
-        await this.put(res.putUrl, file, opts.contentType, size);
-        return { size };
+        return await attempt();
       } catch (err) {
         last = err;
-        if ((err instanceof UploadError && err.conflict) || !retryable(err) || attempt === UPLOAD_ATTEMPTS) break;
-        await this.sleep(UPLOAD_BACKOFF_MS * 2 ** (attempt - 1));
+        if ((err instanceof UploadError && err.conflict) || !retryable(err) || n === UPLOAD_ATTEMPTS) break;
+        await this.sleep(UPLOAD_BACKOFF_MS * 2 ** (n - 1));
       }
     }
     throw last instanceof UploadError ? last : new UploadError(`uploading ${name} failed: ${messageOf(last)}`);
+  }
+
+  /** Uploads `file` (which must exist) as an s3 artifact, or as an object artifact if so configured. */
+  async uploadFile(name: string, file: string, opts: { contentType: string; expires: string }): Promise<{ size: number }> {
+    const { size } = await fs.promises.stat(file);
+    return this.retrying(name, async () => {
+      if (this.deps.uploadObject) {
+        await this.uploadObject(this.deps.uploadObject, name, file, size, opts);
+        return { size };
+      }
+      const res = await this.create(name, { storageType: 's3', contentType: opts.contentType, expires: opts.expires });
+      if (!res || typeof res.putUrl !== 'string') throw new UploadError(`createArtifact ${name} returned no putUrl (storageType ${res?.storageType})`);
+      await this.put(res.putUrl, file, opts.contentType, size);
+      return { size };
+    });
+  }
+
+  /** A reference artifact: readers of `name` are redirected to `url`. */
+  async reference(name: string, url: string, opts: { contentType: string; expires: string }): Promise<void> {
+    await this.retrying(name, () => this.create(name, { storageType: 'reference', url, contentType: opts.contentType, expires: opts.expires }));
+  }
+
+  /** A link artifact: `name` reads as the artifact `target` of the same run. */
+  async link(name: string, target: string, opts: { contentType: string; expires: string }): Promise<void> {
+    await this.retrying(name, () => this.create(name, { storageType: 'link', artifact: target, contentType: opts.contentType, expires: opts.expires }));
   }
 
   /** createArtifact (object), the data through the Object API, then finishArtifact. */

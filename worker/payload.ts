@@ -13,6 +13,8 @@ export const DEFAULT_MAX_RUN_TIME_S = 3_600;
 const MAX_ARTIFACT_NAME = 1024;
 /** The log artifact the worker itself uploads. */
 export const LIVE_LOG_NAME = 'public/logs/live.log';
+/** The complete log, uploaded when the run ends; LIVE_LOG_NAME then links to it (generic-worker's names). */
+export const LIVE_BACKING_LOG_NAME = 'public/logs/live_backing.log';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Longest default resume delay a payload may ask for (a week: a task that long is past its deadline anyway). */
 export const MAX_RESUME_AFTER_S = 7 * 86_400;
@@ -123,7 +125,7 @@ export function validatePayload(payload: unknown, opts: { taskExpires: string; n
         else if (!(rel = safeRelativePath(a.path))) problems.push(`${where}.path '${a.path}' must be a relative path inside the task directory`);
         if (typeof a.name !== 'string' || a.name === '') problems.push(`${where}.name is required: the artifact name, e.g. 'public/build/output.txt'`);
         else if (a.name.length > MAX_ARTIFACT_NAME) problems.push(`${where}.name is longer than ${MAX_ARTIFACT_NAME} characters`);
-        else if (a.name === LIVE_LOG_NAME) problems.push(`${where}.name '${LIVE_LOG_NAME}' is reserved for the task log`);
+        else if (a.name === LIVE_LOG_NAME || a.name === LIVE_BACKING_LOG_NAME) problems.push(`${where}.name '${a.name}' is reserved for the task log`);
         else if (names.has(a.name)) problems.push(`${where}.name '${a.name}' is declared twice`);
         else names.add(a.name);
         let expires = opts.taskExpires;

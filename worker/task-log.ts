@@ -1,7 +1,7 @@
 /**
  * The task log: the command's stdout and stderr interleaved, plus the worker's own notes (prefixed
  * so readers can tell them apart). Written to a file outside the task directory, so the task
- * cannot overwrite it, and uploaded as `public/logs/live.log`.
+ * cannot overwrite it, and uploaded as `public/logs/live_backing.log` (worker/live-log-artifact.ts).
  */
 import fs from 'node:fs';
 import { once } from 'node:events';

@@ -18,7 +18,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Claim, Credentials, ExceptionReason, QueueFor, WorkerLog } from './types';
 import { messageOf, statusOf } from './types';
-import { validatePayload, Payload, ArtifactSpec, LIVE_LOG_NAME, PAYLOAD_SHAPE } from './payload';
+import { validatePayload, Payload, ArtifactSpec, PAYLOAD_SHAPE } from './payload';
+import { referToLiveLog, uploadFinalLog } from './live-log-artifact';
 import { TaskLog } from './task-log';
 import { LiveLogStream } from './log-stream';
 import { runCommand as defaultRunCommand, RunResult } from './runner';
@@ -133,7 +134,7 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
     await taskLog.close();
     await liveLog?.stop();
     if (taskLog.error) throw taskLog.error; // e.g. ENOSPC: resource-unavailable
-    await uploader.uploadFile(LIVE_LOG_NAME, taskLog.file, { contentType: 'text/plain', expires: taskExpires });
+    await uploadFinalLog(uploader, taskLog.file, taskExpires);
   };
 
   /** Exception first, then the log if the queue still takes it (best effort). */
@@ -165,6 +166,10 @@ export async function runTask(claim: Claim, shutdown: AbortSignal, deps: TaskRun
     if (queue().createLiveLog) {
       liveLog = new LiveLogStream({ file: taskLog.file, createUrl: () => queue().createLiveLog!(taskId, runId), log, ids });
       liveLog.start();
+      // Best effort, as generic-worker's: without it the run still ends with the complete log.
+      await referToLiveLog(uploader, deps.rootUrl, taskId, runId, taskExpires).catch((err) =>
+        log.warn('live-log-reference-failed', { ...ids, message: messageOf(err).split('\n')[0] }),
+      );
     }
     taskLog.note(`task ${taskId} run ${runId} on worker ${deps.workerGroup}/${deps.workerId}`);
 

@@ -30,3 +30,24 @@ export function untilDate(raw: string | undefined, now = new Date()): string {
   if (t > now.getTime() + MAX_AHEAD_MS) throw new UsageError(`--until may be at most ${MAX_AHEAD_DAYS} days ahead, got '${raw}'`);
   return new Date(t).toJSON();
 }
+
+/** Furthest `tcq from-now` reaches: further is a typo, and Date arithmetic stays exact well within it. */
+export const MAX_FROM_NOW_YEARS = 1000;
+/**
+ * Taskcluster's relative times (`1 year 2 days`, `3h`, `90 min`, `2 weeks`), as taskcluster-client's
+ * fromNow and `taskcluster from-now` read them; `30m` is minutes too, as tcq's other durations take it.
+ */
+const TC_DURATION =
+  /^\s*(?:(\d{1,6})\s*y(?:ears?|r)?)?\s*(?:(\d{1,6})\s*mo(?:nths?)?)?\s*(?:(\d{1,6})\s*w(?:eeks?|k)?)?\s*(?:(\d{1,6})\s*d(?:ays?)?)?\s*(?:(\d{1,6})\s*h(?:ours?|r)?)?\s*(?:(\d{1,9})\s*m(?:in(?:utes?)?)?)?\s*(?:(\d{1,9})\s*s(?:ec(?:onds?)?)?)?\s*$/;
+
+/** `raw` (a Taskcluster relative time) added to `now`, at most `maxDays` ahead; `what` names it in errors. */
+export function fromNow(what: string, raw: string, maxDays: number, now = new Date()): Date {
+  const m = TC_DURATION.exec(raw);
+  if (!m || !m.slice(1).some((x) => x !== undefined))
+    throw new UsageError(`${what} must be a duration like 1d, 2 hours, 30 min or '1 year 2 weeks', got '${raw}'`);
+  const [years, months, weeks, days, hours, minutes, seconds] = m.slice(1).map((x) => Number(x ?? 0));
+  const t = new Date(now.getTime() + ((weeks * 7 + days) * 24 * 3600 + hours * 3600 + minutes * 60 + seconds) * 1000);
+  t.setUTCFullYear(t.getUTCFullYear() + years, t.getUTCMonth() + months);
+  if (!(t.getTime() <= now.getTime() + maxDays * DAY_MS)) throw new UsageError(`${what} may be at most ${maxDays} days ahead, got '${raw}'`);
+  return t;
+}

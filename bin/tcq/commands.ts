@@ -9,6 +9,7 @@ import { table, fields, Row } from './table';
 import { Settings, UsageError } from './settings';
 import { MAX_LIMIT, untilDate, wholeNumber } from './bounds';
 import { safeLine } from './safe';
+import { LOG_NAME, followLog, logSource } from './follow';
 
 export interface Flags {
   json?: boolean;
@@ -24,8 +25,14 @@ export interface Flags {
 export interface Output {
   /** What --json prints. */
   json: unknown;
-  /** What a terminal gets. */
-  text: string;
+  /** What a terminal gets; undefined when the command printed as it went (a followed log). */
+  text: string | undefined;
+}
+
+/** Where a command that prints as it goes writes, and what stops it (Ctrl-C). */
+export interface Terminal {
+  out: (s: string) => void;
+  stop?: AbortSignal;
 }
 
 export interface Command {
@@ -33,18 +40,16 @@ export interface Command {
   words: string[];
   args: string[];
   summary: string;
-  run(settings: Settings, args: string[], flags: Flags): Promise<Output>;
+  run(settings: Settings, args: string[], flags: Flags, terminal?: Terminal): Promise<Output>;
 }
 
-/** The log every Taskcluster worker uploads. */
-const LOG_NAME = 'public/logs/live.log';
 /** Pages fetched for a listing before stopping (a listing of a huge group stays interactive). */
 const MAX_PAGES = 100;
 /** Default rows of a pending list. */
 const DEFAULT_LIMIT = 100;
 
 /** All pages of a listing, up to `max` items (a continuation token is not the end). */
-async function pages<T>(
+export async function pages<T>(
   fetchPage: (token?: string) => Promise<{ continuationToken?: string } & Record<string, unknown>>,
   key: string,
   max = Infinity,
@@ -60,13 +65,13 @@ async function pages<T>(
   return out.slice(0, max);
 }
 
-function runIdOf(flags: Flags): number | undefined {
+export function runIdOf(flags: Flags): number | undefined {
   if (flags.run === undefined) return undefined;
   if (!/^\d+$/.test(flags.run)) throw new UsageError(`--run must be a run number (0, 1, ...), got '${flags.run}'`);
   return Number(flags.run);
 }
 
-function taskQueueParts(taskQueueId: string): [string, string] {
+export function taskQueueParts(taskQueueId: string): [string, string] {
   const [p, w, ...rest] = taskQueueId.split('/');
   if (!p || !w || rest.length) throw new UsageError(`a task queue id is provisionerId/workerType, got '${taskQueueId}'`);
   return [p, w];
@@ -95,7 +100,7 @@ export function readPayload(raw: string | undefined): unknown {
   }
 }
 
-function statusText(status: Row & { runs?: Row[] }, name?: string): string {
+export function statusText(status: Row & { runs?: Row[] }, name?: string): string {
   const head = fields({
     task: `${status.taskId}${name ? `  ${name}` : ''}`,
     state: status.state,
@@ -145,10 +150,16 @@ export const COMMANDS: Command[] = [
   {
     words: ['task', 'log'],
     args: ['taskId'],
-    summary: `a task's log (${LOG_NAME}); --run N for another run than the latest`,
-    async run(settings, [taskId], flags) {
-      const text = await artifactText(settings, taskId, LOG_NAME, runIdOf(flags));
-      return { json: { taskId, name: LOG_NAME, text }, text: text.replace(/\n$/, '') };
+    summary: `a task's log (${LOG_NAME}), followed while the run runs until it resolves; --run N for another run than the latest`,
+    async run(settings, [taskId], flags, terminal) {
+      const { runId, follow } = await logSource(settings, taskId, runIdOf(flags));
+      if (!follow) {
+        const text = await artifactText(settings, taskId, LOG_NAME, runId);
+        return { json: { taskId, runId, name: LOG_NAME, text }, text: text.replace(/\n$/, '') };
+      }
+      // --json prints the whole log once it is complete; a terminal gets each line as it comes.
+      const text = await followLog(settings, taskId, runId, flags.json ? undefined : terminal?.out, terminal?.stop);
+      return { json: { taskId, runId, name: LOG_NAME, text }, text: undefined };
     },
   },
   {

@@ -6,7 +6,8 @@
  * TASKCLUSTER_CERTIFICATE). See docs/cli.md.
  */
 import { parseArgs } from 'node:util';
-import { COMMANDS, Flags, Output, call } from './commands';
+import { COMMANDS, Command, Flags, Output, call } from './commands';
+import { OFFLINE, VERBS } from './verbs';
 import { TAIL_USAGE, tail } from './tail';
 import { explain } from './errors';
 import { closest } from './names';
@@ -31,7 +32,33 @@ const OPTIONS = {
   id: { type: 'string' },
   keep: { type: 'boolean' },
   'expires-min': { type: 'string' },
+  // taskcluster's CLI flags: task retrigger, group list, slugid generate, signin
+  exact: { type: 'boolean' },
+  all: { type: 'boolean' },
+  running: { type: 'boolean' },
+  failed: { type: 'boolean' },
+  exception: { type: 'boolean' },
+  complete: { type: 'boolean' },
+  unscheduled: { type: 'boolean' },
+  pending: { type: 'boolean' },
+  nice: { type: 'boolean' },
+  name: { type: 'string' },
+  scope: { type: 'string', multiple: true },
+  expires: { type: 'string' },
+  check: { type: 'boolean' },
+  csh: { type: 'boolean' },
 } as const;
+
+/** Every command that calls a service, and those that call none. */
+const ALL: Command[] = [...COMMANDS, ...VERBS];
+
+/** The command `positionals` name, its longest match (`slugid decode` before `slugid`), and the rest. */
+function match<C extends { words: string[] }>(cmds: C[], positionals: string[]): [C, string[]] | undefined {
+  const found = cmds.filter((c) => c.words.every((w, i) => positionals[i] === w)).sort((a, b) => b.words.length - a.words.length)[0];
+  return found && [found, positionals.slice(found.words.length)];
+}
+
+const usageOf = (c: { words: string[]; args: string[] }) => `${c.words.join(' ')} ${c.args.map((a) => `<${a}>`).join(' ')}`.trim();
 
 export function usage(): string {
   const rows = [
@@ -39,7 +66,8 @@ export function usage(): string {
       'call <service> [<method> [args...]]',
       'any method of queue, auth, object, index or hooks; prints its JSON answer (--payload, --query k=v); without a method, lists them',
     ],
-    ...COMMANDS.map((c) => [`${c.words.join(' ')} ${c.args.map((a) => `<${a}>`).join(' ')}`, c.summary]),
+    ['api <service> [<method> [args...]]', 'the same as call (taskcluster api)'],
+    ...[...ALL, ...OFFLINE].map((c) => [usageOf(c), c.summary]),
     ['events tail [filters]', 'queue events as they happen, until Ctrl-C'],
   ];
   const w = Math.max(...rows.map((r) => r[0].length));
@@ -82,8 +110,25 @@ export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.P
     (flags.help ? io.out : io.err)(usage());
     return flags.help ? 0 : 2;
   }
-  const [first, second, ...rest] = positionals;
-  const what = positionals.slice(0, first === 'call' ? 3 : 2).join(' ');
+  const [first, second] = positionals;
+  const what = positionals.slice(0, first === 'call' || first === 'api' ? 3 : 2).join(' ');
+  const offline = match(OFFLINE, positionals);
+  if (offline) {
+    const [cmd, rest] = offline;
+    const args = cmd.joined && rest.length ? [rest.join(' ')] : rest;
+    if (args.length !== cmd.args.length) {
+      io.err(`error: usage: tcq ${usageOf(cmd)}  (${cmd.summary})`);
+      return 2;
+    }
+    try {
+      const output = cmd.run(args, flags);
+      io.out(flags.json ? JSON.stringify(output.json, null, 2) : output.text);
+      return 0;
+    } catch (err) {
+      io.err(`error: ${(err as Error).message}`);
+      return err instanceof UsageError ? 2 : 1;
+    }
+  }
   let settings;
   try {
     settings = readSettings(env);
@@ -93,7 +138,7 @@ export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.P
   }
   try {
     let output: Output;
-    if (first === 'call') output = await call(settings, positionals.slice(1), flags);
+    if (first === 'call' || first === 'api') output = await call(settings, positionals.slice(1), flags);
     else if (first === 'events' && second === 'tail') {
       const ctl = new AbortController();
       const onSigint = () => ctl.abort();
@@ -105,19 +150,20 @@ export async function main(argv: string[] = process.argv.slice(2), env: NodeJS.P
       }
       return 0;
     } else {
-      const cmd = COMMANDS.find((c) => c.words[0] === first && c.words[1] === second);
-      if (!cmd) {
-        const names = [...COMMANDS.map((c) => c.words.join(' ')), 'events tail', 'call'];
+      const found = match(ALL, positionals);
+      if (!found) {
+        const names = [...[...ALL, ...OFFLINE].map((c) => c.words.join(' ')), 'events tail', 'call', 'api'];
         const near = closest(`${first} ${second ?? ''}`.trim(), names);
         throw new UsageError(
           `no command '${`${first} ${second ?? ''}`.trim()}'${near.length ? `; did you mean ${near.map((n) => `'${n}'`).join(', ')}?` : ''} (tcq --help lists them)`,
         );
       }
-      if (rest.length !== cmd.args.length)
-        throw new UsageError(`usage: tcq ${cmd.words.join(' ')} ${cmd.args.map((a) => `<${a}>`).join(' ')}  (${cmd.summary})`);
-      output = await cmd.run(settings, rest, flags);
+      const [cmd, rest] = found;
+      if (rest.length !== cmd.args.length) throw new UsageError(`usage: tcq ${usageOf(cmd)}  (${cmd.summary})`);
+      output = await cmd.run(settings, rest, flags, io);
     }
-    io.out(flags.json ? JSON.stringify(output.json, null, 2) : output.text);
+    if (flags.json) io.out(JSON.stringify(output.json, null, 2));
+    else if (output.text !== undefined) io.out(output.text);
     return 0;
   } catch (err) {
     if (err instanceof UsageError) {

@@ -107,11 +107,53 @@ test('task status, log, artifacts, artifact: a run by the reference worker, as t
   const log = await run(['task', 'log', taskId]);
   expect(log.out).toContain('hello from tcq');
   expect((await run(['task', 'log', taskId, '--run', '0'])).out).toContain('hello from tcq');
-  expect((await run(['task', 'log', taskId, '--run', '1'])).err).toContain('does not exist');
+  expect((await run(['task', 'log', taskId, '--run', '1'])).err).toContain(`task ${taskId} has no run 1`);
 
   const artifacts = await run(['task', 'artifacts', taskId]);
-  expect(artifacts.out).toMatch(/^NAME\s+STORAGETYPE\s+CONTENTTYPE\s+EXPIRES\npublic\/logs\/live\.log\s+s3\s+text\/plain/);
+  // live.log: a reference to the live log while the run ran, then a link to the complete log.
+  expect(artifacts.out).toMatch(
+    /^NAME\s+STORAGETYPE\s+CONTENTTYPE\s+EXPIRES\npublic\/logs\/live\.log\s+link\s+text\/plain.*\npublic\/logs\/live_backing\.log\s+s3\s+text\/plain/,
+  );
   expect((await run(['task', 'artifact', taskId, 'public/logs/live.log'])).out).toContain('hello from tcq');
+});
+
+/** Polls `check` every 100 ms until it returns true, for up to `ms`. */
+async function until(check: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('task log follows a task the reference worker runs, line by line, and exits when it resolves', async () => {
+  // The command prints its second line only once the test has seen the first (a file as the signal).
+  const go = path.join(root, `go-${slugid()}`);
+  const script = [
+    "const fs = require('fs');",
+    "console.log('first line');",
+    `const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); console.log('second line'); } }, 50);`,
+  ].join('\n');
+  const taskId = await createTask({ command: [process.execPath, '-e', script], maxRunTime: 60 });
+  const working = work(1);
+  await until(async () => (await queue().status(taskId)).status.state === 'running', 20_000, `${taskId} to run`);
+
+  const lines: string[] = [];
+  const following = run(['task', 'log', taskId], env, undefined, (l) => lines.push(l));
+  await until(() => lines.some((l) => /^first line$/m.test(l)), 20_000, 'the first line while the task runs');
+  expect(lines.join('\n')).not.toMatch(/^second line$/m);
+  // Meanwhile live.log is a reference to the queue's reader of the growing log.
+  expect((await run(['task', 'artifacts', taskId])).out).toMatch(/^public\/logs\/live\.log\s+reference\s+text\/plain/m);
+
+  fs.writeFileSync(go, '');
+  const followed = await following;
+  await working;
+  expect(followed).toMatchObject({ code: 0, err: '' });
+  expect(followed.out).toMatch(/^first line\nsecond line$/m);
+  expect((await queue().status(taskId)).status.state).toBe('completed');
+  // After the run: the same log, complete, through the link to live_backing.log.
+  const after = await run(['task', 'log', taskId]);
+  expect(after.out).toBe(followed.out);
 });
 
 test('task rerun and cancel; queue counts and pending; group status, rerun and cancel', async () => {

@@ -24,7 +24,9 @@ const status = { taskId: 'T1', state: 'failed', taskQueueId: 'p/w', taskGroupId:
 const ANSWERS: Record<string, { status: number; body: unknown }> = {
   '/api/queue/v1/task/T1/status': { status: 200, body: { status } },
   '/api/queue/v1/task/T1': { status: 200, body: { metadata: { name: HOSTILE } } },
-  '/api/queue/v1/task/T1/artifacts/public%2Flogs%2Flive.log': { status: 200, body: `line 1\n\tindented\r\n${HOSTILE}\rover` },
+  '/api/queue/v1/task/T3/status': { status: 200, body: { status: { ...status, taskId: 'T3', runs: [{ runId: 0, state: 'failed' }] } } },
+  '/api/queue/v1/task/T3/runs/0/artifact-content/public%2Flogs%2Flive.log': { status: 200, body: { storageType: 's3', url: 'http://unused' } },
+  '/api/queue/v1/task/T3/runs/0/artifacts/public%2Flogs%2Flive.log': { status: 200, body: `line 1\n\tindented\r\n${HOSTILE}\rover` },
   '/api/queue/v1/task-group/G1/list': {
     status: 200,
     body: { taskGroupId: 'G1', tasks: [{ status: { ...status, runs: [{}] }, task: { metadata: { name: HOSTILE } } }] },
@@ -74,7 +76,7 @@ describe('control characters from task data', () => {
   });
 
   test('task log: its lines and tabs as they are, every other control escaped', async () => {
-    const r = await run(['task', 'log', 'T1']);
+    const r = await run(['task', 'log', 'T3']);
     expect(r.code).toBe(0);
     expect(r.out.replaceAll('\r\n', '\n')).not.toMatch(CONTROL);
     expect(r.out).toBe(`line 1\n\tindented\r\n${safeLine(HOSTILE).replace('\\n', '\n')}\\rover`);

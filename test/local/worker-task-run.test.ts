@@ -31,11 +31,21 @@ function fakeQueue(
     reclaimForMs?: number;
     createArtifact?: (name: string) => unknown;
     suspendRun?: () => unknown;
+    /** Give the queue this queue's createLiveLog extension (answering with an append URL nothing serves). */
+    liveLog?: boolean;
   } = {},
 ) {
   const calls: Call[] = [];
   let reclaims = 0;
   const queueFor = (c: Credentials): RunQueue => ({
+    ...(opts.liveLog
+      ? {
+          async createLiveLog() {
+            calls.push({ call: 'createLiveLog', clientId: c.clientId });
+            return { url: `${storage.url}/append?sig=x`, expires: new Date(Date.now() + 3600_000).toJSON() };
+          },
+        }
+      : {}),
     async reclaimTask() {
       calls.push({ call: 'reclaimTask', clientId: c.clientId });
       reclaims++;
@@ -88,7 +98,10 @@ function deps(queueFor: TaskRunDeps['queueFor'], extra: Partial<TaskRunDeps> = {
 }
 
 const putBody = (name: string) => storage.puts.filter((p) => p.path.startsWith(`/${encodeURIComponent(name)}/`)).map((p) => p.body.toString());
-const live = (c: Call) => c.name === 'public/logs/live.log';
+/** The complete log, uploaded when the run ends; live.log then links to it. */
+const BACKING = 'public/logs/live_backing.log';
+/** ' log' for the complete log's upload, ' link' for live.log made a link to it. */
+const tag = (c: Call) => (c.name === BACKING ? ' log' : c.name === 'public/logs/live.log' ? ` ${c.body?.storageType}` : '');
 
 test('uploads go before reportCompleted, all signed with the newest credentials; the run directory is removed', async () => {
   // One reclaim, half way to the claim's takenUntil (1 s in, while the command runs its 1.5 s);
@@ -108,21 +121,56 @@ test('uploads go before reportCompleted, all signed with the newest credentials;
   expect(order).toEqual([
     'reclaimTask as claim',
     'createArtifact public/o.txt as reclaimed-1',
+    'createArtifact public/logs/live_backing.log as reclaimed-1',
     'createArtifact public/logs/live.log as reclaimed-1',
     'reportCompleted as reclaimed-1',
   ]);
   expect(putBody('public/o.txt')).toEqual(['out']);
-  expect(putBody('public/logs/live.log')[0]).toContain('exited with code 0');
+  expect(putBody(BACKING)[0]).toContain('exited with code 0');
   expect(fs.readdirSync(workDir)).toEqual([]);
+});
+
+test("live.log: a reference to the run's live-log reader while it runs, then a link to the complete live_backing.log", async () => {
+  const q = fakeQueue({ liveLog: true });
+  const claim = claimFor({ command: [NODE, '-e', "console.log('hello')"], maxRunTime: 30 });
+  expect(await runTask(claim, new AbortController().signal, deps(q.queueFor))).toEqual({ kind: 'completed' });
+  const taskId = claim.status.taskId;
+  const seq = q.calls.filter((c) => c.call === 'createArtifact' || c.call.startsWith('report')).map((c) => c.call + tag(c));
+  expect(seq).toEqual(['createArtifact reference', 'createArtifact log', 'createArtifact link', 'reportCompleted']);
+  const [reference, , link] = q.calls.filter((c) => c.call === 'createArtifact');
+  expect(reference.body).toEqual({
+    storageType: 'reference',
+    url: `http://root/api/queue/v1/task/${taskId}/runs/0/live-log`,
+    contentType: 'text/plain',
+    expires: claim.task.expires,
+  });
+  // The queue lets a reference become a link, and only if the expiry does not shrink.
+  expect(link.body).toMatchObject({ storageType: 'link', artifact: BACKING, expires: claim.task.expires });
+  expect(putBody(BACKING).at(-1)).toContain('hello');
+});
+
+test('a live.log reference the queue refuses does not stop the run', async () => {
+  const q = fakeQueue({
+    liveLog: true,
+    createArtifact: (name) =>
+      name === 'public/logs/live.log' && !q.calls.some((c) => c.name === BACKING) ? Object.assign(new Error('nope'), { statusCode: 400 }) : undefined,
+  });
+  const log = memoryLog();
+  expect(await runTask(claimFor({ command: [NODE, '-e', '0'], maxRunTime: 30 }), new AbortController().signal, deps(q.queueFor, { log }))).toEqual({
+    kind: 'completed',
+  });
+  expect(q.calls.filter((c) => c.call === 'createArtifact').map(tag)).toEqual([' reference', ' log', ' link']);
+  expect(log.events.map((e) => e.event)).toContain('live-log-reference-failed');
 });
 
 test('an invalid payload: log uploaded, then exception/malformed-payload; nothing runs', async () => {
   const q = fakeQueue();
   const outcome = await runTask(claimFor({ command: [], maxRunTime: 5 }), new AbortController().signal, deps(q.queueFor));
   expect(outcome).toEqual({ kind: 'exception', reason: 'malformed-payload' });
-  expect(q.calls.map((c) => c.call)).toEqual(['createArtifact', 'reportException']);
-  expect(q.calls[1].body).toEqual({ reason: 'malformed-payload' });
+  expect(q.calls.map((c) => c.call + tag(c))).toEqual(['createArtifact log', 'createArtifact link', 'reportException']);
+  expect(q.calls[2].body).toEqual({ reason: 'malformed-payload' });
   expect(q.calls[0].body).toMatchObject({ storageType: 's3', contentType: 'text/plain' });
+  expect(q.calls[1].body).toEqual({ storageType: 'link', artifact: BACKING, contentType: 'text/plain', expires: q.calls[0].body.expires });
 });
 
 test('shutdown mid-command: exception/worker-shutdown is reported first, the log follows', async () => {
@@ -132,7 +180,7 @@ test('shutdown mid-command: exception/worker-shutdown is reported first, the log
   await new Promise((r) => setTimeout(r, 500));
   shutdown.abort('SIGTERM');
   expect(await p).toEqual({ kind: 'exception', reason: 'worker-shutdown' });
-  expect(q.calls.map((c) => c.call + (live(c) ? ' log' : ''))).toEqual(['reportException', 'createArtifact log']);
+  expect(q.calls.map((c) => c.call + tag(c))).toEqual(['reportException', 'createArtifact log', 'createArtifact link']);
   expect(q.calls[0].body).toEqual({ reason: 'worker-shutdown' });
 });
 
@@ -165,7 +213,7 @@ test('storage unavailable while uploading an artifact: exception/resource-unavai
   expect(outcome).toEqual({ kind: 'exception', reason: 'resource-unavailable' });
   const seq = q.calls.map((c) => c.call + (c.name ? ' ' + c.name : ''));
   const firstReport = seq.indexOf('reportException');
-  expect(seq.slice(firstReport)).toEqual(['reportException', 'createArtifact public/logs/live.log']);
+  expect(seq.slice(firstReport)).toEqual(['reportException', `createArtifact ${BACKING}`, 'createArtifact public/logs/live.log']);
   expect(seq.filter((s) => s === 'createArtifact public/o.txt').length).toBeGreaterThanOrEqual(1);
 });
 
@@ -197,7 +245,7 @@ test('the command gets the payload env and task variables, never the worker envi
   } finally {
     delete process.env.WORKER_SECRET_FOR_TEST;
   }
-  const log = putBody('public/logs/live.log').at(-1)!;
+  const log = putBody(BACKING).at(-1)!;
   const env = JSON.parse(log.split('\n').find((l) => l.startsWith('{'))!);
   expect(env).toMatchObject({ MINE: '1', RUN_ID: '0', TASKCLUSTER_ROOT_URL: 'http://root', TASKCLUSTER_WORKER_ID: 'w' });
   expect(env.TASK_ID).toMatch(/^T/);
@@ -229,9 +277,9 @@ describe("suspension on the command's request", () => {
     const resumeAt = Date.parse((outcome as { resumeAt: string }).resumeAt);
     expect(resumeAt).toBeGreaterThanOrEqual(before + 120_000);
     expect(resumeAt).toBeLessThan(Date.now() + 121_000);
-    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + (live(c) ? ' log' : ''))).toEqual(['suspendRun', 'createArtifact log']);
+    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + tag(c))).toEqual(['suspendRun', 'createArtifact log', 'createArtifact link']);
     expect(q.calls.find((c) => c.call === 'suspendRun')!.body).toEqual({ continuation: { step: 1 }, resumeAt: new Date(resumeAt).toJSON() });
-    const log = putBody('public/logs/live.log').at(-1)!;
+    const log = putBody(BACKING).at(-1)!;
     expect(log).toContain('continuation: none');
     expect(log).toContain('exception/suspended; the task resumes at');
   });
@@ -244,7 +292,7 @@ describe("suspension on the command's request", () => {
       continuation: { n: [1, 2] },
     };
     expect(await runTask(claim, new AbortController().signal, deps(q.queueFor))).toEqual({ kind: 'suspended', resumeAt: at });
-    expect(putBody('public/logs/live.log').at(-1)).toContain('continuation: {"n":[1,2]}');
+    expect(putBody(BACKING).at(-1)).toContain('continuation: {"n":[1,2]}');
 
     const q2 = fakeQueue();
     const o = await runTask(
@@ -280,7 +328,7 @@ describe("suspension on the command's request", () => {
       kind: 'failed',
     });
     expect(q.calls.map((c) => c.call)).not.toContain('suspendRun');
-    expect(putBody('public/logs/live.log').at(-1)).toContain('must be a JSON object with a `continuation` property');
+    expect(putBody(BACKING).at(-1)).toContain('must be a JSON object with a `continuation` property');
   });
 
   test('a suspension the queue refuses (4xx) is failed with its message; a 5xx is exception/resource-unavailable', async () => {
@@ -290,12 +338,13 @@ describe("suspension on the command's request", () => {
     ).toEqual({
       kind: 'failed',
     });
-    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + (live(c) ? ' log' : ''))).toEqual([
+    expect(q.calls.filter((c) => c.call !== 'reclaimTask').map((c) => c.call + tag(c))).toEqual([
       'suspendRun',
       'createArtifact log',
+      'createArtifact link',
       'reportFailed',
     ]);
-    expect(putBody('public/logs/live.log').at(-1)).toContain('The queue refused the suspension (400): resumeAt must not be after the task deadline');
+    expect(putBody(BACKING).at(-1)).toContain('The queue refused the suspension (400): resumeAt must not be after the task deadline');
 
     const q2 = fakeQueue({ suspendRun: () => Object.assign(new Error('busy'), { statusCode: 503 }) });
     expect(
