@@ -43,6 +43,8 @@ export function blobNameFor(taskId: string, runId: number, name: string): string
 
 /** The artifact a run's log ends up as (shared/ops/live-log.ts streams it before). */
 export const LIVE_LOG_NAME = 'public/logs/live.log';
+/** Where a worker that keeps Taskcluster's names uploads the complete log (live.log then links to it). */
+export const LIVE_BACKING_LOG_NAME = 'public/logs/live_backing.log';
 
 /** The blob a run's log is streamed to while it runs, beside its artifacts (no artifact name lands in `<runId>.live/`). */
 export function liveLogBlob(taskId: string, runId: number): string {

@@ -10,7 +10,7 @@ import type { LifecycleDeps } from '../lifecycle/ports';
 import { execute } from '../lifecycle/executor';
 import { markUploads } from '../lifecycle/transitions';
 import { conflict, inputError, notFound } from '../errors';
-import { LIVE_LOG_NAME, blobNameFor, liveLogBlob } from './blobs';
+import { LIVE_BACKING_LOG_NAME, LIVE_LOG_NAME, blobNameFor, liveLogBlob } from './blobs';
 
 export { LIVE_LOG_NAME, liveLogBlob };
 /** Bytes returned per read at most, so a long log comes in pages the page can render. */
@@ -73,7 +73,9 @@ export async function readLog(storage: Storage, task: TaskRecord | undefined, ru
   // At least a byte: a count of 0 reads to the end on Azure.
   const count = Math.max(1, Math.min(LIVE_LOG_MAX_READ, LIVE_LOG_MAX_BYTES - offset));
   const live = () => storage.artifacts.readRange(liveLogBlob(task.taskId, runId), offset, count);
-  const uploaded = () => storage.artifacts.readRange(blobNameFor(task.taskId, runId, LIVE_LOG_NAME), offset, LIVE_LOG_MAX_READ);
+  // The complete log a worker uploaded (s3): under Taskcluster's backing name, or as live.log itself.
+  const uploadedAs = (name: string) => storage.artifacts.readRange(blobNameFor(task.taskId, runId, name), offset, LIVE_LOG_MAX_READ);
+  const uploaded = async () => (await uploadedAs(LIVE_BACKING_LOG_NAME)) ?? uploadedAs(LIVE_LOG_NAME);
   let source: LogChunk['source'] = 'none';
   let got: { body: Buffer; size: number } | undefined;
   if (resolved) {
