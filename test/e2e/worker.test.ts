@@ -200,9 +200,8 @@ describe.each(['claimWork', 'pollTaskUrls'])('with %s', (protocol) => {
     expect((await resolved(taskId)).state).toBe('completed');
     await fs.promises.rm(go);
     const after = await liveLog(taskId, 0);
-    // 'live': the reader (shared/artifacts/live-log.ts) looks for an uploaded live.log, which is now
-    // live_backing.log; the streamed blob it falls back to holds the same bytes.
-    expect(after).toMatchObject({ state: 'completed', source: 'live', text: await logOf(taskId) });
+    // Resolved: the complete log the worker uploaded (live_backing.log, which live.log links to).
+    expect(after).toMatchObject({ state: 'completed', source: 'artifact', text: await logOf(taskId) });
     expect(await readArtifact(taskId, 0, LOG)).toMatchObject({ storageType: 's3', text: after.text }); // the link to the complete log
     expect(after.text).toMatch(/^second line$/m);
     // From an offset: the rest only.
