@@ -496,6 +496,19 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-roles2-response': pageOf('roles', role),
   'list-role-ids-response': pageOf('roleIds', strings.items),
   'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
+  'authenticate-hawk-response': {
+    oneOf: [
+      obj({ status: { enum: ['auth-success'] }, scopes: strings, scheme: { enum: ['hawk'] }, hash: str, clientId: str, expires: dateTime }, [
+        'status',
+        'scopes',
+        'scheme',
+        'clientId',
+        'expires',
+      ]),
+      obj({ status: { enum: ['auth-failed'] }, message: str }),
+      obj({ status: { enum: ['no-auth'] }, scheme: { enum: ['none'] }, scopes: strings, expires: dateTime }),
+    ],
+  },
 };
 
 for (const [id, schema] of Object.entries(OUTPUT_SCHEMAS)) registerSchema(id, schema);

@@ -132,6 +132,19 @@ const schemas: Record<string, object> = {
     properties: { newPriority: { type: 'string', enum: [...PRIORITIES] } },
     required: ['newPriority'],
   },
+  'authenticate-hawk-request': {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      method: { type: 'string', minLength: 1, maxLength: 16 },
+      resource: { type: 'string', minLength: 1, maxLength: 8192 },
+      host: { type: 'string', minLength: 1, maxLength: 255 },
+      port: { type: 'integer', minimum: 0, maximum: 65535 },
+      authorization: { type: 'string', maxLength: 16384 },
+      sourceIp: { type: 'string', maxLength: 45 },
+    },
+    required: ['method', 'resource', 'host', 'port'],
+  },
   'test-authenticate-request': {
     type: 'object',
     additionalProperties: false,

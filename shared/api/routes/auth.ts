@@ -4,6 +4,7 @@
  */
 import { ApiRequest, RouteDef, ok } from '../types';
 import { TEST_GET_SCOPES, testAuthenticator } from '../../auth/test-clients';
+import { authenticateHawk } from '../../auth/authenticate-hawk';
 import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
 import { notFound, inputError } from '../../errors';
 import { satisfies, normalize, endsWithDoubleStar } from '../../auth/scopes';
@@ -353,6 +354,21 @@ export const authRoutes: RouteDef[] = [
       if (!c.clientId) throw inputError('currentScopes needs credentials');
       return ok({ scopes: normalize(c.scopes) });
     },
+  }),
+  auth({
+    name: 'authenticateHawk',
+    title: 'Validate Hawk Request',
+    description:
+      'Authenticates a request another service received (its method, resource, host, port and Authorization header, or a bewit ' +
+      "in the resource), as this deployment's own endpoints do, so services can delegate Hawk. Answers the caller's clientId, " +
+      "expanded scopes and their expiry (`auth-success`), why it failed (`auth-failed`), or the anonymous role's scopes (`no-auth`).",
+    stability: 'stable',
+    output: 'authenticate-hawk-response',
+    input: 'authenticate-hawk-request',
+    method: 'POST',
+    route: '/authenticate-hawk',
+    scopes: null,
+    handler: async (req) => ok(await authenticateHawk(req.services, req.body)),
   }),
   auth({
     name: 'testAuthenticate',
