@@ -8,7 +8,7 @@ import type * as EventGridSdk from '@azure/eventgrid';
 import type * as IdentitySdk from '@azure/identity';
 import type { EventSink } from './dispatch';
 import type { QueueEvent } from './exchanges';
-import { EXCHANGE_PREFIX, HOOKS_EXCHANGE_PREFIX } from './exchanges';
+import { AUTH_EXCHANGE_PREFIX, EXCHANGE_PREFIX, HOOKS_EXCHANGE_PREFIX } from './exchanges';
 
 /** Event Grid accepts at most 1 MB per publish request; a task write has a handful of events, so batches stay far below. */
 const MAX_EVENTS_PER_REQUEST = 100;
@@ -16,6 +16,8 @@ const MAX_EVENTS_PER_REQUEST = 100;
 export const CLOUDEVENT_TYPE_PREFIX = 'taskcluster.queue.v1.';
 /** The hooks' exchanges likewise: `taskcluster.hooks.v1.hook-created`. */
 export const HOOKS_CLOUDEVENT_TYPE_PREFIX = 'taskcluster.hooks.v1.';
+/** Auth's likewise: `taskcluster.auth.v1.client-created`. */
+export const AUTH_CLOUDEVENT_TYPE_PREFIX = 'taskcluster.auth.v1.';
 
 export interface EventGridSettings {
   /** Topic endpoint, e.g. https://<topic>.<region>-1.eventgrid.azure.net/api/events */
@@ -32,6 +34,7 @@ export interface EventGridSettings {
 export function cloudEventType(exchange: string): string {
   if (exchange.startsWith(EXCHANGE_PREFIX)) return CLOUDEVENT_TYPE_PREFIX + exchange.slice(EXCHANGE_PREFIX.length);
   if (exchange.startsWith(HOOKS_EXCHANGE_PREFIX)) return HOOKS_CLOUDEVENT_TYPE_PREFIX + exchange.slice(HOOKS_EXCHANGE_PREFIX.length);
+  if (exchange.startsWith(AUTH_EXCHANGE_PREFIX)) return AUTH_CLOUDEVENT_TYPE_PREFIX + exchange.slice(AUTH_EXCHANGE_PREFIX.length);
   return exchange;
 }
 

@@ -33,8 +33,17 @@ export const HOOKS_EXCHANGE_PREFIX = 'exchange/taskcluster-hooks/v1/';
 export const HOOK_EXCHANGES = ['hook-created', 'hook-updated', 'hook-deleted'] as const;
 export type HookExchange = (typeof HOOK_EXCHANGES)[number];
 
-/** Every exchange a subscription can bind, by full name: the queue's, then the hooks'. */
-export const BINDABLE_EXCHANGES: readonly string[] = [...EXCHANGES.map(exchangeName), ...HOOK_EXCHANGES.map((e) => HOOKS_EXCHANGE_PREFIX + e)];
+/** The auth service's exchanges (Taskcluster's services/auth/src/exchanges.js): a client or role changed. */
+export const AUTH_EXCHANGE_PREFIX = 'exchange/taskcluster-auth/v1/';
+export const AUTH_EXCHANGES = ['client-created', 'client-updated', 'client-deleted', 'role-created', 'role-updated', 'role-deleted'] as const;
+export type AuthExchange = (typeof AUTH_EXCHANGES)[number];
+
+/** Every exchange a subscription can bind, by full name: the queue's, the hooks', then auth's. */
+export const BINDABLE_EXCHANGES: readonly string[] = [
+  ...EXCHANGES.map(exchangeName),
+  ...HOOK_EXCHANGES.map((e) => HOOKS_EXCHANGE_PREFIX + e),
+  ...AUTH_EXCHANGES.map((e) => AUTH_EXCHANGE_PREFIX + e),
+];
 
 /** Taskcluster's routing-key limit (AMQP allows 255 bytes). */
 export const MAX_ROUTING_KEY = 255;
@@ -241,6 +250,22 @@ export function groupSealedEvent(g: GroupInfo): QueueEvent {
  * is `{hookGroupId, hookId}`, the routing key only its reserved word (`_`), no CCs. Each call makes
  * one (Taskcluster publishes again on a repeated call too), so `callId` names the event.
  */
+/**
+ * client-* and role-* as Taskcluster's auth service sends them: the message is `{clientId}` or
+ * `{roleId}`, the routing key only its reserved word (`_`), no CCs. Each call makes one, so `callId`
+ * names the event.
+ */
+export function authChangedEvent(change: AuthExchange, id: { clientId: string } | { roleId: string }, callId: string): QueueEvent {
+  return {
+    id: `${'clientId' in id ? `client/${id.clientId}` : `role/${id.roleId}`}.${change}.${callId}`,
+    seq: 0,
+    exchange: AUTH_EXCHANGE_PREFIX + change,
+    routingKey: '_',
+    routes: [],
+    payload: { ...id },
+  };
+}
+
 export function hookChangedEvent(change: HookExchange, hookGroupId: string, hookId: string, callId: string): QueueEvent {
   return {
     id: `${hookGroupId}/${hookId}.${change}.${callId}`,

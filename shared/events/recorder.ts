@@ -176,6 +176,25 @@ export class EventRecorder {
     }));
   }
 
+  /**
+   * A client or role write announced as Taskcluster's auth service does: the event's sweep trigger
+   * goes before the write and carries the event, so a crash after the write never loses it; a
+   * write that fails drops it. (A crash between the two can announce a change that did not land:
+   * consumers read the client or role again, as they would anyway.)
+   */
+  async announced<T>(event: QueueEvent, write: () => Promise<T>): Promise<T> {
+    const p = await this.prepare([event], ([e]) => ({ kind: 'event', event: e }));
+    let out: T;
+    try {
+      out = await write();
+    } catch (err) {
+      await this.discard(p);
+      throw err;
+    }
+    await this.delivered(p);
+    return out;
+  }
+
   /** The write these events were prepared for did not happen: drop their sweep trigger. */
   async discard(p: PreparedEvents | undefined): Promise<void> {
     await dropSweepTrigger(this.storage, p?.trigger);

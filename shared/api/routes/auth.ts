@@ -9,6 +9,15 @@ import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
 import { notFound, inputError } from '../../errors';
 import { satisfies, normalize, endsWithDoubleStar } from '../../auth/scopes';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
+import { AuthExchange, authChangedEvent } from '../../events/exchanges';
+import * as slugid from 'slugid';
+
+/** A client write, announced on auth's exchange (Taskcluster publishes on every call, repeats included). */
+const clientChanged = <T>(req: ApiRequest, change: AuthExchange, write: () => Promise<T>) =>
+  req.services.events.announced(authChangedEvent(change, { clientId: req.params.clientId }, slugid.nice()), write);
+/** A role write, likewise. */
+const roleChanged = <T>(req: ApiRequest, change: AuthExchange, write: () => Promise<T>) =>
+  req.services.events.announced(authChangedEvent(change, { roleId: req.params.roleId }, slugid.nice()), write);
 
 function clientJson(c: Client, expandedScopes: string[], withToken = false) {
   return {
@@ -103,7 +112,9 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/reset',
     scopes: 'auth:reset-access-token:<clientId>',
     handler: async (req) => {
-      const c = await req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, accessToken: generateAccessToken(), lastRotated: new Date() }));
+      const c = await clientChanged(req, 'client-updated', () =>
+        req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, accessToken: generateAccessToken(), lastRotated: new Date() })),
+      );
       return ok(clientJson(c, await expandedOf(req, c), true));
     },
   }),
@@ -117,7 +128,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/enable',
     scopes: 'auth:enable-client:<clientId>',
     handler: async (req) => {
-      const c = await req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: false }));
+      const c = await clientChanged(req, 'client-updated', () => req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: false })));
       return ok(clientJson(c, await expandedOf(req, c)));
     },
   }),
@@ -131,7 +142,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/disable',
     scopes: 'auth:disable-client:<clientId>',
     handler: async (req) => {
-      const c = await req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: true }));
+      const c = await clientChanged(req, 'client-updated', () => req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: true })));
       return ok(clientJson(c, await expandedOf(req, c)));
     },
   }),
@@ -166,14 +177,16 @@ export const authRoutes: RouteDef[] = [
       await req.authorize({ clientId: req.params.clientId, scopes });
       if (new Date(req.body.expires) <= req.services.now())
         throw inputError(`expires (${req.body.expires}) is in the past; a client must expire in the future`);
-      const c = await req.services.clients.createClient({
-        clientId: req.params.clientId,
-        description: req.body.description,
-        expires: new Date(req.body.expires),
-        disabled: false,
-        scopes: normalize(scopes),
-        deleteOnExpiration: req.body.deleteOnExpiration,
-      });
+      const c = await clientChanged(req, 'client-created', () =>
+        req.services.clients.createClient({
+          clientId: req.params.clientId,
+          description: req.body.description,
+          expires: new Date(req.body.expires),
+          disabled: false,
+          scopes: normalize(scopes),
+          deleteOnExpiration: req.body.deleteOnExpiration,
+        }),
+      );
       return ok(clientJson(c, await expandedOf(req, c), true));
     },
   }),
@@ -196,13 +209,15 @@ export const authRoutes: RouteDef[] = [
       const held = await req.services.clients.expand(existing.scopes);
       const scopesAdded = (scopes ?? []).filter((s) => !satisfies(held, s));
       await req.authorize({ clientId: req.params.clientId, scopesAdded });
-      const c = await req.services.clients.modifyClient(req.params.clientId, (c) => ({
-        ...c,
-        description: req.body.description,
-        expires: new Date(req.body.expires),
-        scopes: scopes ? normalize(scopes) : c.scopes,
-        deleteOnExpiration: req.body.deleteOnExpiration,
-      }));
+      const c = await clientChanged(req, 'client-updated', () =>
+        req.services.clients.modifyClient(req.params.clientId, (c) => ({
+          ...c,
+          description: req.body.description,
+          expires: new Date(req.body.expires),
+          scopes: scopes ? normalize(scopes) : c.scopes,
+          deleteOnExpiration: req.body.deleteOnExpiration,
+        })),
+      );
       return ok(clientJson(c, await expandedOf(req, c)));
     },
   }),
@@ -216,7 +231,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>',
     scopes: 'auth:delete-client:<clientId>',
     handler: async (req) => {
-      await req.services.clients.deleteClient(req.params.clientId);
+      await clientChanged(req, 'client-deleted', () => req.services.clients.deleteClient(req.params.clientId));
       return { status: 200, body: {} };
     },
   }),
@@ -289,7 +304,9 @@ export const authRoutes: RouteDef[] = [
     handler: async (req) => {
       refuseDoubleStar(req.body.scopes);
       await req.authorize({ roleId: req.params.roleId, scopes: req.body.scopes });
-      const r = await req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'create');
+      const r = await roleChanged(req, 'role-created', () =>
+        req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'create'),
+      );
       return ok(await roleJson(req, r));
     },
   }),
@@ -310,7 +327,9 @@ export const authRoutes: RouteDef[] = [
       const held = await req.services.clients.expand([`assume:${req.params.roleId}`]);
       const scopesAdded = (req.body.scopes as string[]).filter((s) => !satisfies(held, s));
       await req.authorize({ roleId: req.params.roleId, scopesAdded });
-      const r = await req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'update');
+      const r = await roleChanged(req, 'role-updated', () =>
+        req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'update'),
+      );
       return ok(await roleJson(req, r));
     },
   }),
@@ -324,7 +343,7 @@ export const authRoutes: RouteDef[] = [
     route: '/roles/<roleId>',
     scopes: 'auth:delete-role:<roleId>',
     handler: async (req) => {
-      await req.services.clients.deleteRole(req.params.roleId);
+      await roleChanged(req, 'role-deleted', () => req.services.clients.deleteRole(req.params.roleId));
       return { status: 200, body: {} };
     },
   }),
