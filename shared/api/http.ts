@@ -188,6 +188,7 @@ export function makeHandler(def: RouteDef, services: ServiceProvider) {
       if (def.input) {
         if (body === undefined) body = {};
         errCtx.payload = JSON.parse(JSON.stringify(body));
+        if (def.cleanPayload) errCtx.payload = def.cleanPayload(errCtx.payload);
         const errors = validate(def.input, body);
         if (errors.length) {
           throw new ApiError(

@@ -496,6 +496,10 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-roles2-response': pageOf('roles', role),
   'list-role-ids-response': pageOf('roleIds', strings.items),
   'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
+
+  // ---- secrets ----
+  // `secret` is also the request's (shared/api/routes/secrets.ts), as in Taskcluster.
+  'secret-list': obj({ secrets: strings, continuationToken: str }, ['secrets']),
   'authenticate-hawk-response': {
     oneOf: [
       obj({ status: { enum: ['auth-success'] }, scopes: strings, scheme: { enum: ['hawk'] }, hash: str, clientId: str, expires: dateTime }, [

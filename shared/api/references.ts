@@ -18,7 +18,7 @@ export interface ReferenceSpec {
   /** Served as `/api/references/<name>/v1/api.json`. */
   name: string;
   /** The service whose URLs the client builds (`/api/<serviceName>/v1/...`). */
-  serviceName: 'queue' | 'auth' | 'object' | 'index' | 'hooks';
+  serviceName: 'queue' | 'auth' | 'object' | 'index' | 'hooks' | 'secrets';
   title: string;
   description: string;
   includes(r: RouteDef): boolean;
@@ -61,6 +61,16 @@ export const REFERENCES: ReferenceSpec[] = [
     title: 'Hooks Service',
     description: 'Hooks create tasks from a JSON-e template on a schedule, on a call (with credentials or a trigger token) or on queue events.',
     includes: (r) => r.service === 'hooks',
+  },
+  {
+    name: 'secrets',
+    serviceName: 'secrets',
+    title: 'Secrets Service',
+    description:
+      'The secrets service provides a simple key/value store for small bits of secret data. Access is limited by scopes, so values can be ' +
+      'considered secret from those who do not have the relevant scopes. Secrets also have an expiration date, and once a secret has ' +
+      'expired it can no longer be read.',
+    includes: (r) => r.service === 'secrets',
   },
   {
     name: 'queue-ops',

@@ -16,6 +16,7 @@ import { schedulingRoutes } from './routes/scheduling';
 import { referenceRoutes } from './references';
 import { indexRoutes } from './routes/index';
 import { hookRoutes } from './routes/hooks';
+import { secretRoutes } from './routes/secrets';
 
 export const routes: RouteDef[] = [
   ...taskRoutes,
@@ -31,6 +32,7 @@ export const routes: RouteDef[] = [
   ...referenceRoutes(() => routes),
   ...indexRoutes,
   ...hookRoutes,
+  ...secretRoutes,
 ];
 
 export function functionName(r: RouteDef): string {

@@ -9,7 +9,7 @@ import type { Services } from '../services';
 export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE' | 'HEAD';
 
 /** `/api/<service>/v1` prefixes each route; `web` routes sit directly under `/api`. */
-export type ServiceName = 'queue' | 'auth' | 'object' | 'web' | 'index' | 'hooks';
+export type ServiceName = 'queue' | 'auth' | 'object' | 'web' | 'index' | 'hooks' | 'secrets';
 
 /** Taskcluster's stability levels, shown in the API reference. */
 export type Stability = 'stable' | 'experimental' | 'deprecated';
@@ -38,6 +38,8 @@ export interface RouteDef {
   handler: (req: ApiRequest) => Promise<ApiResponse>;
   /** Authenticates against these credentials instead of the service's clients (testAuthenticate's fixed test client). */
   authenticator?: (body: any, services: Services) => Authenticator;
+  /** What an error answer may echo of the body (as Taskcluster's `cleanPayload`: a secret's value is never echoed). */
+  cleanPayload?: (payload: any) => unknown;
   /** One line for the API reference. */
   title: string;
   /** What the endpoint does, for the API reference (markdown). */

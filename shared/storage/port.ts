@@ -346,6 +346,8 @@ export const TABLES = [
   'Rollups',
   // Which data accounts a deployment has had, in order (shared/storage/accounts.ts).
   'Accounts',
+  // The Secrets service's values, encrypted (shared/secrets/secrets.ts).
+  'Secrets',
 ] as const;
 /** Event subscriptions (shared/events/subscriptions.ts). */
 export const EVENT_TABLES = ['Subscriptions'] as const;

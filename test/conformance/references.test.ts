@@ -13,7 +13,7 @@ let svc: TestService;
 const refs: Record<string, any> = {};
 beforeAll(async () => {
   svc = await startTestService();
-  for (const name of ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops', 'queue-events']) {
+  for (const name of ['queue', 'auth', 'object', 'index', 'hooks', 'secrets', 'queue-ops', 'queue-events']) {
     const res = await fetch(`${svc.rootUrl}/api/references/${name}/v1/api.json`);
     expect(res.status).toBe(200);
     refs[name] = await res.json();
@@ -101,7 +101,7 @@ test('every input and output schema a reference names is served under that $id, 
 
 test('each route is in exactly one reference (web pages aside) and says what it answers', () => {
   const names = (ref: any) => ref.entries.map((e: any) => `${ref.serviceName}_${e.name}`);
-  const listed = ['queue', 'auth', 'object', 'index', 'hooks', 'queue-ops', 'queue-events'].flatMap((n) => names(refs[n]));
+  const listed = ['queue', 'auth', 'object', 'index', 'hooks', 'secrets', 'queue-ops', 'queue-events'].flatMap((n) => names(refs[n]));
   const api = routes.filter((r) => r.service !== 'web').map((r) => `${r.service}_${r.name}`);
   expect(listed.sort()).toEqual(api.sort());
   // finishArtifact never succeeds here (no object artifacts); the dashboard is HTML.
@@ -111,7 +111,7 @@ test('each route is in exactly one reference (web pages aside) and says what it 
 
 const NEWER_QUERY: Record<string, string[]> = { hooks_triggerHook: ['taskId'], hooks_triggerHookWithToken: ['taskId'] };
 
-test("queue, auth, object, index and hooks entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
+test("queue, auth, object, index, hooks and secrets entries call the same method, route, args and query as Taskcluster's own references, and name the same response schemas", async () => {
   const apis = (await import('taskcluster-client/src/apis.js' as string)).default;
   for (const [ours, theirs] of [
     [refs.queue, apis.Queue.reference],
@@ -119,6 +119,7 @@ test("queue, auth, object, index and hooks entries call the same method, route, 
     [refs.object, apis.Object.reference],
     [refs.index, apis.Index.reference],
     [refs.hooks, apis.Hooks.reference],
+    [refs.secrets, apis.Secrets.reference],
   ]) {
     for (const e of ours.entries) {
       const tc = theirs.entries.find((t: any) => t.name === e.name);
