@@ -20,6 +20,9 @@ const CONTENT_TYPES: Record<string, string> = {
   'charts.js': 'text/javascript; charset=utf-8',
   'group.js': 'text/javascript; charset=utf-8',
   'log.js': 'text/javascript; charset=utf-8',
+  'schema-check.js': 'text/javascript; charset=utf-8',
+  'actions.js': 'text/javascript; charset=utf-8',
+  'task-actions.js': 'text/javascript; charset=utf-8',
   'uPlot.iife.min.js': 'text/javascript; charset=utf-8',
   'uPlot.min.css': 'text/css; charset=utf-8',
 };

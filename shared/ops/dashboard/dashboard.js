@@ -2,7 +2,7 @@
  * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
  * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
  */
-/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW */
+/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW, taskActions */
 /* exported stateCell, signedUrl, duration */
 'use strict';
 /** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
@@ -507,6 +507,7 @@ async function taskView(taskId) {
     'no runs (unscheduled)',
   );
   out.push(section('Task ' + taskId, summary, runs));
+  out.push(taskActions(taskId, status, definition)); // task-actions.js
   out.push(
     section(
       'History (newest first)',
@@ -768,6 +769,10 @@ document.getElementById('logout').addEventListener('click', function () {
 document.getElementById('open').addEventListener('submit', function (ev) {
   ev.preventDefault();
   location.hash = 'task=' + enc(document.getElementById('taskId').value.trim());
+});
+document.getElementById('open-group').addEventListener('submit', function (ev) {
+  ev.preventDefault();
+  location.hash = 'group=' + enc(document.getElementById('taskGroupId').value.trim());
 });
 window.addEventListener('hashchange', render);
 
