@@ -53,7 +53,9 @@ browserTest(
       await page.click('button[data-action="cancel"]');
       await page.click('form[data-confirm="cancel"] button.cancel');
       expect((await q.status(taskId)).status.state).toBe('pending');
-      await act(page, 'cancel');
+      await page.click('button[data-action="cancel"]');
+      await page.locator('section:has(#task-actions)').screenshot({ path: path.join(OUT, 'dashboard-task-actions.png') });
+      await page.click('form[data-confirm="cancel"] button[type=submit]');
       await page.waitForFunction(() => document.getElementById('task-state')?.textContent === 'exception', undefined, T);
       expect((await q.status(taskId)).status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'canceled' });
       expect(await page.isDisabled('button[data-action="cancel"]')).toBe(true);
@@ -130,7 +132,7 @@ browserTest(
       await act(page, 'cancel-group');
       await page.waitForFunction(() => document.getElementById('action-note')?.textContent === 'cancelled 2 of 2 tasks', undefined, T);
       for (const id of ids) expect((await q.status(id)).status.runs[0]).toMatchObject({ state: 'exception', reasonResolved: 'canceled' });
-      await page.screenshot({ path: path.join(OUT, 'dashboard-group-actions.png'), fullPage: true });
+      await page.locator('section:has(#group-actions)').screenshot({ path: path.join(OUT, 'dashboard-group-actions.png') });
     });
   },
   90_000,

@@ -49,7 +49,7 @@ browserTest(
 
       // The preview follows the typing; then the hook is created and its page opens.
       await form.locator('textarea').fill(JSON.stringify(definition));
-      await page.waitForSelector('#hook-form #next-fires li[data-fire]', T);
+      await page.waitForSelector('#preview-fires li[data-fire]', T);
       await form.locator('button[type=submit]').click();
       await page.waitForFunction(() => document.getElementById('action-note')?.textContent === 'created', undefined, T);
       expect(new URL(page.url()).hash).toBe(`#hook=${group}/${encodeURIComponent('docs/nightly')}`);
@@ -61,7 +61,7 @@ browserTest(
       expect([...fires].sort()).toEqual(fires);
       expect(fires[0]).toBe((await hooks.getHookStatus(group, 'docs/nightly')).nextScheduledDate);
       for (const f of fires) expect(new Date(f!).getUTCMinutes() === 30 || new Date(f!).getUTCHours() === 3).toBe(true);
-      await page.screenshot({ path: path.join(OUT, 'dashboard-hook.png'), fullPage: true });
+      await page.locator('section:has(h2:text("Schedule"))').screenshot({ path: path.join(OUT, 'dashboard-hook.png') });
 
       // Edit: the schedule changes, and the service's next fire with it.
       await page.click('button[data-action="edit-hook"]');

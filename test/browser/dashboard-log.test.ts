@@ -89,7 +89,7 @@ browserTest(
         expect(new URL(page.url()).hash).toBe(`#log=${taskId}/0/L250`);
         expect(await page.getAttribute('#L250', 'class')).toContain('log-target');
         expect(await page.textContent('#log-follow')).toBe('Follow');
-        await page.screenshot({ path: path.join(OUT, 'dashboard-log-lines.png') });
+        await page.screenshot({ path: path.join(OUT, 'dashboard-log-lines.png'), clip: { x: 0, y: 380, width: 700, height: 240 } });
 
         // Opened from such a link: at the line, not at the end.
         await page.goto(`${s.rootUrl}/api/dashboard#task=${taskId}`);

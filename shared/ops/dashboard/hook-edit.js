@@ -44,8 +44,8 @@ function nextFires(schedule, n, after) {
     .slice(0, n);
 }
 
-function firesList(dates) {
-  var ul = el('ul', { class: 'next-fires', id: 'next-fires' });
+function firesList(dates, id) {
+  var ul = el('ul', { class: 'next-fires', id: id });
   dates.forEach(function (d) {
     ul.appendChild(el('li', { title: d.toJSON(), 'data-fire': d.toJSON(), text: d.toJSON().replace('.000Z', 'Z') + ' (' + ago(d.toJSON()) + ')' }));
   });
@@ -115,7 +115,7 @@ function hookEditor(group, hookId, definition, isNew) {
   var showPreview = function () {
     preview.textContent = '';
     try {
-      preview.appendChild(firesList(nextFires(JSON.parse(text.value).schedule, NEXT_FIRES)));
+      preview.appendChild(firesList(nextFires(JSON.parse(text.value).schedule, NEXT_FIRES), 'preview-fires'));
     } catch (e) {
       preview.appendChild(el('p', { class: 'muted', text: e.message }));
     }
@@ -174,7 +174,7 @@ async function hookView(arg) {
   });
   var fires;
   try {
-    fires = firesList(nextFires(h.schedule, NEXT_FIRES));
+    fires = firesList(nextFires(h.schedule, NEXT_FIRES), 'next-fires');
   } catch (e) {
     fires = el('p', { class: 'error', text: e.message });
   }
