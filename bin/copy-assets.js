@@ -18,9 +18,24 @@ const ASSET_FILES = ['shared/sandbox/sandbox-child/main.js'];
 const VENDOR_FILES = [
   { into: 'shared/ops/dashboard', name: 'uPlot.iife.min.js', from: 'uplot/dist/uPlot.iife.min.js' },
   { into: 'shared/ops/dashboard', name: 'uPlot.min.css', from: 'uplot/dist/uPlot.min.css' },
+  { into: 'shared/ops/dashboard', name: 'croner.umd.js', from: 'croner/dist/croner.umd.js' },
 ];
 /** Written last by a build: dist/ is current when no source is newer than this file. */
 const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
+
+/**
+ * A vendor file's path under node_modules. A package whose `exports` hides the file (croner
+ * exports its browser build only as a condition) is found beside its package.json.
+ */
+function vendorPath(from, root = ROOT) {
+  try {
+    return require.resolve(from, { paths: [root] });
+  } catch (e) {
+    if (e.code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw e;
+    const name = from.split('/')[0];
+    return path.join(path.dirname(require.resolve(`${name}/package.json`, { paths: [root] })), from.slice(name.length + 1));
+  }
+}
 
 function copyAssets() {
   for (const dir of ASSET_DIRS) {
@@ -35,7 +50,7 @@ function copyAssets() {
   for (const f of VENDOR_FILES) {
     const to = path.join(ROOT, 'dist', f.into, 'vendor', f.name);
     fs.mkdirSync(path.dirname(to), { recursive: true });
-    fs.copyFileSync(require.resolve(f.from, { paths: [ROOT] }), to);
+    fs.copyFileSync(vendorPath(f.from), to);
   }
 }
 
@@ -43,7 +58,7 @@ function writeStamp() {
   fs.writeFileSync(BUILD_STAMP, new Date().toISOString() + '\n');
 }
 
-module.exports = { ASSET_DIRS, ASSET_FILES, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp };
+module.exports = { ASSET_DIRS, ASSET_FILES, VENDOR_FILES, BUILD_STAMP, copyAssets, writeStamp, vendorPath };
 
 if (require.main === module) {
   copyAssets();

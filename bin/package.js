@@ -29,7 +29,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { spawnSync } = require('node:child_process');
-const { ASSET_DIRS, VENDOR_FILES } = require('./copy-assets');
+const { ASSET_DIRS, VENDOR_FILES, vendorPath } = require('./copy-assets');
 
 const ROOT = path.resolve(__dirname, '..');
 const OUT_DIR = path.join(ROOT, '.package');
@@ -152,7 +152,7 @@ function stage() {
   console.log(`package: bundling ${ENTRY_POINTS.map((e) => `dist/${e}`).join(', ')} with esbuild`);
   const inputs = bundle(dist);
   // The browser libraries the dashboard serves ship too, so their licences go in the notices.
-  const vendored = VENDOR_FILES.map((f) => path.relative(ROOT, require.resolve(f.from, { paths: [ROOT] })));
+  const vendored = VENDOR_FILES.map((f) => path.relative(ROOT, vendorPath(f.from)));
   fs.writeFileSync(path.join(STAGING, 'dist', 'THIRD-PARTY-NOTICES.txt'), thirdPartyNotices([...inputs, ...vendored]));
   // The dashboard module (now inside app.js) reads its files from <its __dirname>/dashboard.
   for (const dir of ASSET_DIRS) {

@@ -1,6 +1,7 @@
 /**
  * The operator dashboard: static files in ./dashboard/ (HTML, CSS, browser JavaScript), served as
- * they are, uPlot (the charts' library, from its npm package), and a tiny config document with the
+ * they are, uPlot (the charts' library, from its npm package), croner (the service's own cron
+ * library, so a hook's next fires are computed in the page as the service fires them), and a tiny config document with the
  * queue's public root URL, which the page's Hawk signatures must name (QUEUE_PUBLIC_URL may differ
  * from the address the browser used). The build copies ./dashboard/ next to the compiled module
  * and the library into ./dashboard/vendor/ (bin/copy-assets.js); from the source tree (tests) the
@@ -20,6 +21,11 @@ const CONTENT_TYPES: Record<string, string> = {
   'charts.js': 'text/javascript; charset=utf-8',
   'group.js': 'text/javascript; charset=utf-8',
   'log.js': 'text/javascript; charset=utf-8',
+  'schema-check.js': 'text/javascript; charset=utf-8',
+  'actions.js': 'text/javascript; charset=utf-8',
+  'task-actions.js': 'text/javascript; charset=utf-8',
+  'hook-edit.js': 'text/javascript; charset=utf-8',
+  'croner.umd.js': 'text/javascript; charset=utf-8',
   'uPlot.iife.min.js': 'text/javascript; charset=utf-8',
   'uPlot.min.css': 'text/css; charset=utf-8',
 };
@@ -28,12 +34,24 @@ const CONTENT_TYPES: Record<string, string> = {
 const VENDOR: Record<string, string> = {
   'uPlot.iife.min.js': 'uplot/dist/uPlot.iife.min.js',
   'uPlot.min.css': 'uplot/dist/uPlot.min.css',
+  'croner.umd.js': 'croner/dist/croner.umd.js',
 };
+
+/** A library file in its package; beside package.json when the package's `exports` hide it (croner). */
+function packageFile(from: string): string {
+  try {
+    return require.resolve(from);
+  } catch {
+    // Node says ERR_PACKAGE_PATH_NOT_EXPORTED; other resolvers (jest's) say "cannot find".
+    const name = from.split('/')[0];
+    return path.join(path.dirname(require.resolve(`${name}/package.json`)), from.slice(name.length + 1));
+  }
+}
 
 function filePath(name: string): string {
   if (!Object.hasOwn(VENDOR, name)) return path.join(DIR, name);
   const built = path.join(DIR, 'vendor', name);
-  return fs.existsSync(built) ? built : require.resolve(VENDOR[name]);
+  return fs.existsSync(built) ? built : packageFile(VENDOR[name]);
 }
 
 /**

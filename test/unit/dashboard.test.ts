@@ -22,6 +22,18 @@ test('the chart library is served from its package, and the build copies the sam
   const { VENDOR_FILES } = require('../../bin/copy-assets.js') as { VENDOR_FILES: { name: string }[] };
   for (const f of VENDOR_FILES) expect(dashboardFile(f.name)?.body.length).toBeGreaterThan(1000);
   expect(dashboardFile('uPlot.iife.min.js')?.body.toString()).toContain('uPlot');
-  for (const name of ['charts.js', 'group.js', 'log.js', 'uPlot.iife.min.js', 'uPlot.min.css'])
+  expect(dashboardFile('croner.umd.js')?.body.toString()).toMatch(/^var Cron=/);
+  for (const name of [
+    'charts.js',
+    'group.js',
+    'log.js',
+    'schema-check.js',
+    'actions.js',
+    'task-actions.js',
+    'hook-edit.js',
+    'croner.umd.js',
+    'uPlot.iife.min.js',
+    'uPlot.min.css',
+  ])
     expect(dashboardFile('index.html')?.body.toString()).toContain(`/api/dashboard/${name}`);
 });

@@ -2,7 +2,7 @@
  * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
  * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
  */
-/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW */
+/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW, taskActions, hookView, hookNewView */
 /* exported stateCell, signedUrl, duration */
 'use strict';
 /** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
@@ -507,6 +507,7 @@ async function taskView(taskId) {
     'no runs (unscheduled)',
   );
   out.push(section('Task ' + taskId, summary, runs));
+  out.push(taskActions(taskId, status, definition)); // task-actions.js
   out.push(
     section(
       'History (newest first)',
@@ -715,6 +716,9 @@ async function render() {
     else if (hash === 'index' || hash.indexOf('index=') === 0)
       nodes = await indexView(hash.slice(6)); // index-hooks.js
     else if (hash === 'hooks' || hash.indexOf('hooks=') === 0) nodes = await hooksView(hash.slice(6));
+    else if (hash.indexOf('hook=') === 0)
+      nodes = await hookView(hash.slice(5)); // hook-edit.js
+    else if (hash.indexOf('hook-new') === 0) nodes = await hookNewView(hash.slice(9));
     else nodes = await overview();
     if (!creds())
       nodes.unshift(
@@ -768,6 +772,10 @@ document.getElementById('logout').addEventListener('click', function () {
 document.getElementById('open').addEventListener('submit', function (ev) {
   ev.preventDefault();
   location.hash = 'task=' + enc(document.getElementById('taskId').value.trim());
+});
+document.getElementById('open-group').addEventListener('submit', function (ev) {
+  ev.preventDefault();
+  location.hash = 'group=' + enc(document.getElementById('taskGroupId').value.trim());
 });
 window.addEventListener('hashchange', render);
 

@@ -1,10 +1,10 @@
 /*
  * The dashboard's task-group view (loaded before dashboard.js, whose helpers it uses when called):
  *   #group=<taskGroupId>   progress by state, and the dependency graph of the group's tasks, each
- *                          node a link to its task, then the tasks as a table.
+ *                          node a link to its task, then the tasks as a table; seal and cancel.
  * The graph is laid out in columns by dependency depth (a task right of everything it waits for).
  */
-/* global api, el, enc, qs, section, attempt, taskLink, grid, stateCell, timeCell */
+/* global api, el, enc, qs, section, attempt, taskLink, grid, stateCell, timeCell, ago, render, actionButton, actionNotes, noteAction */
 /* exported groupView */
 'use strict';
 /** Members read at most (pages of 1000): enough for a graph anyone can read. */
@@ -187,6 +187,49 @@ function graph(tasks) {
   return el('div', { class: 'graph-wrap' }, root);
 }
 
+/**
+ * Seal (sealTaskGroup) and cancel (cancelTaskGroup). This queue cancels only a sealed group, so
+ * that no task added meanwhile escapes the cancel: "Cancel group" seals first.
+ */
+function groupActions(taskGroupId, info, tasks) {
+  var base = '/task-group/' + enc(taskGroupId);
+  var unresolved = tasks.filter(function (t) {
+    return ['unscheduled', 'pending', 'running'].indexOf(t.status.state) !== -1;
+  }).length;
+  var key = 'group=' + taskGroupId;
+  var sealed = info && info.sealed;
+  return el(
+    'p',
+    { class: 'actions', id: 'group-actions' },
+    sealed ? el('span', { id: 'group-sealed', title: sealed, text: 'sealed ' + ago(sealed) + '  ' }) : null,
+    actionButton(
+      'seal',
+      'Seal group',
+      async function () {
+        await api('POST', base + '/seal', {});
+        noteAction(key, 'sealed: no more tasks may join this group');
+        render();
+      },
+      { confirm: 'Seal this group? No task can be added to it afterwards.', disabled: sealed ? 'sealed already' : null },
+    ),
+    actionButton(
+      'cancel-group',
+      'Cancel group',
+      async function () {
+        if (!sealed) await api('POST', base + '/seal', {});
+        var r = await api('POST', base + '/cancel', {});
+        noteAction(key, 'cancelled ' + r.cancelledCount + ' of ' + r.taskGroupSize + ' tasks');
+        render();
+      },
+      {
+        confirm: (sealed ? '' : 'Seal this group and ') + (sealed ? 'Cancel' : 'cancel') + ' its ' + unresolved + ' unresolved tasks?',
+        disabled: unresolved ? null : 'no unresolved tasks',
+      },
+    ),
+    actionNotes(key),
+  );
+}
+
 async function groupView(taskGroupId) {
   var out = [];
   var members;
@@ -197,7 +240,10 @@ async function groupView(taskGroupId) {
   }
   var tasks = members.tasks;
   var note = members.truncated ? el('p', { class: 'muted', text: 'showing the first ' + tasks.length + ' tasks' }) : null;
-  out.push(section('Task group ' + taskGroupId, progress(tasks), note));
+  var info = await api('GET', '/task-group/' + enc(taskGroupId)).catch(function () {
+    return null;
+  });
+  out.push(section('Task group ' + taskGroupId, progress(tasks), note, groupActions(taskGroupId, info, tasks)));
   if (tasks.length && tasks.length <= GRAPH_MAX_NODES) out.push(section('Dependencies', graph(tasks)));
   else if (tasks.length) out.push(section('Dependencies', el('p', { class: 'muted', text: 'too many tasks to draw (' + tasks.length + ')' })));
   out.push(

@@ -3,9 +3,10 @@
  * `section`, `attempt`, `taskLink` and `timeCell` they use when called). Calls are signed with the
  * user's credentials like every other dashboard call.
  *   #index=<namespace>   namespaces and indexed tasks under it (paged), each task opens the task view
- *   #hooks=<group>       hook groups, or one group's hooks with next fire, last fires and a trigger button
+ *   #hooks=<group>       hook groups, or one group's hooks with next fire, last fires and a trigger button;
+ *                        each hook links to its own page (hook-edit.js)
  */
-/* global api, el, grid, section, attempt, taskLink, timeCell, ago, enc, qs */
+/* global api, el, grid, section, attempt, taskLink, timeCell, ago, enc, qs, actionNotes */
 /* exported indexView, hooksView */
 'use strict';
 var INDEX_API = '/api/index/v1';
@@ -169,7 +170,7 @@ async function hookRow(group, h) {
   return el(
     'tr',
     { 'data-hook': group + '/' + h.hookId },
-    el('td', { text: h.hookId }),
+    el('td', null, el('a', { href: '#hook=' + enc(group) + '/' + enc(h.hookId), class: 'hook-link', text: h.hookId })),
     el('td', { text: h.metadata.name }),
     el('td', { text: (h.schedule || []).join(', ') }),
     el('td', {
@@ -191,6 +192,7 @@ async function hooksView(group) {
     return [
       section(
         'Hook groups',
+        el('p', null, el('a', { href: '#hook-new=', id: 'new-hook', text: 'Create a hook' })),
         await attempt(async function () {
           var r = await api('GET', '/hooks', undefined, HOOKS_API);
           return grid(
@@ -207,7 +209,15 @@ async function hooksView(group) {
   return [
     section(
       'Hooks of ' + group,
-      el('p', null, el('a', { href: '#hooks', text: 'all groups' })),
+      el(
+        'p',
+        null,
+        el('a', { href: '#hooks', text: 'all groups' }),
+        ' · ',
+        el('a', { href: '#hook-new=' + enc(group), id: 'new-hook', text: 'Create a hook in ' + group }),
+        ' ',
+        actionNotes('hooks=' + group),
+      ),
       await attempt(async function () {
         var r = await api('GET', '/hooks/' + enc(group), undefined, HOOKS_API);
         var rows = await Promise.all(

@@ -1,8 +1,12 @@
 /*
  * The dashboard's log view (loaded before dashboard.js, whose helpers it uses when called):
- *   #log=<taskId>/<runId>   the run's log (`liveLog`, shared/artifacts/live-log.ts), followed while
- *                           the run is running: new lines are fetched every LOG_POLL_MS and the
- *                           view stays at the bottom unless the reader scrolled up.
+ *   #log=<taskId>/<runId>        the run's log (`liveLog`, shared/artifacts/live-log.ts), opened at
+ *                                its end and followed while the run is running: new lines are
+ *                                fetched every LOG_POLL_MS and the view stays at the end until the
+ *                                reader scrolls up ("Follow" resumes), as Taskcluster's viewer does.
+ *   #log=<taskId>/<runId>/L<n>   the same, at line n (highlighted, not followed). Each line's number
+ *                                links there; it is drawn by CSS from data-line, so copying the log
+ *                                copies the log only.
  */
 /* global api, el, enc, section, errorBox, taskLink, signedUrl */
 /* exported logView, LOG_VIEW */
@@ -16,6 +20,23 @@ var WORKER_PREFIX = '[taskcluster-worker]';
 /** Marks the view that refreshes itself: the page's auto-refresh leaves it alone. */
 var LOG_VIEW = 'log';
 var following = 0;
+/** How close to the end (px) still counts as at the end: a wheel step short of it stops following. */
+var AT_END_PX = 40;
+
+function atEnd() {
+  return window.innerHeight + window.scrollY >= document.body.scrollHeight - AT_END_PX;
+}
+
+/** Marks line `n` as the one linked to, and scrolls it into view. */
+function showLine(pre, n) {
+  var old = pre.querySelector('.log-target');
+  if (old) old.classList.remove('log-target');
+  var line = document.getElementById('L' + n);
+  if (!line) return false;
+  line.classList.add('log-target');
+  line.scrollIntoView({ block: 'center' });
+  return true;
+}
 
 function appendLines(pre, text, state) {
   if (state.dropFirstLine) {
@@ -29,16 +50,19 @@ function appendLines(pre, text, state) {
   var parts = (state.partial + text).split('\n');
   state.partial = parts.pop();
   parts.forEach(function (l) {
-    pre.appendChild(el('span', { class: l.indexOf(WORKER_PREFIX) === 0 ? 'log-worker' : '' }, l + '\n'));
+    var n = ++state.lines;
+    var number = el('a', { class: 'ln', 'data-line': n, href: '#' + state.hash + '/L' + n, 'aria-label': 'line ' + n });
+    pre.appendChild(el('span', { id: 'L' + n, class: 'log-line' + (l.indexOf(WORKER_PREFIX) === 0 ? ' log-worker' : '') }, number, l + '\n'));
   });
   pre.querySelector('.log-partial').textContent = state.partial;
   pre.appendChild(pre.querySelector('.log-partial'));
 }
 
 async function logView(arg) {
-  var slash = arg.lastIndexOf('/');
-  var taskId = arg.slice(0, slash);
-  var runId = Number(arg.slice(slash + 1));
+  var m = /^(.*)\/(\d+)(?:\/L(\d+))?$/.exec(arg) || [arg, arg, '0'];
+  var taskId = m[1];
+  var runId = Number(m[2]);
+  var target = m[3] ? Number(m[3]) : null;
   var run = ++following;
   var base = '/task/' + enc(taskId) + '/runs/' + runId + '/live-log';
   var first;
@@ -56,8 +80,44 @@ async function logView(arg) {
   signedUrl('/task/' + enc(taskId) + '/runs/' + runId + '/artifacts/' + enc(artifact)).then(function (u) {
     raw.href = u;
   });
-  var head = el('p', { class: 'log-head' }, 'task ', taskLink(taskId), ' · run ' + runId + ' · ', status, ' · ', size, ' · ', raw);
-  var state = { partial: '', dropFirstLine: first.offset > 0 };
+  // A tail's first line is not the log's first: numbers then count from the tail.
+  var state = { partial: '', dropFirstLine: first.offset > 0, lines: 0, hash: LOG_VIEW + '=' + taskId + '/' + runId };
+  var follow = target === null;
+  var followButton = el('button', { type: 'button', id: 'log-follow' });
+  var showFollow = function () {
+    followButton.textContent = follow ? 'following the end' : 'Follow';
+    followButton.disabled = follow;
+  };
+  followButton.addEventListener('click', function () {
+    follow = true;
+    showFollow();
+    window.scrollTo(0, document.body.scrollHeight);
+  });
+  showFollow();
+  var head = el('p', { class: 'log-head' }, 'task ', taskLink(taskId), ' · run ' + runId + ' · ', status, ' · ', size, ' · ', raw, ' ', followButton);
+  // Scrolling up stops following; scrolling back to the end resumes it. Only an upward scroll
+  // stops it, so lines that arrive while the view scrolls itself down never do.
+  var lastY = window.scrollY;
+  var onScroll = function () {
+    if (run !== following) return window.removeEventListener('scroll', onScroll);
+    var up = window.scrollY < lastY;
+    lastY = window.scrollY;
+    var next = atEnd() ? true : up ? false : follow;
+    if (next !== follow) {
+      follow = next;
+      showFollow();
+    }
+  };
+  // A line number opens that line without reloading the log (no hashchange, so no re-render).
+  pre.addEventListener('click', function (ev) {
+    var a = ev.target.closest && ev.target.closest('a.ln');
+    if (!a) return;
+    ev.preventDefault();
+    history.replaceState(null, '', a.getAttribute('href'));
+    follow = false;
+    showFollow();
+    showLine(pre, a.getAttribute('data-line'));
+  });
   var skipped =
     first.offset > 0
       ? el('p', {
@@ -66,14 +126,22 @@ async function logView(arg) {
         })
       : null;
   var show = function (chunk) {
-    var atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     if (chunk.text) appendLines(pre, chunk.text, state);
     status.textContent = chunk.state;
     status.className = 'state state-' + chunk.state;
     size.textContent = chunk.size + ' bytes' + (chunk.state === 'running' ? ', following' : '') + (chunk.source === 'none' ? ' (no log yet)' : '');
-    if (atBottom && chunk.text) window.scrollTo(0, document.body.scrollHeight);
+    if (follow && chunk.text && pre.isConnected) window.scrollTo(0, document.body.scrollHeight);
   };
   show(first);
+  // Once the view is in the page: at the end (following), or at the linked line.
+  setTimeout(function () {
+    if (run !== following) return;
+    follow = !(target !== null && showLine(pre, target));
+    if (follow) window.scrollTo(0, document.body.scrollHeight);
+    showFollow();
+    lastY = window.scrollY;
+    window.addEventListener('scroll', onScroll);
+  }, 0);
   var next = first.next;
   var poll = async function () {
     if (run !== following || location.hash.indexOf('#log=') !== 0) return;
