@@ -12,6 +12,8 @@ export interface Config {
   storageConnection: string;
   /** Connection strings of further data accounts, in the order they were added (shared/storage/accounts.ts). */
   moreStorageConnections: string[];
+  /** Storage accounts Auth's azureTableSAS / azureContainerSAS delegate (name → account-key connection string). */
+  azureAccounts: Record<string, string>;
   /** Prefix for every table, queue and container name, so deployments and tests can share an account. */
   storagePrefix: string;
   /** Root URL clients use; Hawk signatures cover its host and port. */
@@ -210,9 +212,26 @@ export function checkAccountKey(connection: string, setting: string): string {
 }
 
 /** Every setting the code reads, for the deployment cross-check. */
+/** QUEUE_AZURE_ACCOUNTS: a JSON object, account name → account-key connection string. */
+function azureAccountsOf(raw: string | undefined): Record<string, string> {
+  if (!raw?.trim()) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw new Error('setting QUEUE_AZURE_ACCOUNTS must be a JSON object of account name to connection string');
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.values(v).some((c) => typeof c !== 'string'))
+    throw new Error('setting QUEUE_AZURE_ACCOUNTS must be a JSON object of account name to connection string');
+  const out: Record<string, string> = {};
+  for (const [name, c] of Object.entries(v as Record<string, string>)) out[name] = checkAccountKey(c, `QUEUE_AZURE_ACCOUNTS (${name})`);
+  return out;
+}
+
 export const SETTING_NAMES = [
   'QUEUE_STORAGE_CONNECTION',
   'QUEUE_STORAGE_MORE_CONNECTIONS',
+  'QUEUE_AZURE_ACCOUNTS',
   'QUEUE_STORAGE_PREFIX',
   'QUEUE_PUBLIC_URL',
   'QUEUE_ROOT_CLIENT_ID',
@@ -255,6 +274,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .split(/\s+/)
       .filter((c) => c !== '')
       .map((c, i) => checkAccountKey(c, `QUEUE_STORAGE_MORE_CONNECTIONS (connection ${i + 1})`)),
+    azureAccounts: azureAccountsOf(env.QUEUE_AZURE_ACCOUNTS),
     storagePrefix: (env.QUEUE_STORAGE_PREFIX || 'tcq').toLowerCase(),
     publicUrl,
     rootClientId: env.QUEUE_ROOT_CLIENT_ID || 'static/root',

@@ -16,6 +16,7 @@ import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
 import { Pollers } from './work/poller';
 import { HintRepairSchedule } from './reaper/hints';
+import { DelegatedAccounts } from './storage/delegated-accounts';
 import type { LifecycleDeps } from './lifecycle/ports';
 import { Logger, jsonLogger } from './log';
 import { RECENT_TASKS_WRITE_MS, WorkerRegistry } from './ops/workers';
@@ -118,6 +119,8 @@ export interface Services extends LifecycleDeps {
   pollers: Pollers;
   /** When the reaper last looked for hidden hints (shared/reaper/hints.ts). */
   hintRepair: HintRepairSchedule;
+  /** Storage accounts Auth hands out table and container SAS for (QUEUE_AZURE_ACCOUNTS). */
+  delegatedAccounts: DelegatedAccounts;
   /** Event recording and delivery (shared/events). */
   events: EventRecorder;
   /** Errors of a task built outside HTTP (a hook's rendered task) against createTask's request schema, which the HTTP layer owns. */
@@ -217,6 +220,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     background,
     wake: (taskQueueId, hinted) => svc.pollers.wake(taskQueueId, hinted),
     hintRepair: new HintRepairSchedule(),
+    delegatedAccounts: new DelegatedAccounts(config.azureAccounts),
     // Set below: the pollers claim through the services they are part of.
     pollers: undefined as unknown as Pollers,
     taskEvents: taskEventPort(events, { hasOpen: (id) => groups.hasOpen(id), log }),

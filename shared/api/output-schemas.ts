@@ -497,6 +497,12 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-role-ids-response': pageOf('roleIds', strings.items),
   'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
 
+  'azure-account-list-response': obj({ accounts: strings }),
+  'azure-table-list-response': obj({ tables: strings, continuationToken: str }, ['tables']),
+  'azure-table-access-response': obj({ sas: str, expiry: dateTime }),
+  'azure-container-list-response': obj({ containers: strings, continuationToken: str }, ['containers']),
+  'azure-container-response': obj({ sas: str, expiry: dateTime }),
+
   // ---- secrets ----
   // `secret` is also the request's (shared/api/routes/secrets.ts), as in Taskcluster.
   'secret-list': obj({ secrets: strings, continuationToken: str }, ['secrets']),

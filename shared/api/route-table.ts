@@ -17,6 +17,7 @@ import { referenceRoutes } from './references';
 import { indexRoutes } from './routes/index';
 import { hookRoutes } from './routes/hooks';
 import { secretRoutes } from './routes/secrets';
+import { azureRoutes } from './routes/azure';
 
 export const routes: RouteDef[] = [
   ...taskRoutes,
@@ -27,6 +28,7 @@ export const routes: RouteDef[] = [
   ...pollRoutes,
   ...artifactRoutes,
   ...authRoutes,
+  ...azureRoutes,
   ...opsRoutes,
   ...objectRoutes,
   ...referenceRoutes(() => routes),
