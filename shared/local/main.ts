@@ -144,7 +144,7 @@ export async function start(opts: StartOptions = {}): Promise<LocalService> {
       }
       env.QUEUE_STORAGE_CONNECTION = azurite.connectionString;
       // A newcomer can try azureContainerSAS / azureTableSAS at once: on the embedded Azurite's account.
-      env.QUEUE_AZURE_ACCOUNTS ??= JSON.stringify({ devstoreaccount1: azurite.connectionString });
+      if (/AccountKey=/.test(azurite.connectionString)) env.QUEUE_AZURE_ACCOUNTS ??= JSON.stringify({ devstoreaccount1: azurite.connectionString });
     } else if (persist) {
       throw new StartupError('--persist (QUEUE_LOCAL_PERSIST) keeps the embedded Azurite on disk; QUEUE_STORAGE_CONNECTION is set, so none is started');
     }
