@@ -238,6 +238,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_EVENTGRID_KEY: ''
     QUEUE_EVENTGRID_CLIENT_ID: identityClientId
     QUEUE_PENDING_SHARDS: pendingShards
+    // Accounts Auth's azureTableSAS / azureContainerSAS delegate: none until the operator names them (a Key Vault reference, as they hold keys).
+    QUEUE_AZURE_ACCOUNTS: ''
   }
 }
 
