@@ -443,6 +443,30 @@ test('--proxy lets the task call the queue with task.scopes, and not with the ru
   expect(await worker.stop()).toBe(0);
 });
 
+test("a task reads a secret through the worker's proxy (legacy /secrets/v1 path) with its own scopes", async () => {
+  const tq = newQueue();
+  const name = `project/e2e/${slugid()}`;
+  const secrets = new svc.tc.Secrets({ rootUrl: svc.rootUrl, credentials: svc.root, retries: 0 });
+  await secrets.set(name, { secret: { password: 'open sesame' }, expires: new Date(Date.now() + 3600_000).toJSON() });
+  const worker = startWorker(tq, 'claimWork', { args: ['--proxy'] });
+  const script = `(async () => {
+    const r = await fetch(process.env.TASKCLUSTER_PROXY_URL + '/secrets/v1/secret/' + encodeURIComponent(${JSON.stringify(name)}));
+    const body = await r.json();
+    console.log('secret call', r.status, body.secret && body.secret.password);
+    const other = await fetch(process.env.TASKCLUSTER_PROXY_URL + '/secrets/v1/secret/elsewhere');
+    console.log('other secret', other.status);
+    process.exit(r.status === 200 && other.status === 403 ? 0 : 1);
+  })()`;
+  const taskId = slugid();
+  await svc.queue().createTask(taskId, taskDef(tq, { scopes: [`secrets:get:${name}`], payload: { command: [NODE, '-e', script], maxRunTime: 30 } }));
+  const status = await resolved(taskId);
+  const log = await logOf(taskId);
+  expect(log).toContain('secret call 200 open sesame');
+  expect(log).toContain('other secret 403');
+  expect(status.runs[0].state).toBe('completed');
+  expect(await worker.stop()).toBe(0);
+});
+
 test('artifacts are downloadable through getArtifact; error artifacts answer 424', async () => {
   // Skipped until the artifact endpoints (issue 5) are in the route table.
   const tq = newQueue();
