@@ -83,6 +83,22 @@ function isRepeat(existing: Client, wanted: Pick<Client, 'description' | 'expire
 }
 const ROLE_RK = 'role';
 
+/** A client that lives in settings or code, not in the table (the root, the issuer, the test client). */
+export function staticClient(c: { clientId: string; accessToken: string; description: string; scopes: string[]; expires?: Date }): Client {
+  const epoch = new Date(0);
+  return {
+    ...c,
+    expires: c.expires ?? STATIC_EXPIRES,
+    disabled: false,
+    created: epoch,
+    lastModified: epoch,
+    lastDateUsed: epoch,
+    lastRotated: epoch,
+    deleteOnExpiration: false,
+    static: true,
+  };
+}
+
 export class ClientStore {
   private rolesCache: RolesSnapshot | undefined;
   /** The roles read under way (see rolesSnapshot). */
@@ -97,21 +113,7 @@ export class ClientStore {
     private readonly opts: ClientStoreOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
-    const epoch = new Date(0);
-    const mk = (clientId: string, accessToken: string, description: string): Client => ({
-      clientId,
-      accessToken,
-      description,
-      expires: STATIC_EXPIRES,
-      disabled: false,
-      scopes: ['*'],
-      created: epoch,
-      lastModified: epoch,
-      lastDateUsed: epoch,
-      lastRotated: epoch,
-      deleteOnExpiration: false,
-      static: true,
-    });
+    const mk = (clientId: string, accessToken: string, description: string) => staticClient({ clientId, accessToken, description, scopes: ['*'] });
     this.statics = new Map([
       [opts.rootClientId, mk(opts.rootClientId, opts.rootAccessToken, 'root client (from settings)')],
       [opts.issuerClientId, mk(opts.issuerClientId, this.issuerAccessToken(), 'the queue, issuing run credentials')],

@@ -4,32 +4,16 @@
  * their request signing against it.
  */
 import { Authenticator, ClientSource } from './authenticate';
-import { Client } from './clients';
+import { Client, staticClient } from './clients';
 import { normalize } from './scopes';
 
 export const TEST_CLIENT_ID = 'tester';
 export const TEST_ACCESS_TOKEN = 'no-secret';
 /** testAuthenticateGet's client scopes, as Taskcluster's. */
 export const TEST_GET_SCOPES = ['test:*', 'auth:create-client:test:*'];
-/** Far-future expiry: the test client never expires. */
-const NEVER = new Date('3000-01-01T00:00:00.000Z');
 
 function testClient(scopes: string[]): Client {
-  const epoch = new Date(0);
-  return {
-    clientId: TEST_CLIENT_ID,
-    description: 'the test client of testAuthenticate',
-    accessToken: TEST_ACCESS_TOKEN,
-    expires: NEVER,
-    disabled: false,
-    scopes,
-    created: epoch,
-    lastModified: epoch,
-    lastDateUsed: epoch,
-    lastRotated: epoch,
-    deleteOnExpiration: false,
-    static: true,
-  };
+  return staticClient({ clientId: TEST_CLIENT_ID, description: 'the test client of testAuthenticate', accessToken: TEST_ACCESS_TOKEN, scopes });
 }
 
 /** Only `tester` exists; its scopes are not expanded through roles (Taskcluster's test validator has none). */

@@ -4,7 +4,7 @@
  * (QUEUE_AZURE_ACCOUNTS), read-only or read-write, so a task reaches its own storage without the
  * account's key.
  */
-import { RouteDef, ok } from '../types';
+import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
 import { badUrlParam, notFound } from '../../errors';
 import type { AccessLevel } from '../../storage/delegated-accounts';
 
@@ -23,6 +23,15 @@ function checked(req: { services: { delegatedAccounts: { has(n: string): boolean
   if (!LEVELS.includes(level as AccessLevel)) throw badUrlParam('level', level, /^(read-only|read-write)$/);
   if (!req.services.delegatedAccounts.has(account)) throw notFound(`Account '${account}' not found, can't delegate access`);
   return { account, name, level: level as AccessLevel };
+}
+
+/** One page of an account's tables or containers, with Azure's continuation. */
+async function listed(req: ApiRequest, what: 'tables' | 'containers'): Promise<ApiResponse> {
+  const accounts = req.services.delegatedAccounts;
+  if (!accounts.has(req.params.account)) throw notFound(`Account '${req.params.account}' not found`);
+  const list = what === 'tables' ? accounts.listTables.bind(accounts) : accounts.listContainers.bind(accounts);
+  const page = await list(req.params.account, req.query.continuationToken);
+  return ok({ [what]: page.names, ...(page.continuation ? { continuationToken: page.continuation } : {}) });
 }
 
 export const azureRoutes: RouteDef[] = [
@@ -45,11 +54,7 @@ export const azureRoutes: RouteDef[] = [
     route: '/azure/<account>/tables',
     query: ['continuationToken'],
     scopes: 'auth:azure-table:list-tables:<account>',
-    handler: async (req) => {
-      if (!req.services.delegatedAccounts.has(req.params.account)) throw notFound(`Account '${req.params.account}' not found`);
-      const page = await req.services.delegatedAccounts.listTables(req.params.account, req.query.continuationToken);
-      return ok({ tables: page.names, ...(page.continuation ? { continuationToken: page.continuation } : {}) });
-    },
+    handler: (req) => listed(req, 'tables'),
   }),
   azure({
     name: 'azureTableSAS',
@@ -81,11 +86,7 @@ export const azureRoutes: RouteDef[] = [
     route: '/azure/<account>/containers',
     query: ['continuationToken'],
     scopes: 'auth:azure-container:list-containers:<account>',
-    handler: async (req) => {
-      if (!req.services.delegatedAccounts.has(req.params.account)) throw notFound(`Account '${req.params.account}' not found`);
-      const page = await req.services.delegatedAccounts.listContainers(req.params.account, req.query.continuationToken);
-      return ok({ containers: page.names, ...(page.continuation ? { continuationToken: page.continuation } : {}) });
-    },
+    handler: (req) => listed(req, 'containers'),
   }),
   azure({
     name: 'azureContainerSAS',
