@@ -20,6 +20,8 @@ const RAW_ATTEMPTS = 3;
 
 export interface RawResult {
   concurrency: number;
+  /** Messages waiting in the account meanwhile (see `rawCeiling`). */
+  resident: number;
   lifecycles: number;
   seconds: number;
   perSecond: number;
@@ -80,12 +82,27 @@ function record(taskId: string, taskQueueId: string): TaskRecord {
   };
 }
 
-export async function rawCeiling(connection: string, opts: { concurrency: number; durationMs: number }): Promise<RawResult> {
+/** Puts side by side while filling the resident queue. */
+const RESIDENT_PUT_CONCURRENCY = 16;
+
+/**
+ * `resident`: messages left invisible in another queue of the account while the loops run. Azurite
+ * scans every message of the account on each receive and delete, so a backlog's waiting messages
+ * slow each queue call; this measures the same sequence with as many messages waiting.
+ */
+export async function rawCeiling(connection: string, opts: { concurrency: number; durationMs: number; resident?: number }): Promise<RawResult> {
   const storage = createStorage(connection, `raw${crypto.randomBytes(3).toString('hex')}`);
   const tasks = storage.table('Tasks');
   const queue = (n: string) => storage.queueNamed(`${storage.prefix}-${n}`, n);
   const pending = queue('pending');
-  await Promise.all([tasks.create(), pending.create()]);
+  const parked = queue('resident');
+  await Promise.all([tasks.create(), pending.create(), opts.resident ? parked.create() : undefined]);
+  let left = opts.resident ?? 0;
+  await runLoops(RESIDENT_PUT_CONCURRENCY, async () => {
+    if (left-- <= 0) return false;
+    await parked.put({ resident: true }, { visibilityS: 3600, ttlS: 7200 });
+    return true;
+  });
   try {
     return await measure();
   } finally {
@@ -135,6 +152,7 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
     const seconds = (performance.now() - t0) / 1000;
     return {
       concurrency: opts.concurrency,
+      resident: opts.resident ?? 0,
       lifecycles,
       seconds: round(seconds),
       perSecond: round(lifecycles / seconds, 1),

@@ -61,6 +61,12 @@ const TARGETS = {
 };
 
 /** Phase sizes, chosen to keep the whole run near two minutes on a 2-core machine. */
+/**
+ * Messages waiting in the account during (c)'s drain, on average: each waiting task holds its hint
+ * and its deadline trigger, and the 400 go down to none about evenly (2 x 400 / 2).
+ */
+const RESIDENT_MESSAGES = 400;
+
 const SIZES = {
   pickupSamples: 50,
   pickupMaxPauseMs: 200,
@@ -236,6 +242,17 @@ async function main(): Promise<void> {
         return { ...r, cpu: cpu.stop() };
       })(),
     );
+    // With (c): the same raw loop while as many messages wait in the account as during the drain.
+    const rawResident =
+      backlog && raw
+        ? await step('f', `raw Azurite ceiling with ${RESIDENT_MESSAGES} messages waiting, concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`, () =>
+            (async () => {
+              const cpu = cpuWindow(azurite.pid);
+              const r = await rawCeiling(conn, { concurrency: SIZES.concurrency, durationMs: SIZES.rawMs, resident: RESIDENT_MESSAGES });
+              return { ...r, cpu: cpu.stop() };
+            })(),
+          )
+        : undefined;
 
     // (m): (b)'s loop with the service on the in-memory adapter. Its CPU per lifecycle is the
     // service's own work (serving, auth, validation, the domain) with no storage I/O; (b) minus (m)
@@ -352,6 +369,7 @@ async function main(): Promise<void> {
     const clientErrors = withErrors.reduce((n, p) => n + p.errors.count, 0);
     const vsRaw = loop && raw && raw.perSecond > 0 ? loop.perSecond / raw.perSecond : NaN;
     const drainVsRaw = backlog && raw && raw.perSecond > 0 ? backlog.claimedPerSecond / raw.perSecond : NaN;
+    const drainVsResident = backlog && rawResident && rawResident.perSecond > 0 ? backlog.claimedPerSecond / rawResident.perSecond : NaN;
 
     const n = Math.max(1, cost?.lifecycles ?? 0);
     const fgPer = cost && perUnit(cost.foreground, n);
@@ -504,6 +522,15 @@ async function main(): Promise<void> {
                 .map((ms) => (ms === undefined ? '?' : String(round(ms / Math.max(1, backlog.claimed)))))
                 .join(' / '),
             },
+            ...(rawResident
+              ? [
+                  {
+                    metric: `(f) raw lifecycles/s with ${rawResident.resident} messages waiting; CPU ms per lifecycle: bench / Azurite`,
+                    value: `${rawResident.perSecond}; ${round(rawResident.cpu.selfMs / Math.max(1, rawResident.lifecycles))} / ${rawResident.cpu.childMs === undefined ? '?' : round(rawResident.cpu.childMs / Math.max(1, rawResident.lifecycles))}`,
+                  },
+                  { metric: `(c) drain vs (f) raw with ${rawResident.resident} messages waiting`, value: `${round(drainVsResident * 100, 1)}%` },
+                ]
+              : []),
             ...(raw
               ? [
                   {
@@ -720,6 +747,7 @@ async function main(): Promise<void> {
         loadCpuMsPerLifecycle: per(memLoop.cpu.loadMs, memLoop.completed),
       },
       raw: raw && { ...raw, sequence: RAW_SEQUENCE },
+      rawResident: rawResident && { ...rawResident, drainVsThis: round(drainVsResident, 3) },
       throughputVsRaw: round(vsRaw, 3),
       backlog: backlog && { ...backlog, drainTxPerClaim: perUnit(backlog.drainStorage, Math.max(1, backlog.claimed)) },
       perLifecycle: cost && {
