@@ -3,7 +3,8 @@
 // Deploys: a user-assigned identity; Log Analytics + Application Insights; a host storage account
 // (identity-only) with the deployment-package container; a data storage account (tables, queues,
 // blobs; shared key on, for SAS); Key Vault (RBAC) with the three app secrets; an FC1 plan and the
-// function app whose settings reference those secrets. See infra/README.md.
+// function app whose settings reference those secrets; optionally, the identity's roles on existing
+// accounts Auth delegates (delegatedStorageAccounts). See infra/README.md.
 //
 // Checked: plain resource declarations only (no br/public registry modules, so `az bicep build`
 // needs no network). API versions used, each confirmed in Azure/bicep-types-az generated type docs:
@@ -173,6 +174,9 @@ param pendingShards string = '1'
 @description('Deploy an Event Grid custom topic that receives every queue event as a CloudEvent 1.0 (QUEUE_EVENTGRID_ENDPOINT), published with the app identity.')
 param deployEventGridTopic bool = false
 
+@description('QUEUE_AZURE_ACCOUNTS: existing storage accounts whose tables and containers Auth hands out SAS for (azureTableSAS, azureContainerSAS), reached through the app identity with no key in the settings: [{"name": "<account>", "resourceGroup": "<its group; default this one>"}]. The identity gets Storage Blob Data Contributor, Storage Table Data Contributor and Reader and Data Access (listKeys, for table SAS) on each. Empty: none.')
+param delegatedStorageAccounts array = []
+
 // ---------------------------------------------------------------------------------------------
 // Names
 // ---------------------------------------------------------------------------------------------
@@ -271,6 +275,20 @@ module eventGrid 'modules/eventgrid.bicep' = if (deployEventGridTopic) {
   }
 }
 
+// Each account's roles are granted where it lives; its QUEUE_AZURE_ACCOUNTS entry is an output, so the
+// app settings are written after the roles.
+module delegatedAccounts 'modules/delegated-account.bicep' = [
+  for a in delegatedStorageAccounts: {
+    name: take('delegated-${a.name}-${token}', 64)
+    scope: resourceGroup(a.?resourceGroup ?? resourceGroup().name)
+    params: {
+      accountName: a.name
+      appPrincipalId: identity.outputs.principalId
+      appClientId: identity.outputs.clientId
+    }
+  }
+]
+
 // Depends on every module above through their outputs, so the identity's role assignments
 // (host blob data, Key Vault secrets, telemetry) exist before the app settings are written.
 module functionApp 'modules/functionapp.bicep' = {
@@ -308,6 +326,7 @@ module functionApp 'modules/functionapp.bicep' = {
     maxTaskDeadlineDays: maxTaskDeadlineDays
     pendingShards: pendingShards
     eventGridEndpoint: deployEventGridTopic ? eventGrid!.outputs.endpoint : ''
+    delegatedAccounts: [for (a, i) in delegatedStorageAccounts: { name: a.name, setting: delegatedAccounts[i].outputs.setting }]
   }
 }
 

@@ -41,3 +41,7 @@ param deadlineDelaySeconds = 60
 param reaperSchedule = '*/10 * * * * *'
 param reaperStaleSeconds = 300
 param maxTaskDeadlineDays = 5
+
+// Existing storage accounts whose tables and containers Auth hands out SAS for, reached through the
+// app identity (QUEUE_AZURE_ACCOUNTS), e.g. [{ name: 'sttasks01' }, { name: 'sttasks02', resourceGroup: 'tasks-rg' }].
+param delegatedStorageAccounts = []

@@ -12,8 +12,8 @@ export interface Config {
   storageConnection: string;
   /** Connection strings of further data accounts, in the order they were added (shared/storage/accounts.ts). */
   moreStorageConnections: string[];
-  /** Storage accounts Auth's azureTableSAS / azureContainerSAS delegate (name → account-key connection string). */
-  azureAccounts: Record<string, string>;
+  /** Storage accounts Auth's azureTableSAS / azureContainerSAS delegate, by the name clients give them (QUEUE_AZURE_ACCOUNTS). */
+  azureAccounts: Record<string, DelegatedAccountSetting>;
   /** Prefix for every table, queue and container name, so deployments and tests can share an account. */
   storagePrefix: string;
   /** Root URL clients use; Hawk signatures cover its host and port. */
@@ -211,23 +211,108 @@ export function checkAccountKey(connection: string, setting: string): string {
   );
 }
 
-/** Every setting the code reads, for the deployment cross-check. */
-/** QUEUE_AZURE_ACCOUNTS: a JSON object, account name → account-key connection string. */
-function azureAccountsOf(raw: string | undefined): Record<string, string> {
+/**
+ * One account of QUEUE_AZURE_ACCOUNTS: signed with its key (an account-key connection string), or
+ * reached through the app's managed identity (`{"identity": true, ...}`, no key in the settings).
+ */
+export type DelegatedAccountSetting = { kind: 'key'; connection: string } | IdentityAccountSetting;
+
+export interface IdentityAccountSetting {
+  kind: 'identity';
+  /** The storage account's own name: resourceId's last segment, else the name clients give it. */
+  accountName: string;
+  blobEndpoint: string;
+  tableEndpoint: string;
+  /** Client id of the user-assigned identity; unset: DefaultAzureCredential's own choice (a system-assigned identity). */
+  clientId?: string;
+  /** ARM id of the account: with it, table SAS are signed with the key read through ARM's listKeys (tables have no user delegation SAS in the SDK). */
+  resourceId?: string;
+  /** Azure Resource Manager's endpoint (a sovereign cloud's, or a test's). */
+  managementEndpoint: string;
+}
+
+const AZURE_ACCOUNTS_SHAPE =
+  'a JSON object of account name to an account-key connection string or {"identity": true, "clientId"?, "resourceId"?, "blobEndpoint"?, "tableEndpoint"?, "managementEndpoint"?}';
+/** Azure's storage account names. */
+const STORAGE_ACCOUNT_NAME = /^[a-z0-9]{3,24}$/;
+/** ARM's id of a storage account; the account name is the last segment. */
+const STORAGE_ACCOUNT_ID = /^\/subscriptions\/[^/]+\/resourceGroups\/[^/]+\/providers\/Microsoft\.Storage\/storageAccounts\/([^/]+)$/i;
+const IDENTITY_FIELDS = ['identity', 'clientId', 'resourceId', 'blobEndpoint', 'tableEndpoint', 'managementEndpoint'];
+/** Public Azure; another cloud's endpoints are given with the account. */
+const STORAGE_SUFFIX = 'core.windows.net';
+const MANAGEMENT_ENDPOINT = 'https://management.azure.com';
+
+/** An https URL without its trailing slashes: the identity's bearer tokens are refused over http (by Azure and the SDKs alike). */
+function httpsUrl(v: unknown, what: string): string {
+  let url: URL | undefined;
+  try {
+    url = typeof v === 'string' ? new URL(v) : undefined;
+  } catch {
+    // reported below
+  }
+  if (url?.protocol !== 'https:') throw new Error(`${what} must be an https URL, got ${JSON.stringify(v)}`);
+  return (v as string).replace(/\/+$/, '');
+}
+
+function identityAccount(name: string, v: Record<string, unknown>): IdentityAccountSetting {
+  const where = `setting QUEUE_AZURE_ACCOUNTS (${name})`;
+  const unknown = Object.keys(v).filter((k) => !IDENTITY_FIELDS.includes(k));
+  if (unknown.length) throw new Error(`${where}: unknown field ${unknown.join(', ')} (known: ${IDENTITY_FIELDS.join(', ')})`);
+  if (v.identity !== true) throw new Error(`${where}: an account reached through the app's identity says "identity": true`);
+  for (const f of ['clientId', 'resourceId'] as const) {
+    if (v[f] !== undefined && (typeof v[f] !== 'string' || v[f] === '')) throw new Error(`${where}: ${f} must be a non-empty string`);
+  }
+  const resourceId = v.resourceId as string | undefined;
+  const fromId = resourceId === undefined ? undefined : STORAGE_ACCOUNT_ID.exec(resourceId);
+  if (fromId === null) {
+    throw new Error(`${where}: resourceId must be /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.Storage/storageAccounts/<account>`);
+  }
+  const accountName = fromId?.[1] ?? name;
+  if (!STORAGE_ACCOUNT_NAME.test(accountName)) {
+    throw new Error(
+      `${where}: '${accountName}' is not a storage account name (3-24 lowercase letters and digits); name the account by it, or give its resourceId`,
+    );
+  }
+  const endpoint = (field: string, service: string) =>
+    v[field] === undefined ? `https://${accountName}.${service}.${STORAGE_SUFFIX}` : httpsUrl(v[field], `${where}: ${field}`);
+  return {
+    kind: 'identity',
+    accountName,
+    blobEndpoint: endpoint('blobEndpoint', 'blob'),
+    tableEndpoint: endpoint('tableEndpoint', 'table'),
+    clientId: v.clientId as string | undefined,
+    resourceId,
+    managementEndpoint: v.managementEndpoint === undefined ? MANAGEMENT_ENDPOINT : httpsUrl(v.managementEndpoint, `${where}: managementEndpoint`),
+  };
+}
+
+function keyConnection(name: string, connection: string): string {
+  if (!/(?:^|;)\s*AccountName=[^;]+/i.test(connection) || !/(?:^|;)\s*AccountKey=/i.test(connection)) {
+    throw new Error(`setting QUEUE_AZURE_ACCOUNTS (${name}): its connection string needs AccountName and AccountKey, or use {"identity": true}`);
+  }
+  return checkAccountKey(connection, `QUEUE_AZURE_ACCOUNTS (${name})`);
+}
+
+/** QUEUE_AZURE_ACCOUNTS: a JSON object, account name as clients give it → a connection string or the identity form. */
+function azureAccountsOf(raw: string | undefined): Record<string, DelegatedAccountSetting> {
   if (!raw?.trim()) return {};
   let v: unknown;
   try {
     v = JSON.parse(raw);
   } catch {
-    throw new Error('setting QUEUE_AZURE_ACCOUNTS must be a JSON object of account name to connection string');
+    throw new Error(`setting QUEUE_AZURE_ACCOUNTS must be ${AZURE_ACCOUNTS_SHAPE}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.values(v).some((c) => typeof c !== 'string'))
-    throw new Error('setting QUEUE_AZURE_ACCOUNTS must be a JSON object of account name to connection string');
-  const out: Record<string, string> = {};
-  for (const [name, c] of Object.entries(v as Record<string, string>)) out[name] = checkAccountKey(c, `QUEUE_AZURE_ACCOUNTS (${name})`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`setting QUEUE_AZURE_ACCOUNTS must be ${AZURE_ACCOUNTS_SHAPE}`);
+  const out: Record<string, DelegatedAccountSetting> = {};
+  for (const [name, c] of Object.entries(v)) {
+    if (typeof c === 'string') out[name] = { kind: 'key', connection: keyConnection(name, c) };
+    else if (typeof c === 'object' && c !== null && !Array.isArray(c)) out[name] = identityAccount(name, c as Record<string, unknown>);
+    else throw new Error(`setting QUEUE_AZURE_ACCOUNTS (${name}): must be a connection string or {"identity": true, ...}`);
+  }
   return out;
 }
 
+/** Every setting the code reads, for the deployment cross-check. */
 export const SETTING_NAMES = [
   'QUEUE_STORAGE_CONNECTION',
   'QUEUE_STORAGE_MORE_CONNECTIONS',

@@ -16,7 +16,7 @@ import type { AccountRoots } from './storage/accounts';
 import { ExpiryIndex } from './tasks/expiry';
 import { Pollers } from './work/poller';
 import { HintRepairSchedule } from './reaper/hints';
-import { DelegatedAccounts } from './storage/delegated-accounts';
+import { DelegatedAccounts, DelegatedAccountsOptions } from './storage/delegated-accounts';
 import type { LifecycleDeps } from './lifecycle/ports';
 import { Logger, jsonLogger } from './log';
 import { RECENT_TASKS_WRITE_MS, WorkerRegistry } from './ops/workers';
@@ -141,6 +141,8 @@ export interface ServiceOptions {
   sleep?: Sleep;
   /** The sandbox pool; the process's own by default (its children serve every instance of the process). */
   sandbox?: Sandbox;
+  /** How identity accounts of QUEUE_AZURE_ACCOUNTS are reached (tests: a fake credential and a local HTTPS Azurite). */
+  delegation?: Pick<DelegatedAccountsOptions, 'credential' | 'tlsOptions'>;
 }
 
 export async function buildServices(config: Config, opts: ServiceOptions & { checkTask: TaskCheck }): Promise<Services> {
@@ -220,7 +222,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     background,
     wake: (taskQueueId, hinted) => svc.pollers.wake(taskQueueId, hinted),
     hintRepair: new HintRepairSchedule(),
-    delegatedAccounts: new DelegatedAccounts(config.azureAccounts),
+    delegatedAccounts: new DelegatedAccounts(config.azureAccounts, { ...opts.delegation, now }),
     // Set below: the pollers claim through the services they are part of.
     pollers: undefined as unknown as Pollers,
     taskEvents: taskEventPort(events, { hasOpen: (id) => groups.hasOpen(id), log }),

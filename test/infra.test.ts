@@ -27,6 +27,7 @@ const KNOWN_ROLE_GUIDS: Record<string, string> = {
   'Storage Blob Data Contributor': 'ba92f5b4-2d11-453d-a403-e96b0029c9fe',
   'Storage Queue Data Contributor': '974c5e8b-45b9-4653-ba55-5f855dd0fb88',
   'Storage Table Data Contributor': '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3',
+  'Reader and Data Access': 'c12c1c16-33a1-487b-954d-41c89c60f349',
   'Key Vault Secrets User': '4633458b-17de-408a-b874-0445c86b69e6',
   'Key Vault Secrets Officer': 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7',
   'Monitoring Metrics Publisher': '3913510d-42f4-4e42-8a64-420c390055eb',
@@ -566,6 +567,7 @@ const DERIVED_SETTINGS: Record<string, RegExp> = {
   QUEUE_PUBLIC_QUEUE_ENDPOINT: /outputs\.queueEndpoint/,
   QUEUE_EVENTGRID_ENDPOINT: /^\[if\(parameters\('deployEventGridTopic'\), .*outputs\.endpoint\.value/,
   QUEUE_EVENTGRID_CLIENT_ID: /'identity'\).*outputs\.clientId\.value/,
+  QUEUE_AZURE_ACCOUNTS: /^\[if\(empty\(parameters\('delegatedAccounts'\)\), '', string\(toObject\(parameters\('delegatedAccounts'\)/,
 };
 
 /**
@@ -712,6 +714,67 @@ describe('infra: compiled template and the settings the code reads', () => {
       .filter(([name, v]) => JSON.stringify((v as { value: unknown }).value) !== JSON.stringify(declaredParams[name]?.defaultValue))
       .map(([name, v]) => `${name}: ${JSON.stringify((v as { value: unknown }).value)} vs ${JSON.stringify(declaredParams[name]?.defaultValue)}`);
     expect(differing).toEqual([]);
+  });
+});
+
+describe('infra: storage accounts Auth delegates (delegatedStorageAccounts)', () => {
+  /** What a user delegation SAS (blobs), listing and creating (token), and a table SAS (listKeys) need; Blob Data Contributor holds generateUserDelegationKey. */
+  const ROLES = ['storageBlobDataContributor', 'storageTableDataContributor', 'readerAndDataAccess'];
+  const deployment = () => resourceList(compiled()).find((r) => r.type === 'Microsoft.Resources/deployments' && r.copy?.name === 'delegatedAccounts');
+
+  test('none by default; each named account gets a deployment in its resource group (default: this one)', () => {
+    expect(compiled().parameters.delegatedStorageAccounts).toMatchObject({ type: 'array', defaultValue: [] });
+    const d = deployment();
+    expect(d.copy.count).toBe("[length(parameters('delegatedStorageAccounts'))]");
+    expect(d.resourceGroup).toBe("[coalesce(tryGet(parameters('delegatedStorageAccounts')[copyIndex()], 'resourceGroup'), resourceGroup().name)]");
+    expect(d.properties.parameters.accountName.value).toBe("[parameters('delegatedStorageAccounts')[copyIndex()].name]");
+    expect(d.properties.parameters.appPrincipalId.value).toMatch(/'identity'\).*\.outputs\.principalId\.value\]$/);
+  });
+
+  test('the app identity gets blob and table data roles and listKeys on the account, nothing more', () => {
+    const grants = resourceList(deployment().properties.template).filter((r) => r.type === 'Microsoft.Authorization/roleAssignments');
+    const role = (r: string) => `[subscriptionResourceId('Microsoft.Authorization/roleDefinitions', variables('builtInRoleIds').${r})]`;
+    expect(grants.map((g) => g.properties.roleDefinitionId).sort()).toEqual(ROLES.map(role).sort());
+    for (const g of grants) {
+      expect({ scope: g.scope, principalId: g.properties.principalId, principalType: g.properties.principalType }).toEqual({
+        scope: "[resourceId('Microsoft.Storage/storageAccounts', parameters('accountName'))]",
+        principalId: "[parameters('appPrincipalId')]",
+        principalType: 'ServicePrincipal',
+      });
+    }
+  });
+
+  test("each account's entry is the identity form shared/config.ts reads, and QUEUE_AZURE_ACCOUNTS is built from them after the roles", () => {
+    const setting = deployment().properties.template.outputs.setting.value;
+    expect(setting).toEqual({
+      identity: true,
+      clientId: "[parameters('appClientId')]",
+      resourceId: "[resourceId('Microsoft.Storage/storageAccounts', parameters('accountName'))]",
+      blobEndpoint: "[reference('account').primaryEndpoints.blob]",
+      tableEndpoint: "[reference('account').primaryEndpoints.table]",
+      managementEndpoint: '[environment().resourceManager]',
+    });
+    // As a deployment fills it in, the code takes it: an identity account with its resourceId.
+    const resourceId = '/subscriptions/00000000-0000-4000-8000-000000000000/resourceGroups/tasks/providers/Microsoft.Storage/storageAccounts/sttasks01';
+    const filled = {
+      ...setting,
+      clientId: '00000000-0000-4000-8000-00000000c11d',
+      resourceId,
+      blobEndpoint: 'https://sttasks01.blob.core.windows.net/',
+      tableEndpoint: 'https://sttasks01.table.core.windows.net/',
+      managementEndpoint: 'https://management.azure.com/',
+    };
+    const parsed = loadConfig({ ...MINIMAL_ENV, QUEUE_AZURE_ACCOUNTS: JSON.stringify({ sttasks01: filled }) }).azureAccounts;
+    expect(parsed).toEqual({
+      sttasks01: expect.objectContaining({ kind: 'identity', accountName: 'sttasks01', resourceId, blobEndpoint: 'https://sttasks01.blob.core.windows.net' }),
+    });
+    // The function app's entries are the accounts' names and those outputs; its deployment waits for theirs.
+    const app = moduleDeployment(compiled(), 'functionapp');
+    const [entries] = app.properties.parameters.delegatedAccounts.copy;
+    expect(entries.input).toMatch(
+      /^\[createObject\('name', parameters\('delegatedStorageAccounts'\)\[copyIndex\('value'\)\]\.name, 'setting', reference\(.*\)\.outputs\.setting\.value\)\]$/,
+    );
+    expect(app.dependsOn).toContain('delegatedAccounts');
   });
 });
 

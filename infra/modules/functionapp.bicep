@@ -124,6 +124,9 @@ param maxTaskDeadlineDays int
 @description('QUEUE_EVENTGRID_ENDPOINT: Event Grid topic for queue events; empty: none.')
 param eventGridEndpoint string = ''
 
+@description('QUEUE_AZURE_ACCOUNTS: [{name, setting}], each setting the identity form modules/delegated-account.bicep outputs; empty: none.')
+param delegatedAccounts array = []
+
 @description('QUEUE_PENDING_SHARDS')
 param pendingShards string = '1'
 
@@ -238,8 +241,8 @@ resource appSettings 'Microsoft.Web/sites/config@2024-04-01' = {
     QUEUE_EVENTGRID_KEY: ''
     QUEUE_EVENTGRID_CLIENT_ID: identityClientId
     QUEUE_PENDING_SHARDS: pendingShards
-    // Accounts Auth's azureTableSAS / azureContainerSAS delegate: none until the operator names them (a Key Vault reference, as they hold keys).
-    QUEUE_AZURE_ACCOUNTS: ''
+    // Accounts Auth's azureTableSAS / azureContainerSAS delegate, reached through the app identity (no keys); empty: none.
+    QUEUE_AZURE_ACCOUNTS: empty(delegatedAccounts) ? '' : string(toObject(delegatedAccounts, a => a.name, a => a.setting))
   }
 }
 

@@ -38,13 +38,24 @@ async function waitForPort(port: number, deadline: number): Promise<void> {
   throw new Error(`Azurite did not open port ${port} in time`);
 }
 
-export function connectionStringFor(ports: { blob: number; queue: number; table: number }): string {
+export function connectionStringFor(ports: { blob: number; queue: number; table: number }, protocol: 'http' | 'https' = 'http'): string {
   return (
-    `DefaultEndpointsProtocol=http;AccountName=${DEVSTORE_ACCOUNT};AccountKey=${DEVSTORE_KEY};` +
-    `BlobEndpoint=http://127.0.0.1:${ports.blob}/${DEVSTORE_ACCOUNT};` +
-    `QueueEndpoint=http://127.0.0.1:${ports.queue}/${DEVSTORE_ACCOUNT};` +
-    `TableEndpoint=http://127.0.0.1:${ports.table}/${DEVSTORE_ACCOUNT}`
+    `DefaultEndpointsProtocol=${protocol};AccountName=${DEVSTORE_ACCOUNT};AccountKey=${DEVSTORE_KEY};` +
+    `BlobEndpoint=${protocol}://127.0.0.1:${ports.blob}/${DEVSTORE_ACCOUNT};` +
+    `QueueEndpoint=${protocol}://127.0.0.1:${ports.queue}/${DEVSTORE_ACCOUNT};` +
+    `TableEndpoint=${protocol}://127.0.0.1:${ports.table}/${DEVSTORE_ACCOUNT}`
   );
+}
+
+export interface AzuriteOptions {
+  quiet?: boolean;
+  location?: string;
+  /**
+   * Serve HTTPS with this certificate and key (PEM files) and accept Entra ID bearer tokens, checking
+   * their claims but not their signature (Azurite's `--oauth basic`): the managed-identity path,
+   * whose user delegation keys Azurite hands out only so.
+   */
+  oauth?: { cert: string; key: string };
 }
 
 /**
@@ -53,7 +64,7 @@ export function connectionStringFor(ports: { blob: number; queue: number; table:
  * message: after thousands of queue calls a sweep stalls Azurite past the 10 s storage deadline.
  * On disk, messages share extent files.
  */
-export async function startAzurite(opts: { quiet?: boolean; location?: string } = {}): Promise<Azurite> {
+export async function startAzurite(opts: AzuriteOptions = {}): Promise<Azurite> {
   const ports = { blob: await freePort(), queue: await freePort(), table: await freePort() };
   const bin = path.join(path.dirname(require.resolve('azurite/package.json')), 'dist', 'src', 'azurite.js');
   const child: ChildProcess = spawn(
@@ -76,6 +87,7 @@ export async function startAzurite(opts: { quiet?: boolean; location?: string } 
       '127.0.0.1',
       '--tablePort',
       String(ports.table),
+      ...(opts.oauth ? ['--cert', opts.oauth.cert, '--key', opts.oauth.key, '--oauth', 'basic'] : []),
     ],
     { stdio: opts.quiet === false ? 'inherit' : 'ignore', detached: false },
   );
@@ -97,7 +109,7 @@ export async function startAzurite(opts: { quiet?: boolean; location?: string } 
     await stop();
     throw err;
   }
-  return { connectionString: connectionStringFor(ports), ports, pid: child.pid!, stop };
+  return { connectionString: connectionStringFor(ports, opts.oauth ? 'https' : 'http'), ports, pid: child.pid!, stop };
 }
 
 /**

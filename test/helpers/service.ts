@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import { join, relative } from 'node:path';
 import { FaultSettings, loadConfig } from '../../shared/config';
-import { Services, Tuning } from '../../shared/services';
+import { ServiceOptions, Services, Tuning } from '../../shared/services';
 import { startApp } from '../../shared/app';
 import { startHost, LocalHost } from '../../shared/local/host';
 import { freePort } from '../../shared/local/ports';
@@ -172,6 +172,7 @@ function testStorage(env: Record<string, string>): Record<string, string> {
 export interface TestServiceOptions {
   tuning?: Partial<Tuning>;
   sandbox?: Sandbox;
+  delegation?: ServiceOptions['delegation'];
 }
 
 export async function startTestService(env: Record<string, string> = {}, opts: TestServiceOptions = {}): Promise<TestService> {
@@ -204,6 +205,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
     tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning },
     ...(onMemory ? { now: clock.now } : {}),
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+    ...(opts.delegation ? { delegation: opts.delegation } : {}),
   });
   const services = app.svc;
   const host = await startHost({ app: { ...app, routes: app.routes.map(checkedOutput) }, port, quiet: true });

@@ -73,7 +73,7 @@ export const azureRoutes: RouteDef[] = [
     handler: async (req) => {
       const { account, name, level } = checked(req, 'table');
       await req.authorize({ account, table: name, level, levelIsReadOnly: level === 'read-only' });
-      const r = await req.services.delegatedAccounts.tableSas(account, name, level, req.services.now());
+      const r = await req.services.delegatedAccounts.tableSas(account, name, level);
       return ok({ sas: r.sas, expiry: r.expiry.toJSON() });
     },
   }),
@@ -105,7 +105,7 @@ export const azureRoutes: RouteDef[] = [
     handler: async (req) => {
       const { account, name, level } = checked(req, 'container');
       await req.authorize({ account, container: name, level, levelIsReadOnly: level === 'read-only' });
-      const r = await req.services.delegatedAccounts.containerSas(account, name, level, req.services.now());
+      const r = await req.services.delegatedAccounts.containerSas(account, name, level);
       return ok({ sas: r.sas, expiry: r.expiry.toJSON() });
     },
   }),
