@@ -496,6 +496,8 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-roles2-response': pageOf('roles', role),
   'list-role-ids-response': pageOf('roleIds', strings.items),
   'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
+  // Taskcluster's: getEntityHistory and listAuditHistory answer the same shape.
+  'get-entity-history-response': pageOf('auditHistory', obj({ clientId: str, actionType: str, created: dateTime, entityId: str, entityType: str })),
 
   'azure-account-list-response': obj({ accounts: strings }),
   'azure-table-list-response': obj({ tables: strings, continuationToken: str }, ['tables']),

@@ -7,7 +7,7 @@
 import { ApiError, inputError, notFound } from '../errors';
 import { decryptToken, encryptToken } from '../auth/clients';
 import { encodeKey, decodeKey } from '../storage/keys';
-import { readPage, type Storage } from '../storage/storage';
+import { guardedUpdate, readPage, type Storage } from '../storage/storage';
 import type { ExpiryIndex } from '../tasks/expiry';
 
 /**
@@ -35,14 +35,29 @@ export interface Secret {
 
 const table = (d: SecretsDeps) => d.storage.table('Secrets');
 
-/** Stores `value` under `name` (replacing any), found by the reaper a grace period after it expires. */
-export async function setSecret(d: SecretsDeps, name: string, value: Secret): Promise<void> {
+/**
+ * Stores `value` under `name` (replacing any), found by the reaper a grace period after it expires.
+ * Answers whether the secret was `created` or `updated` (the audit history records which).
+ */
+export async function setSecret(d: SecretsDeps, name: string, value: Secret): Promise<'created' | 'updated'> {
   const json = JSON.stringify(value.secret);
   if (Buffer.byteLength(json, 'utf8') > MAX_SECRET_BYTES) throw new ApiError('InputTooLarge', `a secret may be at most ${MAX_SECRET_BYTES} bytes of JSON`);
   const key = encodeKey(name);
   // The expiry row first: a secret row is always found when its time is up.
   await d.expiry.record(EXPIRY_KIND_SECRET, key, new Date(Date.parse(value.expires) + EXPIRED_SECRET_KEPT_MS).toJSON());
-  await table(d).upsert({ partitionKey: key, rowKey: ROW, encrypted: encryptToken(d.config.tokenEncryptionKey, json), expires: value.expires });
+  const row = { encrypted: encryptToken(d.config.tokenEncryptionKey, json), expires: value.expires };
+  let existed = false;
+  // An insert first (a new secret is one call); the guard tells a lost answer from another writer.
+  await guardedUpdate(
+    table(d),
+    { partitionKey: key, rowKey: ROW },
+    (current) => {
+      existed = current !== undefined;
+      return row;
+    },
+    { what: `secret ${name}`, current: 'absent' },
+  );
+  return existed ? 'updated' : 'created';
 }
 
 /** The secret; 404 without it, 410 once it expired. */

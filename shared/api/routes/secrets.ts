@@ -7,6 +7,7 @@ import { RouteDef, ok } from '../types';
 import { registerSchema } from '../schemas';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { heartbeatRoute } from './ops';
+import { audited } from '../audited';
 import { checkSecretName, getSecret, listSecrets, removeSecret, setSecret } from '../../secrets/secrets';
 
 registerSchema('secret', {
@@ -47,7 +48,7 @@ export const secretRoutes: RouteDef[] = [
     description: 'Set the secret associated with some key. If the secret already exists, it is updated instead.',
     handler: async (req) => {
       checkSecretName(req.params.name);
-      await setSecret(req.services, req.params.name, req.body);
+      await audited(req, 'secret', req.params.name, await setSecret(req.services, req.params.name, req.body));
       return ok({});
     },
   }),
@@ -62,6 +63,7 @@ export const secretRoutes: RouteDef[] = [
     description: 'Delete the secret associated with some key (404 if there is none).',
     handler: async (req) => {
       await removeSecret(req.services, req.params.name);
+      await audited(req, 'secret', req.params.name, 'deleted');
       return ok({});
     },
   }),
