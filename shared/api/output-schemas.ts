@@ -508,6 +508,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   // ---- secrets ----
   // `secret` is also the request's (shared/api/routes/secrets.ts), as in Taskcluster.
   'secret-list': obj({ secrets: strings, continuationToken: str }, ['secrets']),
+  'secret-expiry-list': pageOf('secrets', obj({ name: str, expires: dateTime, expired: bool })),
   'authenticate-hawk-response': {
     oneOf: [
       obj({ status: { enum: ['auth-success'] }, scopes: strings, scheme: { enum: ['hawk'] }, hash: str, clientId: str, expires: dateTime }, [

@@ -82,6 +82,25 @@ export async function listSecrets(d: SecretsDeps, limit: number, continuation?: 
   return { secrets: page.items.map((r) => decodeKey(r.partitionKey)), continuation: page.continuation };
 }
 
+/** A secret as operators list it: never its value. */
+export interface SecretExpiry {
+  name: string;
+  expires: string;
+  /** Read now, it would answer 410 (it waits for the reaper). */
+  expired: boolean;
+}
+
+/** One page of secret names with their expiry, in name order (the values are not read). */
+export async function listSecretExpiries(d: SecretsDeps, limit: number, continuation?: string): Promise<{ secrets: SecretExpiry[]; continuation?: string }> {
+  const page = await readPage(table(d), { rowKey: { ge: ROW, le: ROW }, select: ['PartitionKey', 'expires'] }, limit, continuation);
+  const now = d.now().getTime();
+  const secrets = page.items.map((r) => {
+    const expires = new Date(r.expires as string);
+    return { name: decodeKey(r.partitionKey), expires: expires.toJSON(), expired: expires.getTime() <= now };
+  });
+  return { secrets, continuation: page.continuation };
+}
+
 /** The reaper: removes a secret whose grace period is over (a later `set` moved its expiry on: kept). */
 export async function expireSecret(d: SecretsDeps, key: string): Promise<void> {
   const row = await table(d).get(key, ROW);
