@@ -165,16 +165,22 @@ const artifactContent = {
   ],
 };
 
+/**
+ * The task queue of a worker-type or worker route (`<provisionerId>/<workerType>`): those routes take
+ * any `[a-zA-Z0-9-_]{1,38}` worker type, as Taskcluster's do, so the id a declared queue or worker
+ * gets is not always the task queue pattern createTask holds tasks to.
+ */
+const declaredTaskQueueId = str;
+
 const queueInfo = {
-  taskQueueId,
+  taskQueueId: declaredTaskQueueId,
   description: str,
   stability: { type: 'string', enum: ['experimental', 'stable', 'deprecated'] },
   expires: dateTime,
   lastDateActive: dateTime,
 };
 const taskQueue = obj(queueInfo);
-/** A worker type's route takes any `[a-zA-Z0-9-_]{1,38}` name, so its taskQueueId is not always the task queue pattern. */
-const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo, taskQueueId: str });
+const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo });
 const provisioner = obj({
   provisionerId: str,
   stability: queueInfo.stability,
@@ -188,7 +194,7 @@ const worker = obj(
   {
     provisionerId: str,
     workerType: str,
-    taskQueueId,
+    taskQueueId: declaredTaskQueueId,
     workerGroup: str,
     workerId: str,
     recentTasks: { type: 'array', items: taskRun },
@@ -346,7 +352,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   ),
   'list-concurrency-keys-response': pageOf('concurrencyKeys', obj({ concurrencyKey: str, holder: obj({ taskId: slugid, runId: int, since: dateTime }) })),
   'worker-gone-response': obj({
-    taskQueueId,
+    taskQueueId: declaredTaskQueueId,
     workerGroup: str,
     workerId: str,
     resolved: { type: 'array', items: obj({ taskId: slugid, runId: int }) },
