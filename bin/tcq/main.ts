@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { COMMANDS, Command, Flags, Output, call } from './commands';
 import { OFFLINE, VERBS } from './verbs';
+import { SECRET_COMMANDS } from './secrets';
 import { TAIL_USAGE, tail } from './tail';
 import { explain } from './errors';
 import { closest } from './names';
@@ -50,7 +51,7 @@ const OPTIONS = {
 } as const;
 
 /** Every command that calls a service, and those that call none. */
-const ALL: Command[] = [...COMMANDS, ...VERBS];
+const ALL: Command[] = [...COMMANDS, ...SECRET_COMMANDS, ...VERBS];
 
 /** The command `positionals` name, its longest match (`slugid decode` before `slugid`), and the rest. */
 function match<C extends { words: string[] }>(cmds: C[], positionals: string[]): [C, string[]] | undefined {
@@ -64,7 +65,7 @@ export function usage(): string {
   const rows = [
     [
       'call <service> [<method> [args...]]',
-      'any method of queue, auth, object, index or hooks; prints its JSON answer (--payload, --query k=v); without a method, lists them',
+      'any method of queue, auth, object, index, hooks or secrets; prints its JSON answer (--payload, --query k=v); without a method, lists them',
     ],
     ['api <service> [<method> [args...]]', 'the same as call (taskcluster api)'],
     ...[...ALL, ...OFFLINE].map((c) => [usageOf(c), c.summary]),

@@ -28,7 +28,7 @@ export interface Reference {
   [k: string]: unknown;
 }
 
-/** The references by service name (queue, auth, object, index, hooks). */
+/** The references by service name (queue, auth, object, index, hooks, secrets). */
 export function references(): Map<string, Reference> {
   const out = new Map<string, Reference>();
   for (const spec of REFERENCES) {

@@ -165,16 +165,22 @@ const artifactContent = {
   ],
 };
 
+/**
+ * The task queue of a worker-type or worker route (`<provisionerId>/<workerType>`): those routes take
+ * any `[a-zA-Z0-9-_]{1,38}` worker type, as Taskcluster's do, so the id a declared queue or worker
+ * gets is not always the task queue pattern createTask holds tasks to.
+ */
+const declaredTaskQueueId = str;
+
 const queueInfo = {
-  taskQueueId,
+  taskQueueId: declaredTaskQueueId,
   description: str,
   stability: { type: 'string', enum: ['experimental', 'stable', 'deprecated'] },
   expires: dateTime,
   lastDateActive: dateTime,
 };
 const taskQueue = obj(queueInfo);
-/** A worker type's route takes any `[a-zA-Z0-9-_]{1,38}` name, so its taskQueueId is not always the task queue pattern. */
-const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo, taskQueueId: str });
+const workerType = obj({ workerType: str, provisionerId: str, ...queueInfo });
 const provisioner = obj({
   provisionerId: str,
   stability: queueInfo.stability,
@@ -188,7 +194,7 @@ const worker = obj(
   {
     provisionerId: str,
     workerType: str,
-    taskQueueId,
+    taskQueueId: declaredTaskQueueId,
     workerGroup: str,
     workerId: str,
     recentTasks: { type: 'array', items: taskRun },
@@ -346,7 +352,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   ),
   'list-concurrency-keys-response': pageOf('concurrencyKeys', obj({ concurrencyKey: str, holder: obj({ taskId: slugid, runId: int, since: dateTime }) })),
   'worker-gone-response': obj({
-    taskQueueId,
+    taskQueueId: declaredTaskQueueId,
     workerGroup: str,
     workerId: str,
     resolved: { type: 'array', items: obj({ taskId: slugid, runId: int }) },
@@ -496,6 +502,8 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   'list-roles2-response': pageOf('roles', role),
   'list-role-ids-response': pageOf('roleIds', strings.items),
   'test-authenticate-response': obj({ clientId: str, scopes: strings }, ['scopes']),
+  // Taskcluster's: getEntityHistory and listAuditHistory answer the same shape.
+  'get-entity-history-response': pageOf('auditHistory', obj({ clientId: str, actionType: str, created: dateTime, entityId: str, entityType: str })),
 
   'azure-account-list-response': obj({ accounts: strings }),
   'azure-table-list-response': obj({ tables: strings, continuationToken: str }, ['tables']),
@@ -506,6 +514,7 @@ export const OUTPUT_SCHEMAS: Record<string, object> = {
   // ---- secrets ----
   // `secret` is also the request's (shared/api/routes/secrets.ts), as in Taskcluster.
   'secret-list': obj({ secrets: strings, continuationToken: str }, ['secrets']),
+  'secret-expiry-list': pageOf('secrets', obj({ name: str, expires: dateTime, expired: bool })),
   'authenticate-hawk-response': {
     oneOf: [
       obj({ status: { enum: ['auth-success'] }, scopes: strings, scheme: { enum: ['hawk'] }, hash: str, clientId: str, expires: dateTime }, [

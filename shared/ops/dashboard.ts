@@ -18,6 +18,7 @@ const CONTENT_TYPES: Record<string, string> = {
   'dashboard.css': 'text/css; charset=utf-8',
   'dashboard.js': 'text/javascript; charset=utf-8',
   'index-hooks.js': 'text/javascript; charset=utf-8',
+  'secrets.js': 'text/javascript; charset=utf-8',
   'charts.js': 'text/javascript; charset=utf-8',
   'group.js': 'text/javascript; charset=utf-8',
   'log.js': 'text/javascript; charset=utf-8',

@@ -17,6 +17,7 @@ import { EXPIRY_KIND as SUBSCRIPTION_EXPIRY } from '../events/subscriptions';
 import { EXPIRY_KIND_NAMESPACE, EXPIRY_KIND_TASK, expireIndexedTask, expireNamespaces } from '../index/index';
 import { EXPIRY_KIND_FIRE } from '../hooks/hooks';
 import { EXPIRY_KIND_SECRET, expireSecret } from '../secrets/secrets';
+import { EXPIRY_KIND_AUDIT, expireAudit } from '../audit/history';
 import { HookStore, definitionDigest } from '../hooks/store';
 import { mapLimit } from '../limit';
 
@@ -107,5 +108,6 @@ export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise
   [EXPIRY_KIND_TASK]: expireIndexedTask,
   [EXPIRY_KIND_NAMESPACE]: expireNamespaces,
   [EXPIRY_KIND_SECRET]: (svc, row) => expireSecret(svc, row.id),
+  [EXPIRY_KIND_AUDIT]: (svc, row) => expireAudit(svc, row.data),
   [EXPIRY_KIND_FIRE]: (svc, row) => new HookStore(svc.storage).removeFire(row.data.partitionKey as string, row.data.rowKey as string),
 };

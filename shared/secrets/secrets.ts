@@ -7,7 +7,7 @@
 import { ApiError, inputError, notFound } from '../errors';
 import { decryptToken, encryptToken } from '../auth/clients';
 import { encodeKey, decodeKey } from '../storage/keys';
-import { readPage, type Storage } from '../storage/storage';
+import { guardedUpdate, readPage, type Storage } from '../storage/storage';
 import type { ExpiryIndex } from '../tasks/expiry';
 
 /**
@@ -35,14 +35,29 @@ export interface Secret {
 
 const table = (d: SecretsDeps) => d.storage.table('Secrets');
 
-/** Stores `value` under `name` (replacing any), found by the reaper a grace period after it expires. */
-export async function setSecret(d: SecretsDeps, name: string, value: Secret): Promise<void> {
+/**
+ * Stores `value` under `name` (replacing any), found by the reaper a grace period after it expires.
+ * Answers whether the secret was `created` or `updated` (the audit history records which).
+ */
+export async function setSecret(d: SecretsDeps, name: string, value: Secret): Promise<'created' | 'updated'> {
   const json = JSON.stringify(value.secret);
   if (Buffer.byteLength(json, 'utf8') > MAX_SECRET_BYTES) throw new ApiError('InputTooLarge', `a secret may be at most ${MAX_SECRET_BYTES} bytes of JSON`);
   const key = encodeKey(name);
   // The expiry row first: a secret row is always found when its time is up.
   await d.expiry.record(EXPIRY_KIND_SECRET, key, new Date(Date.parse(value.expires) + EXPIRED_SECRET_KEPT_MS).toJSON());
-  await table(d).upsert({ partitionKey: key, rowKey: ROW, encrypted: encryptToken(d.config.tokenEncryptionKey, json), expires: value.expires });
+  const row = { encrypted: encryptToken(d.config.tokenEncryptionKey, json), expires: value.expires };
+  let existed = false;
+  // An insert first (a new secret is one call); the guard tells a lost answer from another writer.
+  await guardedUpdate(
+    table(d),
+    { partitionKey: key, rowKey: ROW },
+    (current) => {
+      existed = current !== undefined;
+      return row;
+    },
+    { what: `secret ${name}`, current: 'absent' },
+  );
+  return existed ? 'updated' : 'created';
 }
 
 /** The secret; 404 without it, 410 once it expired. */
@@ -65,6 +80,25 @@ export async function removeSecret(d: SecretsDeps, name: string): Promise<void> 
 export async function listSecrets(d: SecretsDeps, limit: number, continuation?: string): Promise<{ secrets: string[]; continuation?: string }> {
   const page = await readPage(table(d), { rowKey: { ge: ROW, le: ROW }, select: ['PartitionKey'] }, limit, continuation);
   return { secrets: page.items.map((r) => decodeKey(r.partitionKey)), continuation: page.continuation };
+}
+
+/** A secret as operators list it: never its value. */
+export interface SecretExpiry {
+  name: string;
+  expires: string;
+  /** Read now, it would answer 410 (it waits for the reaper). */
+  expired: boolean;
+}
+
+/** One page of secret names with their expiry, in name order (the values are not read). */
+export async function listSecretExpiries(d: SecretsDeps, limit: number, continuation?: string): Promise<{ secrets: SecretExpiry[]; continuation?: string }> {
+  const page = await readPage(table(d), { rowKey: { ge: ROW, le: ROW }, select: ['PartitionKey', 'expires'] }, limit, continuation);
+  const now = d.now().getTime();
+  const secrets = page.items.map((r) => {
+    const expires = new Date(r.expires as string);
+    return { name: decodeKey(r.partitionKey), expires: expires.toJSON(), expired: expires.getTime() <= now };
+  });
+  return { secrets, continuation: page.continuation };
 }
 
 /** The reaper: removes a secret whose grace period is over (a later `set` moved its expiry on: kept). */

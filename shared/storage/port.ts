@@ -348,6 +348,8 @@ export const TABLES = [
   'Accounts',
   // The Secrets service's values, encrypted (shared/secrets/secrets.ts).
   'Secrets',
+  // Who changed clients, roles and secrets, append-only (shared/audit/history.ts).
+  'AuditHistory',
 ] as const;
 /** Event subscriptions (shared/events/subscriptions.ts). */
 export const EVENT_TABLES = ['Subscriptions'] as const;

@@ -2,7 +2,7 @@
  * The Secrets service through taskcluster-client's `Secrets` class, with Taskcluster's scopes:
  * set (twice: an update), get, remove, list (paged), 404 for a missing secret, 410 once expired,
  * 403 without the scope whether or not the secret exists; values are never echoed in errors and
- * are stored encrypted.
+ * are stored encrypted; this deployment's listSecretsWithExpiry lists names with their expiry.
  */
 import { startTestService, TestService, slugid, expectError } from '../helpers/service';
 import { passTime } from '../helpers/work';
@@ -66,6 +66,37 @@ test('list pages through every name (secrets:list-secrets)', async () => {
   } while (token);
   expect(seen.filter((n) => n.startsWith(prefix))).toEqual(names);
   await expectError((await secretsWith([])).list(), 403, 'InsufficientScopes');
+});
+
+test('listSecretsWithExpiry (this deployment’s own): names, expiry and expired, never a value, paged to the end', async () => {
+  const ref = await (await fetch(`${svc.rootUrl}/api/references/secrets/v1/api.json`)).json();
+  const Own = svc.tc.createClient({ ...ref, entries: ref.entries.filter((e: any) => e.name === 'listSecretsWithExpiry') }, 'secrets');
+  const write = await secretsWith(['secrets:set:expiry:*']);
+  const prefix = `expiry:${slugid()}`;
+  const later = fromNow(DAY);
+  await write.set(`${prefix}/live`, { secret: { token: 'hunter2' }, expires: later });
+  await write.set(`${prefix}/old`, { secret: { token: 'hunter3' }, expires: fromNow(-3600_000) });
+  const clientId = `secrets/${slugid()}`;
+  const c = await svc.auth().createClient(clientId, { expires: fromNow(DAY), description: 'lister', scopes: ['secrets:list-secrets'] });
+  const lister = new Own({ rootUrl: svc.rootUrl, credentials: { clientId, accessToken: c.accessToken }, retries: 0 });
+  const seen: any[] = [];
+  let token: string | undefined;
+  do {
+    const page = await lister.listSecretsWithExpiry({ limit: 1, ...(token ? { continuationToken: token } : {}) });
+    expect(JSON.stringify(page)).not.toMatch(/hunter/);
+    seen.push(...page.secrets);
+    token = page.continuationToken;
+  } while (token);
+  expect(seen.filter((s) => s.name.startsWith(prefix))).toEqual([
+    { name: `${prefix}/live`, expires: later, expired: false },
+    { name: `${prefix}/old`, expires: expect.any(String), expired: true },
+  ]);
+  const nobody = await svc.auth().createClient(`secrets/${slugid()}`, { expires: fromNow(DAY), description: 'none', scopes: [] });
+  await expectError(
+    new Own({ rootUrl: svc.rootUrl, credentials: { clientId: nobody.clientId, accessToken: nobody.accessToken }, retries: 0 }).listSecretsWithExpiry(),
+    403,
+    'InsufficientScopes',
+  );
 });
 
 test('an expired secret reads as 410; the reaper removes it a grace period later', async () => {

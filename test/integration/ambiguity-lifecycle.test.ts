@@ -143,6 +143,8 @@ test('createRole', async () => {
     const r = await ambiguous(() => svc.auth().createRole(roleId, { description: 'one', scopes: ['queue:ping'] }));
     expect(r.error).toBeUndefined();
     expect((await svc.auth().role(roleId)).scopes).toEqual(['queue:ping']);
+    // Recorded once in the audit history, whichever write met its own success.
+    expect((await svc.auth().getEntityHistory('role', roleId)).auditHistory.map((e: any) => e.actionType)).toEqual(['created']);
   });
   expect(ops.length).toBeGreaterThan(0);
 });
@@ -159,6 +161,7 @@ test('createClient: the caller gets the new client and its token', async () => {
     const q = svc.queue({ clientId, accessToken: r.value.accessToken });
     expect(await q.ping()).toBeDefined();
     expect((await svc.auth().client(clientId)).scopes).toEqual(['queue:ping']);
+    expect((await svc.auth().getEntityHistory('client', clientId)).auditHistory.map((e: any) => e.actionType)).toEqual(['created']);
   });
   expect(ops).toEqual(expect.arrayContaining(['Clients.insert']));
 });

@@ -24,6 +24,7 @@ test('the chart library is served from its package, and the build copies the sam
   expect(dashboardFile('uPlot.iife.min.js')?.body.toString()).toContain('uPlot');
   expect(dashboardFile('croner.umd.js')?.body.toString()).toMatch(/^var Cron=/);
   for (const name of [
+    'secrets.js',
     'charts.js',
     'group.js',
     'log.js',

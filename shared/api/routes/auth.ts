@@ -1,6 +1,6 @@
 /**
  * The subset of the Taskcluster Auth API that taskcluster-client's `Auth` class calls to manage
- * clients and roles.
+ * clients and roles, and the audit history of who changed them (and secrets).
  */
 import { ApiRequest, RouteDef, ok } from '../types';
 import { TEST_GET_SCOPES, testAuthenticator } from '../../auth/test-clients';
@@ -11,13 +11,29 @@ import { satisfies, normalize, endsWithDoubleStar } from '../../auth/scopes';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { AuthExchange, authChangedEvent } from '../../events/exchanges';
 import * as slugid from 'slugid';
+import { audited } from '../audited';
+import { AuditPage, callerHistory, entityHistory } from '../../audit/history';
 
-/** A client write, announced on auth's exchange (Taskcluster publishes on every call, repeats included). */
-const clientChanged = <T>(req: ApiRequest, change: AuthExchange, write: () => Promise<T>) =>
-  req.services.events.announced(authChangedEvent(change, { clientId: req.params.clientId }, slugid.nice()), write);
+/**
+ * A client write, announced on auth's exchange and then recorded in the audit history as `action`
+ * (Taskcluster does both on every call, repeats included).
+ */
+async function clientChanged<T>(req: ApiRequest, change: AuthExchange, action: string, write: () => Promise<T>): Promise<T> {
+  const out = await req.services.events.announced(authChangedEvent(change, { clientId: req.params.clientId }, slugid.nice()), write);
+  await audited(req, 'client', req.params.clientId, action);
+  return out;
+}
 /** A role write, likewise. */
-const roleChanged = <T>(req: ApiRequest, change: AuthExchange, write: () => Promise<T>) =>
-  req.services.events.announced(authChangedEvent(change, { roleId: req.params.roleId }, slugid.nice()), write);
+async function roleChanged<T>(req: ApiRequest, change: AuthExchange, action: string, write: () => Promise<T>): Promise<T> {
+  const out = await req.services.events.announced(authChangedEvent(change, { roleId: req.params.roleId }, slugid.nice()), write);
+  await audited(req, 'role', req.params.roleId, action);
+  return out;
+}
+
+/** A page of audit entries as Taskcluster answers it. */
+function auditPage(p: AuditPage) {
+  return ok({ auditHistory: p.entries, ...(p.continuation ? { continuationToken: encodeToken(p.continuation) } : {}) });
+}
 
 function clientJson(c: Client, expandedScopes: string[], withToken = false) {
   return {
@@ -112,7 +128,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/reset',
     scopes: 'auth:reset-access-token:<clientId>',
     handler: async (req) => {
-      const c = await clientChanged(req, 'client-updated', () =>
+      const c = await clientChanged(req, 'client-updated', 'reset', () =>
         req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, accessToken: generateAccessToken(), lastRotated: new Date() })),
       );
       return ok(clientJson(c, await expandedOf(req, c), true));
@@ -128,7 +144,9 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/enable',
     scopes: 'auth:enable-client:<clientId>',
     handler: async (req) => {
-      const c = await clientChanged(req, 'client-updated', () => req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: false })));
+      const c = await clientChanged(req, 'client-updated', 'enabled', () =>
+        req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: false })),
+      );
       return ok(clientJson(c, await expandedOf(req, c)));
     },
   }),
@@ -142,7 +160,9 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/disable',
     scopes: 'auth:disable-client:<clientId>',
     handler: async (req) => {
-      const c = await clientChanged(req, 'client-updated', () => req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: true })));
+      const c = await clientChanged(req, 'client-updated', 'disabled', () =>
+        req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: true })),
+      );
       return ok(clientJson(c, await expandedOf(req, c)));
     },
   }),
@@ -177,7 +197,7 @@ export const authRoutes: RouteDef[] = [
       await req.authorize({ clientId: req.params.clientId, scopes });
       if (new Date(req.body.expires) <= req.services.now())
         throw inputError(`expires (${req.body.expires}) is in the past; a client must expire in the future`);
-      const c = await clientChanged(req, 'client-created', () =>
+      const c = await clientChanged(req, 'client-created', 'created', () =>
         req.services.clients.createClient({
           clientId: req.params.clientId,
           description: req.body.description,
@@ -209,7 +229,7 @@ export const authRoutes: RouteDef[] = [
       const held = await req.services.clients.expand(existing.scopes);
       const scopesAdded = (scopes ?? []).filter((s) => !satisfies(held, s));
       await req.authorize({ clientId: req.params.clientId, scopesAdded });
-      const c = await clientChanged(req, 'client-updated', () =>
+      const c = await clientChanged(req, 'client-updated', 'updated', () =>
         req.services.clients.modifyClient(req.params.clientId, (c) => ({
           ...c,
           description: req.body.description,
@@ -231,7 +251,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>',
     scopes: 'auth:delete-client:<clientId>',
     handler: async (req) => {
-      await clientChanged(req, 'client-deleted', () => req.services.clients.deleteClient(req.params.clientId));
+      await clientChanged(req, 'client-deleted', 'deleted', () => req.services.clients.deleteClient(req.params.clientId));
       return { status: 200, body: {} };
     },
   }),
@@ -304,7 +324,7 @@ export const authRoutes: RouteDef[] = [
     handler: async (req) => {
       refuseDoubleStar(req.body.scopes);
       await req.authorize({ roleId: req.params.roleId, scopes: req.body.scopes });
-      const r = await roleChanged(req, 'role-created', () =>
+      const r = await roleChanged(req, 'role-created', 'created', () =>
         req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'create'),
       );
       return ok(await roleJson(req, r));
@@ -327,7 +347,7 @@ export const authRoutes: RouteDef[] = [
       const held = await req.services.clients.expand([`assume:${req.params.roleId}`]);
       const scopesAdded = (req.body.scopes as string[]).filter((s) => !satisfies(held, s));
       await req.authorize({ roleId: req.params.roleId, scopesAdded });
-      const r = await roleChanged(req, 'role-updated', () =>
+      const r = await roleChanged(req, 'role-updated', 'updated', () =>
         req.services.clients.putRole(req.params.roleId, req.body.description, normalize([...req.body.scopes]), 'update'),
       );
       return ok(await roleJson(req, r));
@@ -343,9 +363,49 @@ export const authRoutes: RouteDef[] = [
     route: '/roles/<roleId>',
     scopes: 'auth:delete-role:<roleId>',
     handler: async (req) => {
-      await roleChanged(req, 'role-deleted', () => req.services.clients.deleteRole(req.params.roleId));
+      await roleChanged(req, 'role-deleted', 'deleted', () => req.services.clients.deleteRole(req.params.roleId));
       return { status: 200, body: {} };
     },
+  }),
+  auth({
+    name: 'getEntityHistory',
+    title: 'Get Entity History',
+    description:
+      'Who changed a client, role or secret (`entityType` `client`, `role` or `secret`) and how, newest first, a page at a time ' +
+      '(`limit`, `continuationToken`; keep calling until no `continuationToken` comes back). Entries are kept 30 days.',
+    stability: 'stable',
+    category: 'Audit',
+    output: 'get-entity-history-response',
+    method: 'GET',
+    route: '/audit/<entityType>/<entityId>',
+    query: ['continuationToken', 'limit'],
+    scopes: 'auth:audit-history:<entityType>',
+    handler: async (req) =>
+      auditPage(
+        await entityHistory(
+          req.services,
+          req.params.entityType,
+          req.params.entityId,
+          pageLimit(req.query.limit),
+          decodeToken(req.query.continuationToken, isString),
+        ),
+      ),
+  }),
+  auth({
+    name: 'listAuditHistory',
+    title: 'List Audit History',
+    description:
+      'What a client changed (clients, roles and secrets), newest first, a page at a time (`limit`, `continuationToken`; keep ' +
+      'calling until no `continuationToken` comes back). Entries are kept 30 days.',
+    stability: 'stable',
+    category: 'Audit',
+    output: 'get-entity-history-response',
+    method: 'GET',
+    route: '/clients/<clientId>/audit',
+    query: ['continuationToken', 'limit'],
+    scopes: 'auth:client-audit-history:<clientId>',
+    handler: async (req) =>
+      auditPage(await callerHistory(req.services, req.params.clientId, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString))),
   }),
   auth({
     name: 'expandScopes',

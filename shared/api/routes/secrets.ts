@@ -1,13 +1,15 @@
 /**
  * The Secrets service (/api/secrets/v1), as Taskcluster's: small JSON values by name with an expiry,
  * readable with `secrets:get:<name>`, written and removed with `secrets:set:<name>`, listed by name
- * with `secrets:list-secrets`. Values are encrypted at rest (shared/secrets/secrets.ts).
+ * (and, this deployment's own method, with their expiry) with `secrets:list-secrets`. Values are
+ * encrypted at rest (shared/secrets/secrets.ts); every change is in the audit history.
  */
 import { RouteDef, ok } from '../types';
 import { registerSchema } from '../schemas';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
 import { heartbeatRoute } from './ops';
-import { checkSecretName, getSecret, listSecrets, removeSecret, setSecret } from '../../secrets/secrets';
+import { audited } from '../audited';
+import { checkSecretName, getSecret, listSecretExpiries, listSecrets, removeSecret, setSecret } from '../../secrets/secrets';
 
 registerSchema('secret', {
   type: 'object',
@@ -47,7 +49,7 @@ export const secretRoutes: RouteDef[] = [
     description: 'Set the secret associated with some key. If the secret already exists, it is updated instead.',
     handler: async (req) => {
       checkSecretName(req.params.name);
-      await setSecret(req.services, req.params.name, req.body);
+      await audited(req, 'secret', req.params.name, await setSecret(req.services, req.params.name, req.body));
       return ok({});
     },
   }),
@@ -62,6 +64,7 @@ export const secretRoutes: RouteDef[] = [
     description: 'Delete the secret associated with some key (404 if there is none).',
     handler: async (req) => {
       await removeSecret(req.services, req.params.name);
+      await audited(req, 'secret', req.params.name, 'deleted');
       return ok({});
     },
   }),
@@ -90,6 +93,23 @@ export const secretRoutes: RouteDef[] = [
     description: 'The names of the secrets, a page at a time (`limit`, `continuationToken`); keep calling until no `continuationToken` comes back.',
     handler: async (req) => {
       const page = await listSecrets(req.services, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
+      return ok({ secrets: page.secrets, ...(page.continuation ? { continuationToken: encodeToken(page.continuation) } : {}) });
+    },
+  }),
+  secrets({
+    name: 'listSecretsWithExpiry',
+    title: 'List Secrets with their Expiry',
+    stability: 'experimental',
+    output: 'secret-expiry-list',
+    method: 'GET',
+    route: '/secrets-with-expiry',
+    query: ['limit', 'continuationToken'],
+    scopes: 'secrets:list-secrets',
+    description:
+      'As `list`, each name with its `expires` and whether it has `expired` (reading it would answer 410 until the reaper removes it); ' +
+      "never a value. This deployment's own method, for the dashboard and `tcq secret list`.",
+    handler: async (req) => {
+      const page = await listSecretExpiries(req.services, pageLimit(req.query.limit), decodeToken(req.query.continuationToken, isString));
       return ok({ secrets: page.secrets, ...(page.continuation ? { continuationToken: encodeToken(page.continuation) } : {}) });
     },
   }),

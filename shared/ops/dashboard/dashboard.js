@@ -2,7 +2,7 @@
  * The operator dashboard's script (see shared/ops/dashboard.ts). Plain browser JavaScript, no build
  * step: it signs API requests with Hawk through WebCrypto and builds all DOM with textContent.
  */
-/* global indexView, hooksView, chartsSection, groupView, logView, LOG_VIEW, taskActions, hookView, hookNewView */
+/* global indexView, hooksView, secretsView, chartsSection, groupView, logView, LOG_VIEW, taskActions, hookView, hookNewView */
 /* exported stateCell, signedUrl, duration */
 'use strict';
 /** The queue's public root URL (what Hawk signatures name), from /api/dashboard/config.json. */
@@ -671,11 +671,13 @@ async function showSignIn() {
   }
 }
 
-/** Whether the operator is typing in the page or the view refreshes itself: auto-refresh waits. */
+/** Whether the operator is typing in the page, reads past a listing's first page, or the view refreshes itself: auto-refresh waits. */
 function busy() {
   var a = document.activeElement;
   if (a && document.getElementById('main').contains(a) && (a.tagName === 'INPUT' || a.tagName === 'TEXTAREA')) return true;
   if (document.querySelector('main form[data-keep]:not([hidden])')) return true;
+  // A listing read past its first page: a refresh would fold it back to that page.
+  if (document.querySelector('main [data-expanded]')) return true;
   return location.hash.indexOf('#' + LOG_VIEW + '=') === 0;
 }
 
@@ -719,6 +721,8 @@ async function render() {
     else if (hash.indexOf('hook=') === 0)
       nodes = await hookView(hash.slice(5)); // hook-edit.js
     else if (hash.indexOf('hook-new') === 0) nodes = await hookNewView(hash.slice(9));
+    else if (hash === 'secrets')
+      nodes = await secretsView(); // secrets.js
     else nodes = await overview();
     if (!creds())
       nodes.unshift(

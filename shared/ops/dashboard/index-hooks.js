@@ -7,7 +7,7 @@
  *                        each hook links to its own page (hook-edit.js)
  */
 /* global api, el, grid, section, attempt, taskLink, timeCell, ago, enc, qs, actionNotes */
-/* exported indexView, hooksView */
+/* exported indexView, hooksView, paged */
 'use strict';
 var INDEX_API = '/api/index/v1';
 var HOOKS_API = '/api/hooks/v1';
@@ -20,9 +20,16 @@ function indexLink(ns, label) {
   return el('a', { href: '#index=' + enc(ns), text: label || ns || '(root)' });
 }
 
+/** The page at `token`, or the first one after it with rows: an empty page with a token is not the end. */
+async function withRows(load, token) {
+  var page = await load(token);
+  while (!page.rows.length && page.token) page = await load(page.token);
+  return page;
+}
+
 /** A paged listing: `load(token)` answers { rows, token }; a button fetches the next page in place. */
 async function paged(columns, empty, load) {
-  var first = await load(undefined);
+  var first = await withRows(load, undefined);
   var table = grid(columns, first.rows, empty);
   var wrap = el('div', null, table);
   var token = first.token;
@@ -32,7 +39,8 @@ async function paged(columns, empty, load) {
       class: 'more',
       text: 'more…',
       onclick: async function () {
-        var next = await load(token);
+        var next = await withRows(load, token);
+        wrap.setAttribute('data-expanded', 'true');
         next.rows.forEach(function (r) {
           table.querySelector('tbody').appendChild(r);
         });
