@@ -30,6 +30,22 @@ describe('clients', () => {
     await expectError(auth.updateClient(`stars/${slugid()}`, { ...body, scopes: ['queue:ping'] }), 404, 'ResourceNotFound');
   });
 
+  test('a clientId under static/ is refused by every call that makes or changes a client (400 InputError), whether or not it exists', async () => {
+    const auth = svc.auth();
+    const body = { expires: inAnHour(), description: 'static', scopes: ['queue:ping'] };
+    const reserved = /reserved for statically configured clients/;
+    for (const clientId of [`static/${slugid()}`, 'static/root']) {
+      await expectErrorSaying(auth.createClient(clientId, body), 400, 'InputError', reserved);
+      await expectErrorSaying(auth.updateClient(clientId, body), 400, 'InputError', reserved);
+      await expectErrorSaying(auth.resetAccessToken(clientId), 400, 'InputError', reserved);
+      await expectErrorSaying(auth.enableClient(clientId), 400, 'InputError', reserved);
+      await expectErrorSaying(auth.disableClient(clientId), 400, 'InputError', reserved);
+      await expectErrorSaying(auth.deleteClient(clientId), 400, 'InputError', reserved);
+    }
+    // The root client still works.
+    expect((await auth.currentScopes()).scopes).toContain('*');
+  });
+
   test("updateClient without scopes keeps the client's scopes", async () => {
     const auth = svc.auth();
     const clientId = `keep/${slugid()}`;

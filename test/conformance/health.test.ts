@@ -33,6 +33,23 @@ test('healthy after a reaper pass; 500 naming the reaper once its last pass is t
   expect((await anon.heartbeat()).healthy).toBe(true);
 });
 
+test('every service answers its load-balancer check and its heartbeat, through its own client', async () => {
+  await svc.runReaper();
+  const opts = { rootUrl: svc.rootUrl };
+  const clients = {
+    queue: new svc.tc.Queue(opts),
+    auth: new svc.tc.Auth(opts),
+    index: new svc.tc.Index(opts),
+    hooks: new svc.tc.Hooks(opts),
+    object: new svc.tc.Object(opts),
+    secrets: new svc.tc.Secrets(opts),
+  };
+  for (const [name, c] of Object.entries(clients)) {
+    expect([name, await c.lbheartbeat()]).toEqual([name, {}]);
+    expect([name, await c.heartbeat()]).toEqual([name, expect.objectContaining({ healthy: true, storage: 'ok' })]);
+  }
+});
+
 test('500 when storage fails', async () => {
   svc.services.storage.meter.failAfterCall(1);
   const err = await expectError(svc.queue(null).heartbeat(), 500);

@@ -3,6 +3,7 @@
  * clients and roles, and the audit history of who changed them (and secrets).
  */
 import { ApiRequest, RouteDef, ok } from '../types';
+import { heartbeatRoute, lbheartbeatRoute } from './health';
 import { TEST_GET_SCOPES, testAuthenticator } from '../../auth/test-clients';
 import { authenticateHawk } from '../../auth/authenticate-hawk';
 import { Client, RoleRecord, generateAccessToken } from '../../auth/clients';
@@ -72,6 +73,17 @@ function refuseDoubleStar(scopes: string[] | undefined): void {
   if (endsWithDoubleStar(scopes)) throw inputError('scopes must not end with `**`');
 }
 
+/** Taskcluster reserves this prefix for clients its deployment configures; no API call may make or change one. */
+const STATIC_CLIENT_PREFIX = 'static/';
+
+/** Taskcluster's check, made first: before the scopes and before looking the client up. */
+function refuseStatic(clientId: string): void {
+  if (clientId.startsWith(STATIC_CLIENT_PREFIX))
+    throw inputError(
+      `clientId "${clientId}" starts with "${STATIC_CLIENT_PREFIX}" which is reserved for statically configured clients. Contact your administrator to change static clients.`,
+    );
+}
+
 /** What testAuthenticate answers: the caller as the method saw it. */
 async function testCaller(req: ApiRequest) {
   const c = await req.caller();
@@ -102,6 +114,8 @@ export const authRoutes: RouteDef[] = [
     scopes: null,
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   }),
+  lbheartbeatRoute('auth'),
+  heartbeatRoute('auth'),
   auth({
     name: 'listClients',
     title: 'List Clients',
@@ -128,6 +142,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/reset',
     scopes: 'auth:reset-access-token:<clientId>',
     handler: async (req) => {
+      refuseStatic(req.params.clientId);
       const c = await clientChanged(req, 'client-updated', 'reset', () =>
         req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, accessToken: generateAccessToken(), lastRotated: new Date() })),
       );
@@ -144,6 +159,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/enable',
     scopes: 'auth:enable-client:<clientId>',
     handler: async (req) => {
+      refuseStatic(req.params.clientId);
       const c = await clientChanged(req, 'client-updated', 'enabled', () =>
         req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: false })),
       );
@@ -160,6 +176,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>/disable',
     scopes: 'auth:disable-client:<clientId>',
     handler: async (req) => {
+      refuseStatic(req.params.clientId);
       const c = await clientChanged(req, 'client-updated', 'disabled', () =>
         req.services.clients.modifyClient(req.params.clientId, (c) => ({ ...c, disabled: true })),
       );
@@ -193,6 +210,7 @@ export const authRoutes: RouteDef[] = [
     input: 'create-client-request',
     handler: async (req) => {
       const scopes: string[] = req.body.scopes ?? [];
+      refuseStatic(req.params.clientId);
       refuseDoubleStar(scopes);
       await req.authorize({ clientId: req.params.clientId, scopes });
       if (new Date(req.body.expires) <= req.services.now())
@@ -223,6 +241,7 @@ export const authRoutes: RouteDef[] = [
     handler: async (req) => {
       // Without `scopes` the client keeps its own (Taskcluster's schema has no default for them).
       const scopes: string[] | undefined = req.body.scopes;
+      refuseStatic(req.params.clientId);
       refuseDoubleStar(scopes);
       const existing = await req.services.clients.client(req.params.clientId, true);
       if (!existing) throw notFound(`client ${req.params.clientId} not found`);
@@ -251,6 +270,7 @@ export const authRoutes: RouteDef[] = [
     route: '/clients/<clientId>',
     scopes: 'auth:delete-client:<clientId>',
     handler: async (req) => {
+      refuseStatic(req.params.clientId);
       await clientChanged(req, 'client-deleted', 'deleted', () => req.services.clients.deleteClient(req.params.clientId));
       return { status: 200, body: {} };
     },

@@ -8,7 +8,7 @@ import { authFailed, badUrlParam, notFound } from '../../errors';
 import { decodeToken, encodeToken, isPageToken, pageLimit } from '../continuation';
 import { HookStore } from '../../hooks/store';
 import { createHook, definitionView, loadHook, removeHook, resetToken, tokenMatches, tokenOf, triggerHook, updateHook } from '../../hooks/hooks';
-import { heartbeatRoute } from './ops';
+import { heartbeatRoute, lbheartbeatRoute } from './health';
 import { MAX_HOOK_ID_LENGTH } from '../../hooks/ids';
 
 const ids = (req: ApiRequest) => [req.params.hookGroupId, req.params.hookId] as const;
@@ -41,18 +41,7 @@ export const hookRoutes: RouteDef[] = [
     description: 'Whether the service is up.',
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   },
-  {
-    name: 'lbheartbeat',
-    title: 'Load Balancer Heartbeat',
-    stability: 'stable',
-    output: 'empty-response',
-    service: 'hooks',
-    method: 'GET',
-    route: '/__lbheartbeat__',
-    scopes: null,
-    description: 'Load-balancer heartbeat: always 200.',
-    handler: async () => ok({}),
-  },
+  lbheartbeatRoute('hooks'),
   heartbeatRoute('hooks'),
   {
     name: 'listHookGroups',

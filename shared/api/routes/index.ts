@@ -9,7 +9,7 @@ import { checkNamespace, deleteIndexedTask, findIndexedTask, insertIndexedTask }
 import { IndexStore, IndexedTask } from '../../index/store';
 import { redirectToArtifact } from './artifacts';
 import { registerSchema } from '../schemas';
-import { heartbeatRoute } from './ops';
+import { heartbeatRoute, lbheartbeatRoute } from './health';
 import { satisfies } from '../../auth/scopes';
 import { signedUrl } from '../../auth/signed-url';
 
@@ -86,18 +86,7 @@ export const indexRoutes: RouteDef[] = [
     description: 'Whether the service is up.',
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   },
-  {
-    name: 'lbheartbeat',
-    title: 'Load Balancer Heartbeat',
-    stability: 'stable',
-    output: 'empty-response',
-    service: 'index',
-    method: 'GET',
-    route: '/__lbheartbeat__',
-    scopes: null,
-    description: 'Load-balancer heartbeat: always 200.',
-    handler: async () => ok({}),
-  },
+  lbheartbeatRoute('index'),
   heartbeatRoute('index'),
   {
     name: 'findTasksAtIndex',

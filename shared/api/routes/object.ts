@@ -3,6 +3,7 @@
  * uploads (dataInline, putUrl) and downloads (getUrl, simple) of objects kept in Blob storage, with
  * Taskcluster's scopes `object:upload:<projectId>:<name>` and `object:download:<name>`.
  */
+import { heartbeatRoute, lbheartbeatRoute } from './health';
 import { RouteDef, ok } from '../types';
 import { registerSchema, SLUGID } from '../schemas';
 import { createUpload, finishUpload, objectMetadata, simpleUrl, startDownload } from '../../objects/objects';
@@ -88,18 +89,8 @@ export const objectRoutes: RouteDef[] = [
     description: 'Liveness of the Object API.',
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   },
-  {
-    name: 'lbheartbeat',
-    title: 'Load Balancer Heartbeat',
-    stability: 'stable',
-    output: 'empty-response',
-    service: 'object',
-    method: 'GET',
-    route: '/__lbheartbeat__',
-    scopes: null,
-    description: 'Load-balancer heartbeat.',
-    handler: async () => ok({}),
-  },
+  lbheartbeatRoute('object'),
+  heartbeatRoute('object'),
   {
     name: 'createUpload',
     title: 'Begin upload of a new object',

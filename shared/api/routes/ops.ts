@@ -4,11 +4,11 @@
  * (task history, tasks by state and time, latest tasks, counts by state) plus the dashboard.
  */
 import { ApiRequest, ApiResponse, RouteDef, ok } from '../types';
+import { heartbeatRoute } from './health';
 import { badArgs, badUrlParam, notFound } from '../../errors';
 import { pageLimit } from '../continuation';
 import { registerSchema, TASK_QUEUE_ID } from '../schemas';
 import { taskStatus } from '../../tasks/model';
-import { checkHealth } from '../../ops/health';
 import { readHistory } from '../../ops/history';
 import {
   ActiveState,
@@ -442,26 +442,6 @@ export function opsReference() {
     REFERENCES.find((s) => s.name === 'queue-ops')!,
     opsQueryRoutes,
   );
-}
-
-/** The heartbeat of one service of this app: storage answers and the reaper has finished a pass recently (500 otherwise). */
-export function heartbeatRoute(service: RouteDef['service']): RouteDef {
-  return {
-    name: 'heartbeat',
-    title: 'Heartbeat',
-    description: 'Whether the service is healthy: storage answers and the reaper has finished a pass recently (500 otherwise).',
-    stability: 'stable',
-    output: 'heartbeat-response',
-    service,
-    method: 'GET',
-    route: '/__heartbeat__',
-    scopes: null,
-    handler: async (req) => {
-      const h = await checkHealth(req.services);
-      if (h.healthy) return ok(h);
-      return { status: 500, body: { ...h, code: 'InternalServerError', message: `unhealthy: ${h.problems.join('; ')}` } };
-    },
-  };
 }
 
 export const opsRoutes: RouteDef[] = [

@@ -7,7 +7,7 @@
 import { RouteDef, ok } from '../types';
 import { registerSchema } from '../schemas';
 import { decodeToken, encodeToken, isString, pageLimit } from '../continuation';
-import { heartbeatRoute } from './ops';
+import { heartbeatRoute, lbheartbeatRoute } from './health';
 import { audited } from '../audited';
 import { checkSecretName, getSecret, listSecretExpiries, listSecrets, removeSecret, setSecret } from '../../secrets/secrets';
 
@@ -35,6 +35,7 @@ export const secretRoutes: RouteDef[] = [
     description: 'Whether the service is up.',
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   }),
+  lbheartbeatRoute('secrets'),
   heartbeatRoute('secrets'),
   secrets({
     name: 'set',

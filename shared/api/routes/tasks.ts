@@ -1,6 +1,7 @@
 /**
  * Task creation and inspection endpoints.
  */
+import { lbheartbeatRoute } from './health';
 import { RouteDef, ok } from '../types';
 import { notFound } from '../../errors';
 import { createTask, CREATE_TASK_SCOPES } from '../../lifecycle/create';
@@ -31,18 +32,7 @@ export const taskRoutes: RouteDef[] = [
     scopes: null,
     handler: async (req) => ok({ alive: true, uptime: (Date.now() - req.services.startedAt.getTime()) / 1000 }),
   },
-  {
-    name: 'lbheartbeat',
-    title: 'Load Balancer Heartbeat',
-    description: 'Respond without doing anything, for load balancers to check that the process is alive.',
-    stability: 'stable',
-    output: 'empty-response',
-    service: 'queue',
-    method: 'GET',
-    route: '/__lbheartbeat__',
-    scopes: null,
-    handler: async () => ok({}),
-  },
+  lbheartbeatRoute('queue'),
   {
     name: 'createTask',
     title: 'Create New Task',
