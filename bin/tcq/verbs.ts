@@ -14,6 +14,8 @@ import { Command, Flags, pages, statusText, taskQueueParts } from './commands';
 
 /** The worker `task complete` claims the run as (taskcluster's CLI says `taskcluster-cli`). */
 export const COMPLETE_WORKER_ID = 'tcq';
+/** Client ids Taskcluster reserves for the clients a deployment configures. */
+const STATIC_PREFIX = 'static/';
 /** signin's client lives at most this long: a temporary client; a longer one is made deliberately with `tcq call auth createClient`. */
 export const MAX_SIGNIN_DAYS = 31;
 /** signin's default lifetime, as `taskcluster signin --expires`. */
@@ -130,7 +132,7 @@ export const VERBS: Command[] = [
   {
     words: ['signin'],
     args: [],
-    summary: `creates a client <your clientId>/<--name, tcq>-<random> with --scope S (repeatable) for --expires (default ${DEFAULT_SIGNIN_EXPIRES}, at most ${MAX_SIGNIN_DAYS}d); prints the export lines. --check: are you signed in`,
+    summary: `creates a client <your clientId, without static/>/<--name, tcq>-<random> with --scope S (repeatable) for --expires (default ${DEFAULT_SIGNIN_EXPIRES}, at most ${MAX_SIGNIN_DAYS}d); prints the export lines. --check: are you signed in`,
     async run(settings, _args, flags) {
       if (flags.check) return check(settings);
       const me = settings.credentials?.clientId;
@@ -142,7 +144,9 @@ export const VERBS: Command[] = [
       const name = (flags.name as string | undefined) ?? 'tcq';
       if (!/^[A-Za-z0-9_.~-]{1,40}$/.test(name)) throw new UsageError(`--name is a short name (letters, digits, _.~-), got '${name}'`);
       const expires = fromNow('--expires', (flags.expires as string | undefined) ?? DEFAULT_SIGNIN_EXPIRES, MAX_SIGNIN_DAYS);
-      const clientId = `${me}/${name}-${crypto.randomBytes(SIGNIN_RANDOM_BYTES).toString('hex')}`;
+      // `static/` is reserved for configured clients (Taskcluster refuses to create one there): a static caller's clients go under the rest of its id.
+      const under = me.startsWith(STATIC_PREFIX) ? me.slice(STATIC_PREFIX.length) : me;
+      const clientId = `${under}/${name}-${crypto.randomBytes(SIGNIN_RANDOM_BYTES).toString('hex')}`;
       const c = await (
         await clientFor('auth', settings)
       ).createClient(clientId, {

@@ -120,7 +120,7 @@ test('signin: a client under yours with the named scopes and a bounded expiry; i
   const r = await run(['signin', '--scope', 'queue:get-artifact:public/*', '--scope', 'auth:current-scopes', '--expires', '2h']);
   expect(r.code).toBe(0);
   const vars = Object.fromEntries([...r.out.matchAll(/^export (\w+)='([^']*)'$/gm)].map((m) => [m[1], m[2]]));
-  expect(vars.TASKCLUSTER_CLIENT_ID).toMatch(/^static\/root\/tcq-[0-9a-f]{12}$/);
+  expect(vars.TASKCLUSTER_CLIENT_ID).toMatch(/^root\/tcq-[0-9a-f]{12}$/);
   expect(vars.TASKCLUSTER_ROOT_URL).toBe(svc.rootUrl);
   expect(r.out).toContain('unset TASKCLUSTER_CERTIFICATE');
   const client = await svc.auth().client(vars.TASKCLUSTER_CLIENT_ID);
