@@ -205,7 +205,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     indexes: readModels,
     rollups,
     pending: new PendingQueues(storage, clients.issuerAccessToken(), config.pendingShards, now),
-    triggers: new Triggers(storage, config.deadlineDelayS, now, tuning.resolvedNetDelayS),
+    triggers: new Triggers({ storage, expiry, deadlineDelayS: config.deadlineDelayS, now, resolvedNetDelayS: tuning.resolvedNetDelayS }),
     groups,
     expiry,
     uploads: {

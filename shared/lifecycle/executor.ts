@@ -13,9 +13,9 @@ import type { LifecycleDeps } from './ports';
 import type { WriteEvents } from './events';
 import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
 import { TaskRecord, isResolved, taskState } from '../tasks/model';
-import { Plan, createOwnGroup, foldGroupClose } from './plan';
+import { Plan, createOwnGroup, foldGroupClose, guardGroupClose } from './plan';
 import { planWrite } from './planner';
-import type { TriggerRef } from '../tasks/triggers';
+import { INDEXED_DEADLINE, type DeadlineRef, type TriggerRef } from '../tasks/triggers';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import type { RecordOf } from './records';
 import { Rehint, releaseKey } from '../tasks/concurrency-keys';
@@ -39,8 +39,11 @@ export interface Executed {
   changed: boolean;
 }
 
-/** What a call performed so far: `before` effects by identity, with their trigger refs (or the group's ETag). */
-type Performed = Map<string, TriggerRef | undefined>;
+/** What a call performed so far: `before` effects by identity, with their trigger refs (a deadline's may be its index row). */
+type Performed = Map<string, DeadlineRef | undefined>;
+
+/** The trigger message a `before` effect put, if it put one. */
+const messageOf = (ref: DeadlineRef | undefined): TriggerRef | undefined => (ref === INDEXED_DEADLINE ? undefined : ref);
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
@@ -77,7 +80,7 @@ export async function execute(
     const result = current ? transition(current) : options.create!;
     if (row.unproven(result)) continue;
     if (isRefusal(result) || isLater(result)) return settleCreate(d, performed, current, result);
-    const p = current ? fold.plan(current, planOf(d, result)) : own.plan(planOf(d, result));
+    const p = current ? guardGroupClose(fold.plan(current, planOf(d, result)), current.deadlineTrigger) : own.plan(planOf(d, result));
     if (!p.task) {
       await settleCreate(d, performed, current, undefined);
       await finish(d, p, current!, undefined, performed, options.alongside);
@@ -247,7 +250,7 @@ async function withEvents(d: LifecycleDeps, w: WriteEvents | undefined, task: Ta
   if (!w) return after();
   const delivery = d.taskEvents!.deliver(w).then(async (delivered) => {
     const ref = task.deadlineTrigger;
-    if (!delivered || !w.deadlineSweep || !ref) return;
+    if (!delivered || !w.deadlineSweep || !ref || ref === INDEXED_DEADLINE) return;
     const fresh = await d.triggers.rearmDeadline(ref, task.taskId, task.definition.deadline).catch((err) => {
       // It fires after the sweep delay and delivers them again: a duplicate, never a loss.
       d.log.warn('deadline-rearm-failed', { taskId: task.taskId, error: String(err?.message ?? err) });
@@ -255,7 +258,7 @@ async function withEvents(d: LifecycleDeps, w: WriteEvents | undefined, task: Ta
     });
     if (!fresh) return;
     d.tasks.amendRecent(task.taskId, (t) => {
-      if (t.deadlineTrigger?.messageId === ref.messageId) t.deadlineTrigger = fresh;
+      if (t.deadlineTrigger !== INDEXED_DEADLINE && t.deadlineTrigger?.messageId === ref.messageId) t.deadlineTrigger = fresh;
     });
   });
   if (w.guarded) {
@@ -278,12 +281,12 @@ async function performBefore(d: LifecycleDeps, p: Plan, performed: Performed): P
   if (failed) throw failed.reason;
   for (const e of p.before) {
     const ref = performed.get(effectKey(e));
-    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = ref;
+    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = messageOf(ref);
     else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref;
   }
 }
 
-async function before(d: LifecycleDeps, e: Effect): Promise<TriggerRef | undefined> {
+async function before(d: LifecycleDeps, e: Effect): Promise<DeadlineRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
@@ -317,25 +320,26 @@ async function before(d: LifecycleDeps, e: Effect): Promise<TriggerRef | undefin
 }
 
 /**
- * `after` effects side by side, except two chains that stay in order: propagation, then the
- * deletion of its safety net (the net guards the propagation until it is done); the group's
- * bookkeeping, then the deadline trigger's drop (the trigger guards the bookkeeping). A chain stops
- * at its first failure, so its guard stays.
+ * `after` effects side by side, except what guards stay in order: the group's bookkeeping, then
+ * the deadline trigger's drop (the trigger guards the bookkeeping); the safety net's deletion
+ * once propagation and the bookkeeping are both done (the net guards them). A failure stops its
+ * chain, so its guard stays.
  */
 async function performAfter(d: LifecycleDeps, p: Plan, task: TaskRecord, performed: Performed): Promise<void> {
   const { after } = p;
-  const chains = [
-    (e: Effect) => e.kind === 'propagate' || e.kind === 'delete-safety-net',
-    (e: Effect) => e.kind === 'close-group' || (e.kind === 'drop-trigger' && e.trigger === 'deadline'),
-  ];
-  const chained = (e: Effect) => chains.some((c) => c(e));
+  const guarded = [(e: Effect) => e.kind === 'propagate', (e: Effect) => e.kind === 'close-group' || (e.kind === 'drop-trigger' && e.trigger === 'deadline')];
+  const last = (e: Effect) => e.kind === 'delete-safety-net';
+  const inOrder = (e: Effect) => last(e) || guarded.some((c) => c(e));
   const one = (e: Effect) => (e.kind === 'drop-trigger' ? d.triggers.drop(e.trigger, e.ref) : afterOne(d, e, p, task, performed));
-  await Promise.all([
-    ...after.filter((e) => !chained(e)).map(one),
-    ...chains.map(async (c) => {
+  const free = after.filter((e) => !inOrder(e)).map(one);
+  const chains = Promise.all(
+    guarded.map(async (c) => {
       for (const e of after.filter(c)) await one(e);
     }),
-  ]);
+  ).then(async () => {
+    for (const e of after.filter(last)) await one(e);
+  });
+  await Promise.all([...free, chains]);
 }
 
 async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, performed: Performed): Promise<void> {
@@ -355,7 +359,7 @@ async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, 
       return;
     case 'delete-safety-net': {
       // Only a net this call put; a repeat that found the work done put none.
-      const ref = performed.get(effectKey(safetyNetOf(e)));
+      const ref = messageOf(performed.get(effectKey(safetyNetOf(e))));
       if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
       return;
     }

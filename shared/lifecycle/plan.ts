@@ -20,7 +20,8 @@
  * the plan out; its two named plan steps below put group rows into the row's transaction.
  */
 import type { Entity, KeyRange, TableAction } from '../storage/storage';
-import type { Effect, EffectOf, LogEntry } from './effects';
+import { effect, type Effect, type EffectOf, type LogEntry } from './effects';
+import { INDEXED_DEADLINE, type DeadlineRef } from '../tasks/triggers';
 import type { LogEventAt } from '../log-events';
 import type { TaskRecord } from '../tasks/model';
 import type { ReadModelPlan } from '../ops/read-models';
@@ -93,5 +94,23 @@ export function foldGroupClose(p: Plan, closeActions: TableAction[]): Plan {
     ...p,
     groupRows: [...p.groupRows, ...closeActions],
     after: p.after.map((e) => (e === close ? { ...close, folded: true as const } : e)),
+  };
+}
+
+/**
+ * Plan step "guard the close": the group's bookkeeping a write leaves to `after` (not folded) is
+ * guarded by the task's deadline message, which is dropped only once it is done. A deadline kept
+ * in the expiry index (shared/tasks/triggers.ts) is never dropped and acts only at the deadline, so
+ * a safety net guards the bookkeeping instead: put before the write, deleted after the close (the
+ * executor's `performAfter`), it fires if a crash cut the close short and redoes it
+ * (transitions.ts `safetyNet`). A plan whose net guards its propagation already needs no second one.
+ */
+export function guardGroupClose(p: Plan, deadlineTrigger: DeadlineRef | undefined): Plan {
+  const close = p.after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group');
+  if (!p.task || !close || close.folded || deadlineTrigger !== INDEXED_DEADLINE || p.before.some((e) => e.kind === 'put-safety-net')) return p;
+  return {
+    ...p,
+    before: [...p.before, effect.putSafetyNet(close.taskId, close.runId)],
+    after: [...p.after, effect.deleteSafetyNet(close.taskId, close.runId)],
   };
 }

@@ -113,10 +113,10 @@ export async function expireClaim(d: LifecycleDeps, taskId: string, runId: numbe
   return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now), known);
 }
 
-/** Deadline (reaper). */
-export async function resolveDeadline(d: LifecycleDeps, taskId: string, deadline: string): Promise<TriggerResult> {
+/** Deadline (reaper); `indexed`: kept in the expiry index, not a message of the task's own (shared/tasks/triggers.ts). */
+export async function resolveDeadline(d: LifecycleDeps, taskId: string, deadline: string, indexed = false): Promise<TriggerResult> {
   const now = d.now();
-  return onTrigger(d, taskId, (t) => T.deadline(t, { deadline }, now));
+  return onTrigger(d, taskId, (t) => T.deadline(t, { deadline, indexed }, now));
 }
 
 /** The `resolved` trigger: finish propagation that a crash interrupted. */

@@ -38,6 +38,7 @@ import { effect, Effect } from './effects';
 import type { Ended, RecordOf, Replay, TransitionName, TransitionRecord } from './records';
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from '../tasks/model';
 import type { Priority } from '../tasks/vocabulary';
+import { INDEXED_DEADLINE } from '../tasks/triggers';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -171,8 +172,10 @@ function afterResolution(before: TaskRecord, next: TaskRecord, opts: { dropClaim
     if (ref) out.push(effect.dropTrigger('claim', ref));
   }
   // The group's bookkeeping first: the executor drops the deadline trigger only once it is done.
+  // An indexed one is not dropped (shared/tasks/triggers.ts): a safety net guards the bookkeeping then (plan.ts `guardGroupClose`).
   if (isResolved(taskState(next)) && !isResolved(taskState(before))) out.push(...owedGroupClose(next));
-  if (opts.dropDeadline && isResolved(taskState(next)) && before.deadlineTrigger) out.push(effect.dropTrigger('deadline', before.deadlineTrigger));
+  const own = before.deadlineTrigger === INDEXED_DEADLINE ? undefined : before.deadlineTrigger;
+  if (opts.dropDeadline && isResolved(taskState(next)) && own) out.push(effect.dropTrigger('deadline', own));
   const key = next.definition.concurrencyKey;
   for (const r of before.runs) {
     if (key && r.state === 'running' && next.runs[r.runId].state !== 'running') out.push(effect.releaseKey(key, next.taskId, r.runId));
@@ -382,11 +385,12 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
  * Deadline (reaper): resolves every unresolved run as deadline-exceeded, or adds an exception run
  * to an unscheduled task. A resolved task is left alone, but an interrupted propagation is finished.
  */
-export function deadline(task: TaskRecord, input: { deadline: string }, now: Date): Result {
+export function deadline(task: TaskRecord, input: { deadline: string; indexed?: boolean }, now: Date): Result {
   if (task.definition.deadline !== input.deadline) return same('deadline', task);
   if (new Date(input.deadline) > now) return { retryAfterS: secondsUntil(input.deadline, now) };
-  // A deadline trigger that outlived the resolution: the group's bookkeeping was cut short.
-  if (isResolved(taskState(task))) return same('deadline', task, [...owedPropagation(task), ...owedGroupClose(task)]);
+  // A deadline message of the task's own that outlived the resolution: the group's bookkeeping was
+  // cut short. An indexed deadline outlives every resolution: a safety net guards their bookkeeping.
+  if (isResolved(taskState(task))) return same('deadline', task, [...owedPropagation(task), ...(input.indexed ? [] : owedGroupClose(task))]);
   const next = copy(task);
   const at = now.toJSON();
   const ended: Ended[] = [];

@@ -3,7 +3,15 @@
  * duplicates, stale messages and overlapping reaper instances are harmless.
  */
 import type { Services } from '../services';
-import type { ClaimTrigger, DeadlineTrigger, ResolvedBatchTrigger, ResolvedTrigger, TrackingTrigger } from '../tasks/triggers';
+import {
+  EXPIRY_KIND_DEADLINE,
+  type ClaimTrigger,
+  type DeadlineTrigger,
+  type IndexedDeadline,
+  type ResolvedBatchTrigger,
+  type ResolvedTrigger,
+  type TrackingTrigger,
+} from '../tasks/triggers';
 import { finishTracking } from '../lifecycle/create';
 import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '../lifecycle/resolve';
 import { expireGroup, expireTask, TaskExpiryData } from '../lifecycle/remove-expired';
@@ -104,6 +112,8 @@ export async function expireTaskWithGroup(svc: Services, task: ExpiryRow, group:
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: async (svc, row) => void (await expireTask(svc, row.id, row.data as unknown as TaskExpiryData)),
   [EXPIRY_KIND_GROUP]: (svc, row) => expireGroup(svc, row.id),
+  // Not an expiry: the task's deadline, kept in this index (shared/tasks/triggers.ts); a resolved task has nothing to do.
+  [EXPIRY_KIND_DEADLINE]: async (svc, row) => void (await resolveDeadline(svc, row.id, (row.data as unknown as IndexedDeadline).deadline, true)),
   [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
   [EXPIRY_KIND_TASK]: expireIndexedTask,
   [EXPIRY_KIND_NAMESPACE]: expireNamespaces,

@@ -36,6 +36,7 @@ import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
 import { repairHiddenHints } from './hints';
+import { EXPIRY_KIND_DEADLINE } from '../tasks/triggers';
 import { consumeEvents } from './consumers';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
@@ -131,27 +132,33 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
     const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
     let stuck = 0;
     const done: typeof rows = [];
-    await mapLimit(pairExpiryRows(rows), EXPIRY_CONCURRENCY, async ([row, group]) => {
-      const expire = EXPIRERS[row.kind];
-      if (!expire) {
-        stuck++;
-        svc.log.warn('expiry-kind-unknown', { kind: row.kind, id: row.id });
-        return;
-      }
-      try {
-        if (group) await expireTaskWithGroup(svc, row, group);
-        else await expire(svc, row);
-        done.push(row, ...(group ? [group] : []));
-      } catch (err) {
-        stuck++;
-        stats.failed++;
-        svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
-      }
-    });
+    // Deadlines first: a task resolved at its deadline while its expiry deletes its rows would leave the resolution's history row behind.
+    const deadlines = rows.filter((r) => r.kind === EXPIRY_KIND_DEADLINE);
+    const others = rows.filter((r) => r.kind !== EXPIRY_KIND_DEADLINE);
+    for (const part of [deadlines, others])
+      await mapLimit(pairExpiryRows(part), EXPIRY_CONCURRENCY, async ([row, group]) => {
+        const expire = EXPIRERS[row.kind];
+        if (!expire) {
+          stuck++;
+          svc.log.warn('expiry-kind-unknown', { kind: row.kind, id: row.id });
+          return;
+        }
+        try {
+          if (group) await expireTaskWithGroup(svc, row, group);
+          else await expire(svc, row);
+          done.push(row, ...(group ? [group] : []));
+        } catch (err) {
+          stuck++;
+          stats.failed++;
+          svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
+        }
+      });
     // Last, and together (one transaction per day): a crash before this redoes the idempotent deletes.
     try {
       await svc.expiry.removeAll(done);
-      stats.expired += done.length;
+      const resolvedByDeadline = done.filter((r) => r.kind === EXPIRY_KIND_DEADLINE).length;
+      stats.deadline += resolvedByDeadline;
+      stats.expired += done.length - resolvedByDeadline;
     } catch (err) {
       stats.failed++;
       svc.log.error('expiry-rows-remove-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });

@@ -79,13 +79,18 @@ export class ExpiryIndex {
         }),
     );
     this.waiting.set(pk, list);
-    if (!this.busy.has(pk)) void this.drain(pk);
+    if (!this.busy.has(pk)) {
+      // Started after this turn: rows recorded in the same turn (a createTask's expiry and deadline
+      // rows, when they share a partition) go out in one write.
+      this.busy.add(pk);
+      queueMicrotask(() => void this.drain(pk));
+    }
     await Promise.all(stored);
   }
 
   /**
-   * Group commit: a lone row goes out at once; rows of concurrent createTasks that expire the same
-   * day wait for the write in flight and then go out together, one transaction for up to 100, so
+   * Group commit: a lone row goes out at once (after the turn that recorded it); rows of concurrent
+   * createTasks that expire the same day wait for the write in flight and then go out together, one transaction for up to 100, so
    * under load the index costs a fraction of a call per task. Each resolves once its row is stored.
    */
   private async drain(pk: string): Promise<void> {

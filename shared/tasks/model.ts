@@ -4,7 +4,7 @@
 import { inputError, ApiError } from '../errors';
 import { PRIORITIES, Priority } from './vocabulary';
 import type { Entity } from '../storage/storage';
-import type { TriggerRef } from './triggers';
+import type { DeadlineRef, TriggerRef } from './triggers';
 
 export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type TaskState = RunState | 'unscheduled';
@@ -91,8 +91,8 @@ export interface TaskRecord {
   dependentsNotified: number;
   /** Number of history rows written for this task (shared/ops/history.ts); absent = 0. */
   historySeq?: number;
-  /** The deadline trigger, deleted once the task is finally resolved (rerun puts a new one). */
-  deadlineTrigger?: TriggerRef;
+  /** The deadline trigger: a message of its own, deleted once the task is finally resolved, or its expiry-index row (rerun adds a new one). */
+  deadlineTrigger?: DeadlineRef;
   /** The task created its group in its own row's transaction: its resolution closes the group in its write (shared/tasks/groups.ts `closeActions`). */
   groupAlone?: true;
   /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */

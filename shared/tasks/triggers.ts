@@ -3,6 +3,7 @@
  * was made for; the reaper acts only if that still matches the stored task.
  */
 import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
+import type { ExpiryIndex } from './expiry';
 
 export interface DeadlineTrigger {
   taskId: string;
@@ -46,7 +47,7 @@ export interface TrackingTrigger {
  * Resolutions that share one safety-net message. A queue message holds 64 KiB; 100 entries of
  * ~50 bytes stay far below, and a net that fires redoes at most this many (cheap) checks.
  */
-const NET_BATCH_MAX = 100;
+const BATCH_MAX = 100;
 
 /** Trigger messages never expire on their own: the handler deletes them when done. */
 function delayS(at: Date, now: Date): number {
@@ -59,35 +60,89 @@ export interface TriggerRef {
   popReceipt: string;
 }
 
-/** A safety-net message being formed: resolutions join it until its put starts. */
-interface NetBatch {
-  members: ResolvedTrigger[];
-  ref: Promise<TriggerRef>;
+/** The expiry index's kind for a task's deadline kept there (`Triggers.deadline`). */
+export const EXPIRY_KIND_DEADLINE = 'deadline';
+/** What a task row holds for a deadline kept in the expiry index: there is nothing to drop. */
+export const INDEXED_DEADLINE = 'indexed';
+/** A task's deadline trigger: a message of its own, or its row in the expiry index. */
+export type DeadlineRef = TriggerRef | typeof INDEXED_DEADLINE;
+/** The data of a deadline's expiry-index row: the deadline it was made for (a changed one is not acted on). */
+export interface IndexedDeadline {
+  deadline: string;
+}
+
+export interface TriggersOptions {
+  storage: Storage;
+  expiry: ExpiryIndex;
+  /** How long after a deadline it is acted on. */
+  deadlineDelayS: number;
+  now: () => Date;
+  /** How long the resolution safety net waits before it finishes an interrupted propagation. */
+  resolvedNetDelayS: number;
+}
+
+/**
+ * Group commit of trigger puts: while one put is in flight, the members that arrive wait and
+ * then share the next put, so a busy instance puts one message per batch, not per member (at
+ * Azurite each queue call costs a pass over every message of the account, and every message
+ * waiting makes each call dearer).
+ */
+class GroupCommit<M> {
+  /** The batch that new members join, if its put has not started yet. */
+  private forming: { members: M[]; ref: Promise<TriggerRef> } | undefined;
+  /** The latest put (settled or not): the next batch's put starts after it. */
+  private lastPut: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly put: (members: M[]) => Promise<TriggerRef>) {}
+
+  join(member: M): Promise<TriggerRef> {
+    if (!this.forming || this.forming.members.length >= BATCH_MAX) {
+      const batch = { members: [] as M[], ref: Promise.resolve(undefined as never) as Promise<TriggerRef> };
+      batch.ref = this.lastPut.then(() => {
+        if (this.forming === batch) this.forming = undefined; // later arrivals form the next batch
+        return this.put(batch.members);
+      });
+      this.forming = batch;
+      this.lastPut = batch.ref.catch(() => undefined);
+    }
+    this.forming.members.push(member);
+    return this.forming.ref;
+  }
 }
 
 export class Triggers {
-  /** The batch that new resolutions join, if its put has not started yet. */
-  private forming: NetBatch | undefined;
-  /** The latest net put (settled or not): the next batch's put starts after it. */
-  private lastPut: Promise<unknown> = Promise.resolve();
+  private readonly nets = new GroupCommit<ResolvedTrigger>((members) => this.putNet(members));
   /** Shared nets by messageId: members that have not called `done` yet, and when it was put. */
   private readonly shared = new Map<string, { left: number; at: number }>();
+  private readonly storage: Storage;
+  private readonly now: () => Date;
+  private readonly resolvedNetDelayS: number;
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly deadlineDelayS: number,
-    private readonly now: () => Date,
-    /** How long the resolution safety net waits before it finishes an interrupted propagation. */
-    private readonly resolvedNetDelayS: number,
-  ) {}
-
-  private deadlineAt(deadline: string): Date {
-    return new Date(new Date(deadline).getTime() + this.deadlineDelayS * 1000);
+  constructor(private readonly opts: TriggersOptions) {
+    ({ storage: this.storage, now: this.now, resolvedNetDelayS: this.resolvedNetDelayS } = opts);
   }
 
-  async deadline(taskId: string, deadline: string, sweep?: DeadlineSweep): Promise<TriggerRef> {
+  /** When a deadline trigger acts: the deadline, plus the configured delay. */
+  deadlineAt(deadline: string): Date {
+    return new Date(new Date(deadline).getTime() + this.opts.deadlineDelayS * 1000);
+  }
+
+  /**
+   * The task's deadline trigger. Kept as a row of the expiry index (`EXPIRY_KIND_DEADLINE`, due at
+   * the deadline plus the delay), which the reaper's expiry sweep finds then: rows of concurrent
+   * creates go out together (ExpiryIndex group commit), the resolution deletes nothing (the sweep
+   * finds the task resolved and drops the row with others, 100 per transaction), and no queue
+   * message waits a deadline long. A resolution that leaves the group's bookkeeping to `after` is
+   * guarded by a safety net instead (plan.ts `guardGroupClose`). A trigger that also sweeps the
+   * write's events (`sweep`) is a message of the task's own, shown after the sweep delay; their
+   * delivery re-arms it for the deadline (`rearmDeadline`), the resolution drops it.
+   */
+  async deadline(taskId: string, deadline: string, sweep?: DeadlineSweep): Promise<DeadlineRef> {
+    if (!sweep) {
+      await this.opts.expiry.record(EXPIRY_KIND_DEADLINE, taskId, this.deadlineAt(deadline).toJSON(), { deadline } satisfies IndexedDeadline);
+      return INDEXED_DEADLINE;
+    }
     const untilDeadline = delayS(this.deadlineAt(deadline), this.now());
-    if (!sweep) return this.storage.trigger('deadline').put({ taskId, deadline } satisfies DeadlineTrigger, { visibilityS: untilDeadline });
     return this.storage
       .trigger('deadline')
       .put({ taskId, deadline, sweep: sweep.seqs } satisfies DeadlineTrigger, { visibilityS: Math.min(untilDeadline, sweep.delayS) });
@@ -131,17 +186,7 @@ export class Triggers {
    * fires and the reaper finishes each member's propagation (a no-op for the finished ones).
    */
   resolved(taskId: string, runId: number): Promise<TriggerRef> {
-    if (!this.forming || this.forming.members.length >= NET_BATCH_MAX) {
-      const batch: NetBatch = { members: [], ref: Promise.resolve(undefined as never) };
-      batch.ref = this.lastPut.then(() => {
-        if (this.forming === batch) this.forming = undefined; // later arrivals form the next batch
-        return this.putNet(batch.members);
-      });
-      this.forming = batch;
-      this.lastPut = batch.ref.catch(() => undefined);
-    }
-    this.forming.members.push({ taskId, runId });
-    return this.forming.ref;
+    return this.nets.join({ taskId, runId });
   }
 
   private async putNet(members: ResolvedTrigger[]): Promise<TriggerRef> {

@@ -47,7 +47,7 @@ test('createTask without dependencies', async () => {
     made.push({ taskId, deadline });
   });
   expect(ops).toEqual(
-    expect.arrayContaining(['Expiry.transaction', 'deadline.put', 'pending.create', 'TaskQueues.upsert', 'pending.put', 'Tasks.transaction']),
+    expect.arrayContaining(['Expiry.transaction', 'Expiry.upsert', 'pending.create', 'TaskQueues.upsert', 'pending.put', 'Tasks.transaction']),
   );
 
   // Each task, claimed above, still has its deadline trigger.

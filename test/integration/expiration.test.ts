@@ -155,7 +155,8 @@ test('a task that named its group after itself takes the group along without rea
     await q.createTask(alone, taskDef(uniqueQueue(), { deadline, expires }));
     await q.createTask(joined, taskDef(uniqueQueue(), { deadline, expires }));
     // The joiner outlives the group's creator: the group must stay for it.
-    await q.createTask(joiner, taskDef(uniqueQueue(), { taskGroupId: joined }));
+    // Its deadline lies past the reaper's clock below (now + GROUP_STEP_SETTLED_MS): it stays pending.
+    await q.createTask(joiner, taskDef(uniqueQueue(), { taskGroupId: joined, deadline: soon(2 * GROUP_STEP_SETTLED_MS) }));
     expect(await keys(alone)).toContain(`~alone~${alone}`);
     expect(await keys(joined)).not.toContain(`~alone~${joined}`); // the joiner took it away
     await waitUntil(deadline, 300);
@@ -183,7 +184,8 @@ test('a task that named its group after itself takes the group along without rea
     // task's alone and the group's key range read (not due: the joiner lives on).
     expect(used('Tasks.query')).toBe(1);
     expect(used('Tasks.transaction')).toBe(1 + 2);
-    expect(used('Tasks.get')).toBe(2);
+    // Both tasks' reads, and the pending joiner's (the hint repair looks at a run pending that long).
+    expect(used('Tasks.get')).toBe(3);
   } finally {
     await own.close();
   }

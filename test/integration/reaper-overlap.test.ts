@@ -49,7 +49,7 @@ test('overlapping reaper passes on two instances', async () => {
     const taskId = slugid();
     const tq = uniqueQueue();
     const def = taskDef(tq, kind === 'claim' ? { retries: 0 } : { deadline });
-    // A createTask retried COPIES times leaves COPIES deadline triggers (and stale hints).
+    // A createTask retried COPIES times (its deadline row written again, stale hints left).
     for (let k = 0; k < COPIES; k++) await q.createTask(taskId, def);
     const dependent = slugid();
     const depQueue = uniqueQueue();
@@ -70,18 +70,22 @@ test('overlapping reaper passes on two instances', async () => {
 
   await waitUntil([deadline, lastTakenUntil].sort()[1], 1200);
   const handled = { a: 0, b: 0 };
+  let claims = 0;
   for (let pass = 0; pass < 4; pass++) {
     const [s1, s2, s3] = await Promise.all([runReaper(a.services), runReaper(b.services), runReaper(a.services)]);
     handled.a += s1.claim + s1.deadline + s3.claim + s3.deadline;
     handled.b += s2.claim + s2.deadline;
+    claims += s1.claim + s2.claim + s3.claim;
     await passTime(300);
   }
-  // Both instances really took part (each trigger message is leased by one of them at a time).
+  // Both instances really took part.
   expect(handled.a).toBeGreaterThan(0);
   expect(handled.b).toBeGreaterThan(0);
-  // Every due trigger was handled exactly once: claim triggers (the claim's own plus COPIES) of 6
-  // claimed tasks, COPIES deadline triggers of 3 tasks, and one deadline trigger per expiring task.
-  expect(handled.a + handled.b).toBe(6 * (COPIES + 1) + 3 * COPIES + expiring.length);
+  // Every due claim trigger was handled exactly once (each message is leased by one instance at a
+  // time): the claim's own plus COPIES of 6 claimed tasks. The deadlines are expiry-index rows (one
+  // per task, however often its createTask was retried): rows are not leased, so both instances may
+  // act on one; the checks below prove that harmless.
+  expect(claims).toBe(6 * (COPIES + 1));
 
   for (const t of retrying) {
     const s = await status(b, t.taskId);

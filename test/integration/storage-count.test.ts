@@ -175,20 +175,24 @@ test('a simple lifecycle costs few storage transactions', async () => {
   };
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   // The task starts its own group: the group's rows go in the task row's transaction (same partition).
-  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'deadline.put': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
+  // Its deadline is a row of the expiry index, no queue message. Here it shares the partition (the
+  // day, the task's bucket) of the task's and its group's expiry rows, as the task expires at its
+  // deadline: the three go in one transaction. A task that expires on another day than its deadline
+  // (the usual case) writes its deadline row beside them, one call more on the same critical path.
+  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'claim.put': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
-  // Likewise no read for the report. It deletes the claim-expiry and deadline triggers (one call
-  // each) rather than leaving them to fire later (a task read and a delete each). The group's open
-  // row goes in the task row's transaction, which also requires the group's alone row (nobody
-  // joined: the group is then known to be without unresolved tasks, no read).
-  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1, 'deadline.delete': 1 });
+  // Likewise no read for the report. It deletes the claim-expiry trigger (one call) rather than
+  // leaving it to fire later (a task read and a delete), and nothing for the deadline (its index
+  // row finds the task resolved). The group's open row goes in the task row's transaction, which
+  // also requires the group's alone row (nobody joined: the group is then known to be without
+  // unresolved tasks, no read).
+  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1 });
   // Critical path (calls one after another; index writes are queued, off the path): createTask's
   // before-effects side by side, then the row; claimWork's hint poll, the claim trigger (beside
   // the row read, here cached), the row, then hint delete and recentTasks side by side; the
-  // report's row (with the group's open row), then the deadline trigger's delete (which guards the
-  // group step) beside the claim trigger's.
+  // report's row (with the group's open row), then the claim trigger's delete.
   expect(m.path).toEqual({ createTask: 2, claimWork: 4, reportCompleted: 2 });
   // Expiry only: task read; task, history and the group of one (meta, alone, member and latest
   // rows: the open row went with the resolution) in one transaction, no partition read, as its
@@ -198,14 +202,16 @@ test('a simple lifecycle costs few storage transactions', async () => {
   expect(bg['claim.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
   expect(bg['Tasks.query'] ?? 0).toBe(0);
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(3);
+  // And at the deadline, its index row reads the task and finds it resolved (the read the report's
+  // trigger delete used to spare; the row goes with the expiry rows' delete).
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(4);
   // With the operator read models: one index transaction (the task queue's partition, which holds
   // every index row of the task); and the worker's recentTasks, written once, in the claimWork
   // (at most once per RECENT_TASKS_WRITE_MS in production: later claims' go out together).
   expect(m.background['Indexes.transaction']).toBe(1);
   expect(m.claimWork['Workers.merge']).toBe(1);
   expect(m.background['Workers.merge'] ?? 0).toBe(0);
-  expect(m.backgroundHandlers).toBe(4);
+  expect(m.backgroundHandlers).toBe(5);
   // Events, with no subscription: recorded on the history rows of the same transactions (no call),
   // no sweep trigger, no delivery; the subscription list was read by the warm-up and is still cached.
   const all = [m.createTask, m.claimWork, m.reportCompleted, m.background];
@@ -217,11 +223,11 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Everything, operator read models included: one index transaction per request (the task
   // queue's partition; by-name rows there, by-group rows in the group transaction, no `resolved`
   // or `latest` partition), and the worker's recentTasks at most once per RECENT_TASKS_WRITE_MS.
-  // Requests 15 (5 + 6 with the recentTasks write + 4); expiry 4.
-  expect(totals.createTask).toBe(5);
-  expect(totals.reportCompleted).toBe(4);
+  // Requests 13 (4 + 6 with the recentTasks write + 3); deadline and expiry 5.
+  expect(totals.createTask).toBe(4);
+  expect(totals.reportCompleted).toBe(3);
   expect(totals.claimWork).toBe(6);
-  expect(totals.backgroundHandlers).toBe(4);
+  expect(totals.backgroundHandlers).toBe(5);
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) expect(c['Indexes.transaction']).toBe(1);
 }, 60_000);
 

@@ -5,6 +5,7 @@
  */
 import { Triggers, type ResolvedBatchTrigger, type ResolvedTrigger } from '../../shared/tasks/triggers';
 import { MemoryStorage } from '../../shared/storage/memory';
+import { ExpiryIndex } from '../../shared/tasks/expiry';
 import { decodeMessage } from '../../shared/storage/port';
 
 const NET_DELAY_S = 120;
@@ -13,7 +14,7 @@ async function setup() {
   const clock = { ms: Date.now() };
   const storage = new MemoryStorage('nettest', { now: () => clock.ms });
   await storage.trigger('resolved').create();
-  const triggers = new Triggers(storage, 0, () => new Date(), NET_DELAY_S);
+  const triggers = new Triggers({ storage, expiry: new ExpiryIndex(storage), deadlineDelayS: 0, now: () => new Date(), resolvedNetDelayS: NET_DELAY_S });
   /** Every net message still queued (visible or not), decoded. */
   const queued = async (): Promise<(ResolvedTrigger | ResolvedBatchTrigger)[]> => {
     storage.meter.byOp.clear();
