@@ -148,7 +148,7 @@ export const LOG_EVENTS = {
     level: 'info',
     description: 'One per reaper pass: what each of its steps handled.',
     fields: {
-      deadline: num('deadline triggers'),
+      deadline: num('deadlines acted on: expiry-index rows and deadline messages'),
       claim: num('claim-expiry triggers'),
       resolved: num('resolution safety nets'),
       events: num('event sweeps and fan-out messages'),
