@@ -58,8 +58,9 @@ export type Effect =
   | { phase: 'after'; kind: 'delete-safety-net'; taskId: string; runId: number }
   /**
    * The task resolved for good: remove its group's open row and, if that left the group without
-   * unresolved tasks, publish task-group-resolved. Until it succeeded, the deadline trigger is kept
-   * (it fires on the resolved task and owes this again), so a crash never loses the event.
+   * unresolved tasks, publish task-group-resolved. Until it succeeded, its guard stays (the task's
+   * deadline message, or a safety net for a deadline in the expiry index: plan.ts `guardGroupClose`),
+   * which fires on the resolved task and owes this again, so a crash never loses the event.
    * `alone`: the task created its group in its own transaction, so the executor may fold the open
    * row's delete into the resolution's write (then `folded`: the group is known empty, no call left).
    */
