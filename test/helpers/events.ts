@@ -3,9 +3,11 @@
  * (so requests are Hawk-signed like any other client's), and a reader that drains a subscription
  * queue through its SAS URLs with plain HTTP.
  */
-import type { TestService } from './service';
+import { clock, type TestService } from './service';
 import { eventsApiReference } from '../../shared/api/routes/events';
+import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 import { poll, deleteMessage } from './azure-queue';
+import { passTime } from './work';
 
 export function eventsClient(svc: TestService, credentials?: { clientId: string; accessToken: string } | null): any {
   const Cls = svc.tc.createClient(eventsApiReference());
@@ -38,3 +40,22 @@ export async function drainSubscription(urls: { signedPollUrl: string; signedDel
 
 /** Short name of an exchange, e.g. `task-completed`. */
 export const short = (exchange: string) => exchange.replace('exchange/taskcluster-queue/v1/', '');
+
+/**
+ * A subscription to task-group-resolved alone (a create's own events then have no listener).
+ * Returns a reader of the event ids of one group delivered so far: it runs `passes` reaper passes
+ * `stepMs` apart (late triggers and sweeps), draining the subscription after each.
+ */
+export async function groupResolvedListener(svc: TestService, name: string): Promise<(g: string, passes?: number, stepMs?: number) => Promise<string[]>> {
+  const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-group-resolved`, routingKeyPattern: '#' }];
+  const urls = await eventsClient(svc).createSubscription(name, { bindings, expires: new Date(clock.ms() + 3600_000).toJSON() });
+  const delivered = new Set<string>();
+  return async (g, passes = 3, stepMs = 200) => {
+    for (let i = 0; i < passes; i++) {
+      await svc.runReaper();
+      for (const e of await drainSubscription(urls)) delivered.add(e.id);
+      await passTime(stepMs);
+    }
+    return [...delivered].filter((id) => id.startsWith(`${g}.resolved.`));
+  };
+}

@@ -6,22 +6,21 @@
  * Users see it in task-group-resolved: published once the last task resolved, never before.
  */
 import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
-import { claimOne, uniqueQueue, passTime, waitUntil } from '../helpers/work';
+import { claimOne, uniqueQueue, waitUntil } from '../helpers/work';
 import { eachStorageCall, sweeperFor } from '../helpers/crash';
-import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
-import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import { groupResolvedListener } from '../helpers/events';
 
 let svc: TestService;
-let urls: { signedPollUrl: string; signedDeleteUrl: string };
-const delivered = new Map<string, DeliveredEvent>();
+/** task-group-resolved events of a group delivered so far (test/helpers/events.ts). */
+let groupEvents: Awaited<ReturnType<typeof groupResolvedListener>>;
 
 beforeAll(async () => {
   svc = await startTestService(
     { QUEUE_CLAIM_WORK_POLL_S: '1', QUEUE_DEADLINE_DELAY_S: '0' },
     { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
   );
-  const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-group-resolved`, routingKeyPattern: '#' }];
-  urls = await eventsClient(svc).createSubscription('groups', { bindings, expires: new Date(clock.ms() + 3600_000).toJSON() });
+  // Only task-group-resolved is listened to: a create's own events need no guard.
+  groupEvents = await groupResolvedListener(svc, 'groups');
 });
 afterAll(async () => svc?.close());
 
@@ -31,15 +30,7 @@ const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(sv
 /** The client retries 5xx itself, as workers and creators do. */
 const retrying = (c?: any) => svc.queue(c, { retries: 4 });
 
-/** task-group-resolved events of group `g` delivered so far, after a few reaper passes (late triggers, sweeps). */
-async function resolvedEvents(g: string, passes = 3): Promise<string[]> {
-  for (let i = 0; i < passes; i++) {
-    await svc.runReaper();
-    for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
-    await passTime(200);
-  }
-  return [...delivered.keys()].filter((id) => id.startsWith(`${g}.resolved.`));
-}
+const resolvedEvents = (g: string, passes = 3) => groupEvents(g, passes, 200);
 
 /** Resolves `taskId` (claimed from `tq`) and waits for the group's event naming it. */
 async function lastResolves(g: string, tq: string, taskId: string): Promise<void> {

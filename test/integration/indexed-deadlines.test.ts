@@ -6,15 +6,14 @@
  * fails and even if the worker never retries.
  */
 import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
-import { claimOne, uniqueQueue, passTime, reapUntil, runSummary, waitUntil } from '../helpers/work';
+import { claimOne, uniqueQueue, reapUntil, runSummary, waitUntil } from '../helpers/work';
 import { sweeperFor } from '../helpers/crash';
-import { eventsClient, drainSubscription, DeliveredEvent } from '../helpers/events';
-import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
+import { groupResolvedListener } from '../helpers/events';
 import { INDEXED_DEADLINE } from '../../shared/tasks/triggers';
 
 let svc: TestService;
-let urls: { signedPollUrl: string; signedDeleteUrl: string };
-const delivered = new Map<string, DeliveredEvent>();
+/** task-group-resolved events of a group delivered so far (test/helpers/events.ts). */
+let groupEvents: Awaited<ReturnType<typeof groupResolvedListener>>;
 
 beforeAll(async () => {
   svc = await startTestService(
@@ -22,8 +21,7 @@ beforeAll(async () => {
     { tuning: { triggerLeaseS: 2, eventSweepDelayS: 1, resolvedNetDelayS: 1 } },
   );
   // Only task-group-resolved is listened to: a create's own events need no guard, so its deadline goes in the index.
-  const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-group-resolved`, routingKeyPattern: '#' }];
-  urls = await eventsClient(svc).createSubscription('shared-deadlines', { bindings, expires: new Date(clock.ms() + 3600_000).toJSON() });
+  groupEvents = await groupResolvedListener(svc, 'indexed-deadlines');
 });
 afterAll(async () => svc?.close());
 
@@ -34,15 +32,8 @@ async function createIndexed(tasks: [string, Record<string, unknown>][]): Promis
   return rows.filter((t) => t?.deadlineTrigger === INDEXED_DEADLINE).map((t) => t!.taskId);
 }
 
-/** task-group-resolved events of group `g` delivered so far, after reaper passes a second apart (the safety net's delay). */
-async function resolvedEvents(g: string, passes = 3): Promise<string[]> {
-  for (let i = 0; i < passes; i++) {
-    await svc.runReaper();
-    for (const e of await drainSubscription(urls)) delivered.set(e.id, e);
-    await passTime(1100);
-  }
-  return [...delivered.keys()].filter((id) => id.startsWith(`${g}.resolved.`));
-}
+/** Reaper passes a second apart: the safety net's delay. */
+const resolvedEvents = (g: string, passes = 3) => groupEvents(g, passes, 1100);
 
 test('each task resolved at its own deadline; a reported one left as it was, its report deleting nothing for its deadline', async () => {
   const tq = uniqueQueue();
