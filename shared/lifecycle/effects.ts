@@ -11,7 +11,7 @@
  * An effect's identity is its content: the executor performs a `before` effect once per call even
  * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
  */
-import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
+import type { ClaimRef, DeadlineSweep } from '../tasks/triggers';
 import type { Priority } from '../tasks/vocabulary';
 import type { LogEventAt, LogFields } from '../log-events';
 
@@ -29,8 +29,13 @@ export type Effect =
       deadline: string;
       visibleAt?: string;
     }
-  /** The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`. */
-  | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string }
+  /**
+   * The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`.
+   * `bucketBy`: the claiming worker (its batch's index rows share a partition). `guard`: it guards
+   * the run's events, so it is a message (set by the executor for a claim someone listens to, kept
+   * by a reclaim of a run that has one).
+   */
+  | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string; bucketBy: string; guard?: true }
   /**
    * The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. `sweep`:
    * it also guards the write's events until their delivery re-arms it (set by the executor).
@@ -45,7 +50,7 @@ export type Effect =
   /** The task is unresolved again (rerun): its group's open row exists before the row says so. */
   | { phase: 'before'; kind: 'reopen-group'; taskGroupId: string; taskId: string; expires: string }
   // ---- after ----
-  | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: TriggerRef }
+  | { phase: 'after'; kind: 'drop-trigger'; trigger: 'claim' | 'deadline'; ref: ClaimRef }
   /** Pollers of this instance look again, first at the pending queue the task's hint went to. */
   | { phase: 'after'; kind: 'wake'; taskQueueId: string; taskId: string; priority: Priority }
   /** Uploads end with the run: commit the ones still pending, and seal its live log. */
@@ -95,7 +100,15 @@ export const effect = {
     deadline,
     ...(visibleAt ? { visibleAt } : {}),
   }),
-  putClaimTrigger: (taskId: string, runId: number, takenUntil: string): Effect => ({ phase: 'before', kind: 'put-claim-trigger', taskId, runId, takenUntil }),
+  putClaimTrigger: (taskId: string, runId: number, takenUntil: string, bucketBy: string, guard?: boolean): Effect => ({
+    phase: 'before',
+    kind: 'put-claim-trigger',
+    taskId,
+    runId,
+    takenUntil,
+    bucketBy,
+    ...(guard ? { guard: true as const } : {}),
+  }),
   putDeadlineTrigger: (taskId: string, deadline: string): Effect => ({ phase: 'before', kind: 'put-deadline-trigger', taskId, deadline }),
   putSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'before', kind: 'put-safety-net', taskId, runId }),
   recordExpiry: (taskId: string, expires: string, taskGroupId: string, dependencies: string[]): Effect => ({
@@ -116,7 +129,7 @@ export const effect = {
     created,
   }),
   reopenGroup: (taskGroupId: string, taskId: string, expires: string): Effect => ({ phase: 'before', kind: 'reopen-group', taskGroupId, taskId, expires }),
-  dropTrigger: (trigger: 'claim' | 'deadline', ref: TriggerRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
+  dropTrigger: (trigger: 'claim' | 'deadline', ref: ClaimRef): Effect => ({ phase: 'after', kind: 'drop-trigger', trigger, ref }),
   wake: (taskQueueId: string, taskId: string, priority: Priority): Effect => ({ phase: 'after', kind: 'wake', taskQueueId, taskId, priority }),
   commitUploads: (taskId: string, runId: number): Effect => ({ phase: 'after', kind: 'commit-uploads', taskId, runId }),
   propagate: (taskId: string): Effect => ({ phase: 'after', kind: 'propagate', taskId }),

@@ -15,7 +15,7 @@ import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
 import { TaskRecord, isResolved, taskState } from '../tasks/model';
 import { Plan, createOwnGroup, foldGroupClose, guardGroupClose } from './plan';
 import { planWrite } from './planner';
-import { INDEXED_DEADLINE, type DeadlineRef, type TriggerRef } from '../tasks/triggers';
+import { INDEXED_DEADLINE, isMessage, type ClaimRef, type DeadlineRef } from '../tasks/triggers';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
 import type { RecordOf } from './records';
 import { Rehint, releaseKey } from '../tasks/concurrency-keys';
@@ -39,11 +39,8 @@ export interface Executed {
   changed: boolean;
 }
 
-/** What a call performed so far: `before` effects by identity, with their trigger refs (a deadline's may be its index row). */
-type Performed = Map<string, DeadlineRef | undefined>;
-
-/** The trigger message a `before` effect put, if it put one. */
-const messageOf = (ref: DeadlineRef | undefined): TriggerRef | undefined => (ref === INDEXED_DEADLINE ? undefined : ref);
+/** What a call performed so far: `before` effects by identity, with their trigger refs (a deadline's or a claim's may be its index row). */
+type Performed = Map<string, DeadlineRef | ClaimRef | undefined>;
 
 /** Optional extras of one `execute` call, for callers that know more than the transition. */
 export interface ExecuteOptions {
@@ -53,7 +50,7 @@ export interface ExecuteOptions {
    */
   create?: Step<RecordOf<'create'>>;
   /** A `before` effect the caller started already, side by side with the task read (see `early`). */
-  early?: { effect: Effect; ref: Promise<TriggerRef | undefined> };
+  early?: { effect: Effect; ref: Promise<ClaimRef | undefined> };
   /** Runs once the outcome stands (row written, or an idempotent repeat), side by side with the `after` effects. */
   alongside?: () => Promise<void>;
 }
@@ -215,14 +212,18 @@ function groupFold(d: LifecycleDeps) {
 
 /**
  * The write's events and their guard (shared/events/recorder.ts): a deadline trigger the plan
- * puts anyway may carry their sweep.
+ * puts anyway may carry their sweep; a claim-expiry trigger the plan puts guards them as a message.
  */
 async function guardEvents(d: LifecycleDeps, p: Plan): Promise<{ guarded: Plan; w?: WriteEvents }> {
   if (!d.taskEvents || !p.events) return { guarded: p };
   const w = await d.taskEvents.prepare(p.events);
   const sweep = w.deadlineSweep;
-  if (!sweep) return { guarded: p, w };
-  return { guarded: { ...p, before: p.before.map((e) => (e.kind === 'put-deadline-trigger' ? { ...e, sweep } : e)) }, w };
+  const guard = (e: Effect): Effect => {
+    if (e.kind === 'put-deadline-trigger' && sweep) return { ...e, sweep };
+    if (e.kind === 'put-claim-trigger' && w.guarded) return { ...e, guard: true };
+    return e;
+  };
+  return { guarded: { ...p, before: p.before.map(guard) }, w };
 }
 
 /** Once the outcome stands: the plan's log lines, read-model writes, events and `after` effects. */
@@ -281,18 +282,18 @@ async function performBefore(d: LifecycleDeps, p: Plan, performed: Performed): P
   if (failed) throw failed.reason;
   for (const e of p.before) {
     const ref = performed.get(effectKey(e));
-    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = messageOf(ref);
-    else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref;
+    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = ref as ClaimRef | undefined;
+    else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref as DeadlineRef | undefined;
   }
 }
 
-async function before(d: LifecycleDeps, e: Effect): Promise<DeadlineRef | undefined> {
+async function before(d: LifecycleDeps, e: Effect): Promise<DeadlineRef | ClaimRef | undefined> {
   switch (e.kind) {
     case 'put-hint':
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
       return undefined;
     case 'put-claim-trigger':
-      return d.triggers.claim(e.taskId, e.runId, e.takenUntil);
+      return d.triggers.claim(e.taskId, e.runId, e.takenUntil, { bucketBy: e.bucketBy, guard: e.guard });
     case 'put-deadline-trigger':
       return d.triggers.deadline(e.taskId, e.deadline, e.sweep);
     case 'put-safety-net':
@@ -359,8 +360,9 @@ async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, 
       return;
     case 'delete-safety-net': {
       // Only a net this call put; a repeat that found the work done put none.
-      const ref = messageOf(performed.get(effectKey(safetyNetOf(e))));
-      if (ref) await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
+      const ref = performed.get(effectKey(safetyNetOf(e)));
+      if (isMessage(ref))
+        await d.triggers.done(ref).catch((err) => d.log.warn('resolved-net-delete-failed', { taskId: e.taskId, error: String(err?.message ?? err) }));
       return;
     }
     case 'release-key':

@@ -19,6 +19,7 @@ import { deletionOps, indexOps, repairOps } from '../ops/indexes';
 import { transitionTally } from '../ops/rollups';
 import type { ReadModelPlan } from '../ops/read-models';
 import { taskEvents } from '../events/exchanges';
+import { isMessage } from '../tasks/triggers';
 import { attachToHistoryRows } from '../events/outbox';
 import type { GroupResolution, TaskEventPlan } from './events';
 
@@ -66,7 +67,8 @@ export function historyOf(record: TransitionRecord, task: TaskRecord): Transitio
  */
 export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEventPlan['claim'] {
   const ending = (runId: number, from: string | null, withoutWorker: boolean): TaskEventPlan['claim'] => {
-    if (from !== 'running' || !task.runs[runId].claimTrigger) return undefined;
+    // A trigger kept in the expiry index guards no events (shared/tasks/triggers.ts `claim`).
+    if (from !== 'running' || !isMessage(task.runs[runId].claimTrigger)) return undefined;
     return withoutWorker ? { runId, alsoClaimOf: runId } : { runId };
   };
   switch (record.name) {

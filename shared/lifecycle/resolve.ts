@@ -50,7 +50,7 @@ export async function claimRun(
   const now = d.now();
   // Through a hint the run is almost always pending: its claim-expiry trigger goes out while the
   // row loads, instead of after (a refused claim leaves a stale trigger, harmless when it fires).
-  const early = via && !known ? earlyClaimTrigger(d, taskId, runId, now) : undefined;
+  const early = via && !known ? earlyClaimTrigger(d, taskId, runId, worker, now) : undefined;
   const options = { early, alongside };
   let seen: TaskRecord | undefined;
   let r = await execute(
@@ -75,10 +75,15 @@ export async function claimRun(
   return { kind: 'claimed', task: r.task, run: r.task.runs[runId] };
 }
 
-/** The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns). */
-function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, now: Date) {
-  const e = effect.putClaimTrigger(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS));
-  return { effect: e, ref: d.triggers.claim(taskId, runId, T.takenUntilFrom(now, d.config.claimTimeoutS)) };
+/**
+ * The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns):
+ * its expiry-index row. A claim someone listens to needs a message instead (its `guard`), which the
+ * executor then puts as well; the row stays behind and finds nothing to do at takenUntil.
+ */
+function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker, now: Date) {
+  const takenUntil = T.takenUntilFrom(now, d.config.claimTimeoutS);
+  const bucketBy = T.claimBucket(worker);
+  return { effect: effect.putClaimTrigger(taskId, runId, takenUntil, bucketBy), ref: d.triggers.claim(taskId, runId, takenUntil, { bucketBy }) };
 }
 
 export async function reclaimRun(d: LifecycleDeps, taskId: string, runId: number): Promise<{ task: TaskRecord; run: Run }> {
@@ -106,9 +111,16 @@ async function onTrigger(d: LifecycleDeps, taskId: string, transition: (t: TaskR
   if (r && 'retryAfterS' in r) return { retryAfterS: r.retryAfterS };
 }
 
-/** Claim expiry (reaper); `known`: the task as just read. */
-export async function expireClaim(d: LifecycleDeps, taskId: string, runId: number, takenUntil: string, known?: TaskRecord): Promise<TriggerResult> {
-  const input = { runId, takenUntil, hintId: slugid.nice() };
+/** Claim expiry (reaper); `known`: the task as just read; `indexed`: kept in the expiry index, not a message of the run's own (shared/tasks/triggers.ts). */
+export async function expireClaim(
+  d: LifecycleDeps,
+  taskId: string,
+  runId: number,
+  takenUntil: string,
+  known?: TaskRecord,
+  indexed = false,
+): Promise<TriggerResult> {
+  const input = { runId, takenUntil, hintId: slugid.nice(), indexed };
   const now = d.now();
   return onTrigger(d, taskId, (t) => T.expireClaim(t, input, now), known);
 }

@@ -38,7 +38,7 @@ import { effect, Effect } from './effects';
 import type { Ended, RecordOf, Replay, TransitionName, TransitionRecord } from './records';
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from '../tasks/model';
 import type { Priority } from '../tasks/vocabulary';
-import { INDEXED_DEADLINE } from '../tasks/triggers';
+import { INDEXED_DEADLINE, isMessage } from '../tasks/triggers';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -99,6 +99,8 @@ const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadl
 const isLatest = (t: TaskRecord, runId: number) => runId === t.runs.length - 1;
 const running = (t: TaskRecord, runId: number) => isLatest(t, runId) && t.runs[runId].state === 'running';
 export const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
+/** What a claim's expiry-index row is bucketed by: its worker, so one claimWork batch's rows go out in one transaction. */
+export const claimBucket = (w: Partial<Worker>) => `${w.workerGroup}/${w.workerId}`;
 function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
 }
@@ -272,7 +274,7 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
     if (via?.messageId) next.runs[runId].claimedWith = via.messageId;
     next.takenUntil = takenUntil;
-    return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
+    return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil, claimBucket(worker))] };
   }
   const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
   // A repeated claim: its first answer (and its events) may have been lost, so they go again.
@@ -295,8 +297,9 @@ export function reclaim(task: TaskRecord, input: { runId: number; claimTimeoutS:
   const next = copy(task);
   Object.assign(next.runs[runId], { takenUntil });
   next.takenUntil = takenUntil;
-  // The previous claim's trigger would only fire to find a later takenUntil.
-  const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil)];
+  // The previous claim's trigger would only fire to find a later takenUntil. A message that guards
+  // the run's events is followed by a message (shared/tasks/triggers.ts `claim`).
+  const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil, claimBucket(r), isMessage(r.claimTrigger))];
   if (r.claimTrigger) effects.push(effect.dropTrigger('claim', r.claimTrigger));
   return { record: { name: 'reclaim', runId }, next, effects };
 }
@@ -353,12 +356,13 @@ export function report(task: TaskRecord, input: { runId: number; outcome: Outcom
  * the write) recognises its own work and finishes the propagation. After the deadline the deadline
  * trigger resolves the task instead.
  */
-export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string }, now: Date): Result {
+export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil: string; hintId: string; indexed?: boolean }, now: Date): Result {
   const { runId, takenUntil } = input;
   const r = task.runs[runId];
-  // The trigger guards its run's claim and end events: still here after the run ended with its
-  // takenUntil, it was not dropped after their delivery, so they go again.
-  const ended = r && r.takenUntil === takenUntil && isResolved(r.state) ? ({ kind: 'run', runId } as const) : undefined;
+  // A message guards its run's claim and end events: still here after the run ended with its
+  // takenUntil, it was not dropped after their delivery, so they go again. An expiry-index row
+  // (`indexed`) guards no events: found after the run ended, its delete was merely lost.
+  const ended = !input.indexed && r && r.takenUntil === takenUntil && isResolved(r.state) ? ({ kind: 'run', runId } as const) : undefined;
   if (r && r.state === 'exception' && r.reasonResolved === 'claim-expired' && r.takenUntil === takenUntil) {
     return same('claim-expired', task, [...owedPropagation(task), ...owedRelease(task, runId), ...owedGroupClose(task)], ended);
   }

@@ -4,8 +4,10 @@
  */
 import type { Services } from '../services';
 import {
+  EXPIRY_KIND_CLAIM,
   EXPIRY_KIND_DEADLINE,
   type ClaimTrigger,
+  type IndexedClaim,
   type DeadlineTrigger,
   type IndexedDeadline,
   type ResolvedBatchTrigger,
@@ -44,6 +46,16 @@ export async function handleDeadline(svc: Services, t: DeadlineTrigger): Promise
 /** The claim expiry's plan also delivers again the run's events this trigger guards, if it finds the run ended (lifecycle/transitions.ts `expireClaim`). */
 export async function handleClaimExpired(svc: Services, t: ClaimTrigger): Promise<TriggerResult> {
   return expireClaim(svc, t.taskId, t.runId, t.takenUntil, await svc.tasks.load(t.taskId));
+}
+
+/**
+ * A claim expiry kept in the expiry index. Not due yet by the task's clock (the sweep's is the
+ * same, so only a skewed row): it throws, and the row stays for a later pass.
+ */
+async function handleIndexedClaim(svc: Services, row: ExpiryRow): Promise<void> {
+  const { runId, takenUntil } = row.data as unknown as IndexedClaim;
+  const result = await expireClaim(svc, row.id, runId, takenUntil, undefined, true);
+  if (result) throw new Error(`claim of run ${runId} not due for ${result.retryAfterS} s`);
 }
 
 export async function handleResolved(svc: Services, t: ResolvedTrigger | ResolvedBatchTrigger | TrackingTrigger): Promise<TriggerResult> {
@@ -114,6 +126,8 @@ export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise
   [EXPIRY_KIND_GROUP]: (svc, row) => expireGroup(svc, row.id),
   // Not an expiry: the task's deadline, kept in this index (shared/tasks/triggers.ts); a resolved task has nothing to do.
   [EXPIRY_KIND_DEADLINE]: async (svc, row) => void (await resolveDeadline(svc, row.id, (row.data as unknown as IndexedDeadline).deadline, true)),
+  // Nor this: a run's claim expiry (shared/tasks/triggers.ts `claim`); its run's end deletes it, so one found here mostly lapsed.
+  [EXPIRY_KIND_CLAIM]: handleIndexedClaim,
   [SUBSCRIPTION_EXPIRY]: (svc, row) => expireSubscription(svc, row.id),
   [EXPIRY_KIND_TASK]: expireIndexedTask,
   [EXPIRY_KIND_NAMESPACE]: expireNamespaces,

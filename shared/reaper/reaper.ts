@@ -5,13 +5,14 @@
  *
  * Nine phases run one after another, so a pass makes its storage calls in a fixed order
  * (crash-safety tests rely on that to fail each call in turn):
- *   1. claim expiry      runs whose claim lapsed (`claim` triggers)
- *   2. deadlines         tasks past their deadline (`deadline` triggers)
+ *   1. claim expiry      runs whose claim lapsed (`claim` triggers; most are rows of the expiry index, phase 6)
+ *   2. deadlines         tasks past their deadline (`deadline` triggers; most are rows of the expiry index, phase 6)
  *   3. safety nets       resolutions whose dependents a crash left untold, and dependency tracking
  *                        that createTask of many dependencies left to finish (`resolved` triggers)
  *   4. event sweeps      fan-out messages and deliveries a crash interrupted (`events` triggers)
  *   5. event consumers   the index and hooks apply the system subscription's events
- *   6. expiry            records whose `expires` passed, from the expiry index
+ *   6. expiry            records whose `expires` passed, and the deadlines and claim expiries kept
+ *                        there, from the expiry index
  *   7. artifact expiry   artifacts and objects whose `expires` passed, from their own index rows
  *   8. scheduled hooks   hooks whose schedule came due are fired
  *   9. hint repair       pending runs whose hint is gone get a fresh one (every hintRepairEveryS)
@@ -36,11 +37,13 @@ import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
 import { repairHiddenHints } from './hints';
-import { EXPIRY_KIND_DEADLINE } from '../tasks/triggers';
+import { EXPIRY_KIND_CLAIM, EXPIRY_KIND_DEADLINE } from '../tasks/triggers';
 import { consumeEvents } from './consumers';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
+/** Expiry-index kinds that are triggers, not expiries (shared/tasks/triggers.ts): they may write the task. */
+const RESOLVING_KINDS = new Set([EXPIRY_KIND_DEADLINE, EXPIRY_KIND_CLAIM]);
 /** Expiry index rows handled per query page. */
 const EXPIRY_PAGE = 100;
 /** Expired records handled at once: each takes a handful of sequential storage calls. */
@@ -132,10 +135,10 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
     const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
     let stuck = 0;
     const done: typeof rows = [];
-    // Deadlines first: a task resolved at its deadline while its expiry deletes its rows would leave the resolution's history row behind.
-    const deadlines = rows.filter((r) => r.kind === EXPIRY_KIND_DEADLINE);
-    const others = rows.filter((r) => r.kind !== EXPIRY_KIND_DEADLINE);
-    for (const part of [deadlines, others])
+    // Resolutions first (deadlines, claim expiries): a task resolved while its expiry deletes its rows would leave the resolution's history row behind.
+    const resolutions = rows.filter((r) => RESOLVING_KINDS.has(r.kind));
+    const others = rows.filter((r) => !RESOLVING_KINDS.has(r.kind));
+    for (const part of [resolutions, others])
       await mapLimit(pairExpiryRows(part), EXPIRY_CONCURRENCY, async ([row, group]) => {
         const expire = EXPIRERS[row.kind];
         if (!expire) {
@@ -156,9 +159,11 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
     // Last, and together (one transaction per day): a crash before this redoes the idempotent deletes.
     try {
       await svc.expiry.removeAll(done);
-      const resolvedByDeadline = done.filter((r) => r.kind === EXPIRY_KIND_DEADLINE).length;
-      stats.deadline += resolvedByDeadline;
-      stats.expired += done.length - resolvedByDeadline;
+      const deadlines = done.filter((r) => r.kind === EXPIRY_KIND_DEADLINE).length;
+      const claims = done.filter((r) => r.kind === EXPIRY_KIND_CLAIM).length;
+      stats.deadline += deadlines;
+      stats.claim += claims;
+      stats.expired += done.length - deadlines - claims;
     } catch (err) {
       stats.failed++;
       svc.log.error('expiry-rows-remove-failed', { rows: done.length, error: String((err as Error)?.message ?? err) });

@@ -9,7 +9,7 @@
  * EXPIRY_BUCKETS partitions: one partition takes about 2,000 entities/s.
  */
 import { createHash } from 'node:crypto';
-import { Entity, MAX_TRANSACTION_ACTIONS, Storage, allRows, deleteRows } from '../storage/storage';
+import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
 
 /** Partitions per day: 8 × 2,000 entities/s carries 8,000 task creations/s (2 rows each) per day. */
 export const EXPIRY_BUCKETS = 8;
@@ -28,9 +28,10 @@ export interface ExpiryRow {
   data: Record<string, unknown>;
 }
 
-/** A row waiting to go out with others of its day partition. */
+/** A row waiting to go out with others of its day partition: written, or deleted (`forget`). */
 interface Waiting {
   row: Entity;
+  op: 'upsert' | 'delete';
   done: (err?: unknown) => void;
 }
 
@@ -70,22 +71,31 @@ export class ExpiryIndex {
       expires,
       data: JSON.stringify(r.data),
     }));
-    const pk = rows[0].partitionKey;
+    await Promise.all(rows.map((row) => this.enqueue(row, 'upsert')));
+  }
+
+  /**
+   * Deletes a row no longer needed before it is due (a claim expiry whose run ended), group-committed
+   * as `record` is: the reports of one batch go out together. A row already gone is fine.
+   */
+  async forget(row: { partitionKey: string; rowKey: string }): Promise<void> {
+    await this.enqueue({ partitionKey: row.partitionKey, rowKey: row.rowKey }, 'delete');
+  }
+
+  private enqueue(row: Entity, op: Waiting['op']): Promise<void> {
+    const pk = row.partitionKey;
     const list = this.waiting.get(pk) ?? [];
-    const stored = rows.map(
-      (row) =>
-        new Promise<void>((resolve, reject) => {
-          list.push({ row, done: (err) => (err === undefined ? resolve() : reject(err)) });
-        }),
-    );
+    const stored = new Promise<void>((resolve, reject) => {
+      list.push({ row, op, done: (err) => (err === undefined ? resolve() : reject(err)) });
+    });
     this.waiting.set(pk, list);
     if (!this.busy.has(pk)) {
       // Started after this turn: rows recorded in the same turn (a createTask's expiry and deadline
-      // rows, when they share a partition) go out in one write.
+      // rows, when they share a partition; a claimWork batch's claim rows) go out in one write.
       this.busy.add(pk);
       queueMicrotask(() => void this.drain(pk));
     }
-    await Promise.all(stored);
+    return stored;
   }
 
   /**
@@ -105,8 +115,7 @@ export class ExpiryIndex {
         }
         if (!list.length) this.waiting.delete(pk);
         try {
-          if (group.length === 1) await this.table.upsert(group[0].row);
-          else await this.table.transact(group.map((w) => ({ op: 'upsert' as const, entity: w.row })));
+          await this.write(group);
           for (const w of group) w.done();
         } catch (err) {
           for (const w of group) w.done(err);
@@ -114,6 +123,25 @@ export class ExpiryIndex {
       }
     } finally {
       this.busy.delete(pk);
+    }
+  }
+
+  /**
+   * One group's write: a single call for one row, else a transaction. A transaction fails whole when
+   * one of its deletes finds its row gone (the sweep took it, or a repeat): the group is then
+   * written row by row, which ignores missing rows.
+   */
+  private async write(group: Waiting[]): Promise<void> {
+    const one = (w: Waiting) => (w.op === 'upsert' ? this.table.upsert(w.row) : this.table.delete(w.row.partitionKey, w.row.rowKey));
+    if (group.length === 1) return void (await one(group[0]));
+    const actions = group.map((w): TableAction =>
+      w.op === 'upsert' ? { op: 'upsert', entity: w.row } : { op: 'delete', partitionKey: w.row.partitionKey, rowKey: w.row.rowKey },
+    );
+    try {
+      await this.table.transact(actions);
+    } catch (err) {
+      if (!(err instanceof StorageConflict) || group.every((w) => w.op === 'upsert')) throw err;
+      await Promise.all(group.map(one));
     }
   }
 

@@ -4,7 +4,7 @@
 import { inputError, ApiError } from '../errors';
 import { PRIORITIES, Priority } from './vocabulary';
 import type { Entity } from '../storage/storage';
-import type { DeadlineRef, TriggerRef } from './triggers';
+import type { ClaimRef, DeadlineRef } from './triggers';
 
 export type RunState = 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type TaskState = RunState | 'unscheduled';
@@ -43,8 +43,8 @@ export interface Run {
    * is another message and must not hand the run out again.
    */
   claimedWith?: string;
-  /** The claim-expiry trigger of the current claim, deleted once the run leaves `running`. */
-  claimTrigger?: TriggerRef;
+  /** The claim-expiry trigger of the current claim (a message, or its expiry-index row), deleted once the run leaves `running`. */
+  claimTrigger?: ClaimRef;
   /** Set by createArtifact before the run's first s3 artifact row: only then has the run uploads to commit. */
   uploads?: boolean;
   /** Set by createLiveLog while the run runs: its resolution seals the live log. */

@@ -3,7 +3,7 @@
  * was made for; the reaper acts only if that still matches the stored task.
  */
 import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
-import type { ExpiryIndex } from './expiry';
+import { ExpiryIndex } from './expiry';
 
 export interface DeadlineTrigger {
   taskId: string;
@@ -58,6 +58,31 @@ function delayS(at: Date, now: Date): number {
 export interface TriggerRef {
   messageId: string;
   popReceipt: string;
+}
+
+/** The expiry index's kind for a run's claim expiry kept there (`Triggers.claim`). */
+export const EXPIRY_KIND_CLAIM = 'claim';
+/** A claim-expiry trigger kept as a row of the expiry index: its keys, so the run's end deletes it. */
+export interface IndexedTrigger {
+  partitionKey: string;
+  rowKey: string;
+}
+/** A run's claim-expiry trigger: a message of its own, or its row in the expiry index. */
+export type ClaimRef = TriggerRef | IndexedTrigger;
+/** The data of a claim expiry's expiry-index row: the claim it was made for (a later takenUntil is not acted on). */
+export interface IndexedClaim {
+  runId: number;
+  takenUntil: string;
+}
+/** Whether a trigger is a message (it can guard events: it is dropped only after their delivery). */
+export const isMessage = (ref: ClaimRef | DeadlineRef | undefined): ref is TriggerRef => typeof ref === 'object' && 'messageId' in ref;
+
+/** What `Triggers.claim` needs besides the claim. */
+export interface ClaimTriggerOptions {
+  /** The trigger guards the write's events (someone listens): a message, dropped only after their delivery. */
+  guard?: boolean;
+  /** What the expiry-index row's partition is chosen by: one worker's batch of claims goes out in one transaction. */
+  bucketBy: string;
 }
 
 /** The expiry index's kind for a task's deadline kept there (`Triggers.deadline`). */
@@ -159,7 +184,21 @@ export class Triggers {
     return popReceipt ? { messageId: ref.messageId, popReceipt } : undefined;
   }
 
-  async claim(taskId: string, runId: number, takenUntil: string): Promise<TriggerRef> {
+  /**
+   * The run's claim-expiry trigger. Kept as a row of the expiry index (`EXPIRY_KIND_CLAIM`, due at
+   * `takenUntil`), which the reaper's expiry sweep finds then: the claims of one worker's batch go
+   * out in one transaction (bucketed by the worker, ExpiryIndex group commit), and the run's end
+   * deletes the row, group-committed with the other reports of the moment. A table row costs
+   * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
+   * A trigger that guards the claim's events (`guard`: someone listens) is a message of the run's
+   * own, dropped only after their delivery; if it fires on the ended run it delivers them again.
+   */
+  async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions): Promise<ClaimRef> {
+    if (!opts.guard) {
+      const data: IndexedClaim = { runId, takenUntil };
+      await this.opts.expiry.record(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, [], opts.bucketBy);
+      return ExpiryIndex.keys(EXPIRY_KIND_CLAIM, taskId, takenUntil, opts.bucketBy);
+    }
     return this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
   }
 
@@ -168,8 +207,9 @@ export class Triggers {
    * resolved): one delete now instead of a read and a delete when it fires. If it already fired or
    * the delete fails, the handler finds nothing to do, as before.
    */
-  async drop(kind: 'claim' | 'deadline', ref: TriggerRef | undefined): Promise<void> {
+  async drop(kind: 'claim' | 'deadline', ref: ClaimRef | undefined): Promise<void> {
     if (!ref) return;
+    if (!isMessage(ref)) return this.opts.expiry.forget(ref).catch(() => undefined);
     await this.storage
       .trigger(kind)
       .delete(ref.messageId, ref.popReceipt)

@@ -39,7 +39,7 @@ test('overlapping reaper passes on two instances', async () => {
     const t = { taskId: slugid(), tq: uniqueQueue() };
     await q.createTask(t.taskId, taskDef(t.tq, { retries: 2 }));
     const [c] = await claim(a, t.tq, W1, 1);
-    for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(t.taskId, 0, c.takenUntil);
+    for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(t.taskId, 0, c.takenUntil, { guard: k % 2 === 0, bucketBy: `copy${k}` });
     lastTakenUntil = c.takenUntil;
     retrying.push(t);
   }
@@ -56,7 +56,7 @@ test('overlapping reaper passes on two instances', async () => {
     await q.createTask(dependent, taskDef(depQueue, { dependencies: [taskId], requires: 'all-resolved' }));
     if (kind === 'claim') {
       const [c] = await claim(a, tq, W1, 1);
-      for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(taskId, 0, c.takenUntil);
+      for (let k = 0; k < COPIES; k++) await a.services.triggers.claim(taskId, 0, c.takenUntil, { guard: k % 2 === 0, bucketBy: `copy${k}` });
       lastTakenUntil = c.takenUntil;
     }
     final.push({ taskId, dependent, depQueue, kind });

@@ -5,12 +5,12 @@
  * are what a user pays for; the test pins them so a change that adds calls is noticed.
  */
 import { startTestService, startSecondInstance, TestService, taskDef, slugid } from '../helpers/service';
-import { claimOne, reapUntil, uniqueQueue } from '../helpers/work';
+import { W1, claimAny, claimOne, reapUntil, uniqueQueue } from '../helpers/work';
 import { runReaper } from '../../shared/reaper/reaper';
 import { EXCHANGES, EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 import { GROUP_STEP_SETTLED_MS } from '../../shared/lifecycle/remove-expired';
 import { EXPIRY_BUCKETS } from '../../shared/tasks/expiry';
-import { TRIGGER_QUEUES, TRIGGER_SHARDS } from '../../shared/storage/port';
+import { TRIGGER_QUEUES, TRIGGER_SHARDS, allRows } from '../../shared/storage/port';
 
 /** Far beyond INDEX_LINGER_MS and any response time: queued index writes go out when the test settles them. */
 const SETTLED_LINGER_MS = 10 * 60_000;
@@ -182,13 +182,15 @@ test('a simple lifecycle costs few storage transactions', async () => {
   expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
-  expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'claim.put': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
-  // Likewise no read for the report. It deletes the claim-expiry trigger (one call) rather than
-  // leaving it to fire later (a task read and a delete), and nothing for the deadline (its index
-  // row finds the task resolved). The group's open row goes in the task row's transaction, which
-  // also requires the group's alone row (nobody joined: the group is then known to be without
-  // unresolved tasks, no read).
-  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'claim.delete': 1 });
+  // Its claim-expiry trigger is a row of the expiry index, no queue message (nobody listens to the
+  // claim's events); a batch's rows go in one transaction (see the drain below).
+  expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'Expiry.upsert': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
+  // Likewise no read for the report. It deletes the claim-expiry row (one table call, grouped with
+  // the reports of the moment) rather than leaving it to fire later (a task read), and nothing for
+  // the deadline (its index row finds the task resolved). The group's open row goes in the task
+  // row's transaction, which also requires the group's alone row (nobody joined: the group is then
+  // known to be without unresolved tasks, no read).
+  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'Expiry.delete': 1 });
   // Critical path (calls one after another; index writes are queued, off the path): createTask's
   // before-effects side by side, then the row; claimWork's hint poll, the claim trigger (beside
   // the row read, here cached), the row, then hint delete and recentTasks side by side; the
@@ -200,6 +202,7 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // group's expiry rows in one delete (shared by a page's tasks under load, see below).
   const bg = core(m.background);
   expect(bg['claim.delete'] ?? 0).toBe(0);
+  expect(bg['Expiry.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
   expect(bg['Tasks.query'] ?? 0).toBe(0);
   // And at the deadline, its index row reads the task and finds it resolved (the read the report's
@@ -259,6 +262,31 @@ test('with one subscription matching everything: one queue put per event, one ca
   } finally {
     await svc.services.events.dispatcher.subscriptions.delete('storage-count');
   }
+}, 60_000);
+
+test('a claimWork batch writes its claim-expiry rows in one transaction, and its reports delete them: no queue message', async () => {
+  const tq = uniqueQueue();
+  const n = 8;
+  const expires = new Date(Date.now() + LIFETIME_MS).toJSON();
+  const ids = Array.from({ length: n }, () => slugid());
+  await Promise.all(ids.map((id) => svc.queue().createTask(id, taskDef(tq, { deadline: expires, expires }))));
+  await svc.services.indexes.settled();
+  const meter = svc.services.storage.meter;
+  const expiry = (c: Counts) => Object.fromEntries(Object.entries(c).filter(([k]) => /^(Expiry|claim)\./.test(k)));
+  const s0 = meter.snapshot().byOp;
+  const claims = await claimAny(svc, tq, W1, n);
+  const s1 = meter.snapshot().byOp;
+  expect(claims).toHaveLength(n);
+  // The batch's claims go out side by side, their rows in one partition (bucketed by the worker).
+  expect(expiry(diff(s1, s0))).toEqual({ 'Expiry.transaction': 1 });
+  const claimRows = async () => (await allRows(probe.services.storage.table('Expiry'), {})).filter((r) => ids.includes(r.id as string) && r.kind === 'claim');
+  expect(await claimRows()).toHaveLength(n);
+  await Promise.all(claims.map((c) => svc.queue(c.credentials).reportCompleted(c.status.taskId, c.runId)));
+  const reports = expiry(diff(meter.snapshot().byOp, s1));
+  // One delete each at most: the reports that arrive while one is in flight share the next transaction.
+  expect(Object.keys(reports).every((k) => k === 'Expiry.delete' || k === 'Expiry.transaction')).toBe(true);
+  expect(sum(reports)).toBeLessThanOrEqual(n);
+  expect(await claimRows()).toHaveLength(0);
 }, 60_000);
 
 test('at expiry a task costs at most 3 transactions when several expire in one pass (a lone one 4)', async () => {

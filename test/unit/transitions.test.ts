@@ -97,7 +97,7 @@ describe('claim', () => {
     expect(s.record).toEqual({ name: 'claim', runId: 0 });
     expect(s.next.runs[0]).toEqual(expect.objectContaining({ state: 'running', ...W, takenUntil, started: NOW.toJSON() }));
     expect(s.next.takenUntil).toBe(takenUntil);
-    expect(s.effects).toEqual([{ phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil }]);
+    expect(s.effects).toEqual([{ phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil, bucketBy: 'wg/w1' }]);
   });
 
   test('a stale hint (other hintId) is refused', () => {
@@ -150,7 +150,8 @@ describe('reclaim', () => {
     expect(s.next.runs[0].takenUntil).toBe(takenUntil);
     expect(s.next.takenUntil).toBe(takenUntil);
     expect(s.effects).toEqual([
-      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil },
+      // The run's trigger is a message (it guards the run's events): so is the new one.
+      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil, bucketBy: 'wg/w1', guard: true },
       { phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: ref('claim-0') },
     ]);
   });
@@ -316,6 +317,39 @@ describe('claim expiry', () => {
     t.hasDependents = true;
     const expired = step(T.expireClaim(t, input(t), later(CLAIM_S))).next;
     expect(kinds(step(T.expireClaim(expired, input(t), later(CLAIM_S + 5))).effects)).toEqual(['after:propagate', 'after:close-group']);
+  });
+
+  test("found after the run's end, a message delivers the run's events again; an expiry-index row (it guards none) does not", () => {
+    const done = step(report(runningTask(), { state: 'completed' })).next;
+    expect(T.expireClaim(done, input(done), later(CLAIM_S))).toEqual(repeat('claim-expired', done, [], { kind: 'run', runId: 0 }));
+    expect(T.expireClaim(done, { ...input(done), indexed: true }, later(CLAIM_S))).toEqual(repeat('claim-expired', done));
+  });
+
+  test('an expiry-index row resolves a lapsed claim as a message does', () => {
+    const t = runningTask({ retries: 0 });
+    const byRow = step(T.expireClaim(t, { ...input(t), indexed: true }, later(CLAIM_S)));
+    expect(byRow).toEqual(step(T.expireClaim(t, input(t), later(CLAIM_S))));
+    expect(summary(byRow.next)).toEqual(['exception/claim-expired']);
+  });
+});
+
+describe('claim-expiry triggers kept in the expiry index', () => {
+  const row = { partitionKey: '2030-01-01~3', rowKey: '2030-01-01T00:20:00.000Z~claim~T1' };
+
+  test('a reclaim records a new row (not a message) and drops the old row', () => {
+    const t = runningTask();
+    t.runs[0].claimTrigger = row;
+    const s = step(T.reclaim(t, { runId: 0, claimTimeoutS: CLAIM_S }, later(60)));
+    expect(s.effects).toEqual([
+      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil: later(60 + CLAIM_S).toJSON(), bucketBy: 'wg/w1' },
+      { phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: row },
+    ]);
+  });
+
+  test("the run's end drops the row", () => {
+    const t = runningTask();
+    t.runs[0].claimTrigger = row;
+    expect(step(report(t, { state: 'completed' })).effects).toContainEqual({ phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: row });
   });
 });
 
