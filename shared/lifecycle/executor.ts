@@ -175,8 +175,9 @@ function cachedRow(d: LifecycleDeps, taskId: string, known: TaskRecord | undefin
 }
 
 /**
- * Step "early": claimWork puts the claim-expiry trigger while the row loads; used if the plan owes
- * the same effect (otherwise it is a stale trigger, which its handler finds nothing to do for).
+ * Step "early": claimWork puts the claim-expiry trigger (its expiry-index row) while the row loads;
+ * used if the plan owes the same effect (otherwise it is a stale trigger, which its handler finds
+ * nothing to do for, or a second trigger of the same claim when the plan owes a message).
  * When the row is read (a claim on another instance than the create's), it takes the put off
  * claimWork's critical path: 4 calls one after another, 5 without (storage-count, cached row off).
  */

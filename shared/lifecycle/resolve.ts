@@ -50,7 +50,8 @@ export async function claimRun(
   const now = d.now();
   // Through a hint the run is almost always pending: its claim-expiry trigger goes out while the
   // row loads, instead of after (a refused claim leaves a stale trigger, harmless when it fires).
-  const early = via && !known ? earlyClaimTrigger(d, taskId, runId, worker, now) : undefined;
+  // A row this instance holds loads at once: the plan's own put, which knows the trigger's kind, is as early.
+  const early = via && !known && !d.tasks.recentRow?.(taskId) ? earlyClaimTrigger(d, taskId, runId, worker, now) : undefined;
   const options = { early, alongside };
   let seen: TaskRecord | undefined;
   let r = await execute(
@@ -78,7 +79,8 @@ export async function claimRun(
 /**
  * The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns):
  * its expiry-index row. A claim someone listens to needs a message instead (its `guard`), which the
- * executor then puts as well; the row stays behind and finds nothing to do at takenUntil.
+ * executor then puts as well; the row stays behind as a second trigger of the same claim (at
+ * takenUntil one task read, and the expiry if the claim lapsed, which the other then finds done).
  */
 function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker, now: Date) {
   const takenUntil = T.takenUntilFrom(now, d.config.claimTimeoutS);

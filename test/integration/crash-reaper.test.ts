@@ -9,6 +9,7 @@ import { CHECK_POLL_S, claim, claimAny, passTime, reapUntil, runSummary, status,
 import { eachStorageCall } from '../helpers/crash';
 import { runReaper } from '../../shared/reaper/reaper';
 import { triggerShardNames } from '../../shared/storage/trigger-shards';
+import { EXCHANGE_PREFIX } from '../../shared/events/exchanges';
 
 /** How long a trigger may take to show: its visibility is whole seconds. */
 const TRIGGER_SHOWS_MS = 5000;
@@ -62,37 +63,62 @@ async function claimed(retries: number, withDependent: boolean) {
   return { tq, taskId, dependent, depQueue, takenUntil: first.takenUntil as string };
 }
 
-test('claim expiry with a retry', async () => {
-  const ops = await sweep(async (faulty) => {
-    const t = await claimed(2, false);
-    await waitUntil(t.takenUntil, 0);
-    await triggerVisible('claim');
-    await faulty(reaperPassOnA);
-    await reapUntil(b, async () => (await status(b, t.taskId)).runs.length === 2);
-    // More passes change nothing.
-    await b.runReaper();
-    const s = await status(b, t.taskId);
-    expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired', 'pending']);
-    expect(s.retriesLeft).toBe(1);
-    await claimableOnce(t.tq, t.taskId, 1);
+/**
+ * A run's claim-expiry trigger is a row of the expiry index, or a message when someone listens to
+ * the claim's events (shared/tasks/triggers.ts `claim`): each kind through the same sweeps.
+ */
+describe.each([
+  ['an expiry-index row', false],
+  ['a message (someone listens to task-running)', true],
+])('claim expiry by %s', (_kind, listened) => {
+  const SUBSCRIPTION = 'crash-reaper-running';
+  const refreshAll = () => Promise.all([a, b, c].map((s) => s.services.events.dispatcher.subscriptions.refresh()));
+  beforeAll(async () => {
+    if (!listened) return;
+    const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-running`, routingKeyPattern: '#' }];
+    await a.services.events.dispatcher.subscriptions.create({ subscriptionId: SUBSCRIPTION, bindings, expires: new Date(a.clock.ms() + 3600_000).toJSON() });
+    await refreshAll();
   });
-  expect(ops).toEqual(
-    expect.arrayContaining(['claim.get', 'Tasks.get', 'pending.put', 'Tasks.transaction', 'claim.delete', 'deadline.get', 'resolved.get', 'Expiry.query']),
-  );
-}, 180_000);
+  afterAll(async () => {
+    if (!listened) return;
+    await a.services.events.dispatcher.subscriptions.delete(SUBSCRIPTION);
+    await refreshAll();
+  });
+  /** Until the trigger is due: the message visible, or the row's takenUntil passed. */
+  const due = async (takenUntil: string) => {
+    await waitUntil(takenUntil, STEP_MS);
+    if (listened) await triggerVisible('claim');
+  };
 
-test('claim expiry without retries: the dependent is scheduled once', async () => {
-  await sweep(async (faulty) => {
-    const t = await claimed(0, true);
-    await waitUntil(t.takenUntil, 0);
-    await triggerVisible('claim');
-    await faulty(reaperPassOnA);
-    await reapUntil(b, async () => (await status(b, t.dependent)).state === 'pending');
-    expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired']);
-    expect((await status(b, t.dependent)).runs).toHaveLength(1);
-    await claimableOnce(t.depQueue, t.dependent);
-  });
-}, 180_000);
+  test('with a retry', async () => {
+    const ops = await sweep(async (faulty) => {
+      const t = await claimed(2, false);
+      await due(t.takenUntil);
+      await faulty(reaperPassOnA);
+      await reapUntil(b, async () => (await status(b, t.taskId)).runs.length === 2);
+      // More passes change nothing.
+      await b.runReaper();
+      const s = await status(b, t.taskId);
+      expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired', 'pending']);
+      expect(s.retriesLeft).toBe(1);
+      await claimableOnce(t.tq, t.taskId, 1);
+    });
+    const trigger = listened ? ['claim.get', 'claim.delete'] : ['Expiry.query', 'Expiry.delete'];
+    expect(ops).toEqual(expect.arrayContaining([...trigger, 'Tasks.get', 'pending.put', 'Tasks.transaction', 'deadline.get', 'resolved.get', 'Expiry.query']));
+  }, 180_000);
+
+  test('without retries: the dependent is scheduled once', async () => {
+    await sweep(async (faulty) => {
+      const t = await claimed(0, true);
+      await due(t.takenUntil);
+      await faulty(reaperPassOnA);
+      await reapUntil(b, async () => (await status(b, t.dependent)).state === 'pending');
+      expect(await runSummary(b, t.taskId)).toEqual(['exception/claim-expired']);
+      expect((await status(b, t.dependent)).runs).toHaveLength(1);
+      await claimableOnce(t.depQueue, t.dependent);
+    });
+  }, 180_000);
+});
 
 test('deadline of a pending task: resolved once, the dependent scheduled once', async () => {
   const ops = await sweep(async (faulty) => {

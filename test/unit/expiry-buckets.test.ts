@@ -41,3 +41,22 @@ test('due reads on through empty pages and the end of each bucket, up to its lim
   expect(await index.due(now, 1000)).toHaveLength(20);
   expect(await index.due(now, 7)).toHaveLength(7);
 });
+
+test('rows forgotten together go out in one transaction; one already gone does not keep the others', async () => {
+  const storage = new MemoryStorage('exp');
+  await storage.table('Expiry').create();
+  const index = new ExpiryIndex(storage);
+  const expires = '2026-11-23T10:20:00.000Z';
+  // One worker's batch of claims: bucketed by the worker, recorded in one turn, one write.
+  await Promise.all(Array.from({ length: 8 }, (_, i) => index.record('claim', `t${i}`, expires, { runId: 0 }, [], 'wg/w1')));
+  expect(storage.meter.snapshot().byOp).toEqual({ 'Expiry.create': 1, 'Expiry.transaction': 1 });
+  const rows = Array.from({ length: 8 }, (_, i) => ExpiryIndex.keys('claim', `t${i}`, expires, 'wg/w1'));
+  await Promise.all(rows.slice(0, 4).map((r) => index.forget(r)));
+  expect(storage.meter.snapshot().byOp['Expiry.transaction']).toBe(2);
+  // A row the sweep removed meanwhile: its transaction fails whole, then each row goes alone.
+  await storage.table('Expiry').delete(rows[4].partitionKey, rows[4].rowKey);
+  await Promise.all(rows.slice(4).map((r) => index.forget(r)));
+  expect(await index.due(new Date('2026-11-24T00:00:00.000Z'), 1000)).toEqual([]);
+  // Forgetting again is fine.
+  await expect(index.forget(rows[0])).resolves.toBeUndefined();
+});
