@@ -149,7 +149,7 @@ export const LOG_EVENTS = {
     description: 'One per reaper pass: what each of its steps handled.',
     fields: {
       deadline: num('deadlines acted on: expiry-index rows and deadline messages'),
-      claim: num('claim-expiry triggers'),
+      claim: num('claims expired or found ended: expiry-index rows and claim-expiry messages'),
       resolved: num('resolution safety nets'),
       events: num('event sweeps and fan-out messages'),
       consumed: opt(num('events applied by the index and hooks consumers')),
@@ -215,7 +215,7 @@ export const LOG_EVENTS = {
   },
   'events-redelivered': {
     level: 'info',
-    description: "A run's claim-expiry trigger found its run ended and delivered its events again.",
+    description: "A run's claim-expiry message (it guards the run's events) found its run ended and delivered its events again.",
     fields: { taskId, runId, events: num('events delivered') },
   },
   'events-swept': {

@@ -55,6 +55,11 @@ export interface TaskEvents {
   replay(task: TaskRecord, r: Replay): Promise<number>;
   /** A group's close is done (`empty`: known without a read): its task-group-resolved, if owed. Throws if not delivered. */
   groupResolved(g: GroupResolution, empty: boolean): Promise<void>;
+  /**
+   * Whether anyone listens to a running run's events (its task-running, and the events its end
+   * would publish): then its claim-expiry trigger is a message, which guards them all.
+   */
+  runListened(task: TaskRecord, runId: number): Promise<boolean>;
 }
 
 /** Where a replay's events would go (their exchange, routing key and CCs), known without a read. */
@@ -121,6 +126,8 @@ export function taskEventPort(recorder: EventRecorder, opts: { hasOpen: (taskGro
         return 0;
       }
     },
+
+    runListened: (task, runId) => dispatcher.interested(replayRoutes(task, { kind: 'run', runId })),
 
     /** Nobody listening: not even the read of the group's open rows. */
     async groupResolved(g, empty) {

@@ -213,18 +213,20 @@ function groupFold(d: LifecycleDeps) {
 
 /**
  * The write's events and their guard (shared/events/recorder.ts): a deadline trigger the plan
- * puts anyway may carry their sweep; a claim-expiry trigger the plan puts guards them as a message.
+ * puts anyway may carry their sweep; a claim-expiry trigger the plan puts is a message when it
+ * guards the claim's events or anyone listens to the run's (its end's are guarded by it too).
  */
 async function guardEvents(d: LifecycleDeps, p: Plan): Promise<{ guarded: Plan; w?: WriteEvents }> {
   if (!d.taskEvents || !p.events) return { guarded: p };
-  const w = await d.taskEvents.prepare(p.events);
+  const events = d.taskEvents;
+  const w = await events.prepare(p.events);
   const sweep = w.deadlineSweep;
-  const guard = (e: Effect): Effect => {
+  const guard = async (e: Effect): Promise<Effect> => {
     if (e.kind === 'put-deadline-trigger' && sweep) return { ...e, sweep };
-    if (e.kind === 'put-claim-trigger' && w.guarded) return { ...e, guard: true };
+    if (e.kind === 'put-claim-trigger' && !e.guard && (w.guarded || (await events.runListened(p.task!, e.runId)))) return { ...e, guard: true };
     return e;
   };
-  return { guarded: { ...p, before: p.before.map(guard) }, w };
+  return { guarded: { ...p, before: await Promise.all(p.before.map(guard)) }, w };
 }
 
 /** Once the outcome stands: the plan's log lines, read-model writes, events and `after` effects. */

@@ -1,6 +1,8 @@
 /**
- * Delayed trigger messages: each becomes visible when it must fire and carries the timestamp it
- * was made for; the reaper acts only if that still matches the stored task.
+ * Triggers: delayed queue messages, each visible when it must fire, or rows of the expiry index
+ * (a task's deadline, a run's claim expiry), each due then; both carry the timestamp they were
+ * made for, and the reaper acts only if that still matches the stored task. Only a message can
+ * guard events (it is dropped after their delivery), so a trigger that guards some is one.
  */
 import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
 import { ExpiryIndex } from './expiry';
@@ -190,8 +192,9 @@ export class Triggers {
    * out in one transaction (bucketed by the worker, ExpiryIndex group commit), and the run's end
    * deletes the row, group-committed with the other reports of the moment. A table row costs
    * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
-   * A trigger that guards the claim's events (`guard`: someone listens) is a message of the run's
-   * own, dropped only after their delivery; if it fires on the ended run it delivers them again.
+   * A trigger that guards the run's events (`guard`: someone listens to its task-running or to what
+   * its end publishes) is a message of the run's own, dropped only after their delivery; if it
+   * fires on the ended run it delivers them again.
    */
   async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions): Promise<ClaimRef> {
     if (!opts.guard) {

@@ -65,7 +65,7 @@ async function claimed(retries: number, withDependent: boolean) {
 
 /**
  * A run's claim-expiry trigger is a row of the expiry index, or a message when someone listens to
- * the claim's events (shared/tasks/triggers.ts `claim`): each kind through the same sweeps.
+ * the run's events (shared/tasks/triggers.ts `claim`): each kind through the same sweeps.
  */
 describe.each([
   ['an expiry-index row', false],

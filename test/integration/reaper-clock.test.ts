@@ -40,7 +40,7 @@ async function dueByServiceClock() {
 }
 
 test('a claim-expiry message seen early is deferred, a deadline is not due yet by the lagging clock, and the tasks are untouched', async () => {
-  // Someone listens to the claim's events: its trigger is a message (shared/tasks/triggers.ts `claim`).
+  // Someone listens to the run's events: its trigger is a message (shared/tasks/triggers.ts `claim`).
   const subs = svc.services.events.dispatcher.subscriptions;
   await subs.create({
     subscriptionId: 'reaper-clock',

@@ -183,7 +183,7 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
   // Its claim-expiry trigger is a row of the expiry index, no queue message (nobody listens to the
-  // claim's events); a batch's rows go in one transaction (see the drain below).
+  // run's events); a batch's rows go in one transaction (see the batch below).
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'Expiry.upsert': 1, 'Tasks.transaction': 1, 'pending.delete': 1 });
   // Likewise no read for the report. It deletes the claim-expiry row (one table call, grouped with
   // the reports of the moment) rather than leaving it to fire later (a task read), and nothing for
@@ -287,6 +287,28 @@ test('a claimWork batch writes its claim-expiry rows in one transaction, and its
   expect(Object.keys(reports).every((k) => k === 'Expiry.delete' || k === 'Expiry.transaction')).toBe(true);
   expect(sum(reports)).toBeLessThanOrEqual(n);
   expect(await claimRows()).toHaveLength(0);
+}, 60_000);
+
+test("listened to only at its end (task-completed), a run's claim-expiry trigger is a message that guards the report's events: no sweep trigger", async () => {
+  const bindings = [{ exchange: `${EXCHANGE_PREFIX}task-completed`, routingKeyPattern: '#' }];
+  await svc.services.events.dispatcher.subscriptions.create({
+    subscriptionId: 'storage-count-end',
+    bindings,
+    expires: new Date(Date.now() + 3600_000).toJSON(),
+  });
+  await svc.services.events.dispatcher.subscriptions.refresh();
+  try {
+    const tq = uniqueQueue();
+    await lifecycle(tq);
+    const m = await lifecycle(tq);
+    const guard = (c: Counts) => Object.fromEntries(Object.entries(core(c)).filter(([k]) => /^(events|claim|subscription|Expiry)\./.test(k)));
+    expect(guard(m.claimWork)).toEqual({ 'claim.put': 1 });
+    // Delivered, then the trigger dropped: no sweep trigger's put and delete, no expiry row.
+    expect(guard(m.reportCompleted)).toEqual({ 'subscription.put': 1, 'claim.delete': 1 });
+  } finally {
+    await svc.services.events.dispatcher.subscriptions.delete('storage-count-end');
+    await svc.services.events.dispatcher.subscriptions.refresh();
+  }
 }, 60_000);
 
 test('at expiry a task costs at most 3 transactions when several expire in one pass (a lone one 4)', async () => {

@@ -75,6 +75,7 @@ function fakes(
         if (opts.groupFails) throw new Error('delivery failed');
       },
       replay: async () => 0,
+      runListened: async () => !!opts.events,
       prepare: async (planned: { deadline: boolean }) => {
         if (!opts.events) return { events: [], guarded: false };
         const deadlineSweep = opts.events!.deadline && planned.deadline ? { seqs: [1, 2], delayS: 60 } : undefined;
