@@ -4,7 +4,7 @@
  * the executor (executor.ts) performs them:
  *  - `before`: must exist whenever the new state exists (a pending run's hint, a running run's
  *    claim-expiry trigger, an unresolved task's deadline trigger, a resolution's safety net). Put
- *    before the write, so a crash leaves at most a stale message, never a state without its message.
+ *    before the write, so a crash leaves at most a stale message or index row, never a state without its trigger.
  *  - `after`: cleanup and dispatch once the write took effect (deliver its events, drop triggers,
  *    wake pollers, commit uploads, propagate to dependents, delete the safety net). Lost in a crash, they are
  *    redone by a client retry (an idempotent repeat owes them again) or a trigger.

@@ -381,7 +381,11 @@ async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, 
   }
 }
 
-/** The plan's replay: recorded events delivered again (a `run` replay's guard is its claim-expiry trigger: a failure is raised). */
+/**
+ * The plan's replay: recorded events delivered again. A `run` replay's failure is raised: a
+ * claim-expiry message then stays to deliver them; a run whose trigger is an index row had nobody
+ * listening when claimed, and the raised failure fails the repeated claim, which the worker retries.
+ */
 async function replay(d: LifecycleDeps, task: TaskRecord, p: Plan): Promise<void> {
   const n = (await d.taskEvents?.replay(task, p.replay!)) ?? 0;
   if (n && p.replay!.kind === 'run') d.log.info('events-redelivered', { taskId: task.taskId, runId: p.replay!.runId, events: n });

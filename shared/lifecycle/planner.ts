@@ -59,8 +59,9 @@ export function historyOf(record: TransitionRecord, task: TaskRecord): Transitio
 
 /**
  * The run whose claim-expiry trigger guards the write's events, if any: the run a claim put it
- * for (it exists before the write and stays until the run ends), or a running run the write ends
- * (its trigger is dropped only after this write's delivery). A run's claim and end are guarded by
+ * for (it exists before the write and stays until the run ends; the executor makes it a message
+ * when anyone listens, else it guards nothing), or a running run the write ends, when its trigger
+ * is a message (dropped only after this write's delivery). A run's claim and end are guarded by
  * the same trigger; it delivers both again if it fires (the claim expiry's `run` replay). Endings
  * not reported by the run's worker (cancel, deadline, claim expiry, worker gone) send the claim's
  * event again too: nothing proves the worker got it.

@@ -78,9 +78,9 @@ export async function claimRun(
 
 /**
  * The claim-expiry trigger a claim at `now` owes (the same effect the claim transition returns):
- * its expiry-index row. A claim someone listens to needs a message instead (its `guard`), which the
- * executor then puts as well; the row stays behind as a second trigger of the same claim (at
- * takenUntil one task read, and the expiry if the claim lapsed, which the other then finds done).
+ * its expiry-index row. A run someone listens to needs a message instead (its `guard`), which the
+ * executor then puts as well; the row stays behind as a second trigger of the same claim: at
+ * takenUntil one task read, and if the claim lapsed the expiry, which drops the message too.
  */
 function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker, now: Date) {
   const takenUntil = T.takenUntilFrom(now, d.config.claimTimeoutS);

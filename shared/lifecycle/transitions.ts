@@ -99,7 +99,7 @@ const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadl
 const isLatest = (t: TaskRecord, runId: number) => runId === t.runs.length - 1;
 const running = (t: TaskRecord, runId: number) => isLatest(t, runId) && t.runs[runId].state === 'running';
 export const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
-/** What a claim's expiry-index row is bucketed by: its worker, so one claimWork batch's rows go out in one transaction. */
+/** What a claim's expiry-index row is bucketed by: its worker, so one claimWork batch's rows share a partition (and a transaction, or a few). */
 export const claimBucket = (w: Partial<Worker>) => `${w.workerGroup}/${w.workerId}`;
 function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
@@ -377,7 +377,8 @@ export function expireClaim(task: TaskRecord, input: { runId: number; takenUntil
     effects: [
       ...(hint ? [hint] : []),
       effect.log('claim-expired', { taskId: task.taskId, runId, retried: !!hint }),
-      ...afterResolution(task, next, { dropClaims: [], dropDeadline: true }),
+      // The firing trigger is removed by the reaper; a row that fired first drops the run's message (an early row's twin).
+      ...afterResolution(task, next, { dropClaims: input.indexed && isMessage(r.claimTrigger) ? [runId] : [], dropDeadline: true }),
       // Uploads the worker finished before it went silent would otherwise wait for a first read.
       effect.commitUploads(task.taskId, runId),
       ...owedPropagation(next),

@@ -11,8 +11,8 @@
  *                        that createTask of many dependencies left to finish (`resolved` triggers)
  *   4. event sweeps      fan-out messages and deliveries a crash interrupted (`events` triggers)
  *   5. event consumers   the index and hooks apply the system subscription's events
- *   6. expiry            records whose `expires` passed, and the deadlines and claim expiries kept
- *                        there, from the expiry index
+ *   6. expiry            the deadlines and claim expiries kept in the expiry index (their own
+ *                        lane, first), then the records whose `expires` passed
  *   7. artifact expiry   artifacts and objects whose `expires` passed, from their own index rows
  *   8. scheduled hooks   hooks whose schedule came due are fired
  *   9. hint repair       pending runs whose hint is gone get a fresh one (every hintRepairEveryS)
@@ -38,12 +38,11 @@ import { runAs } from '../ops/actor';
 import { fireDueHooks } from '../hooks/schedule';
 import { repairHiddenHints } from './hints';
 import { EXPIRY_KIND_CLAIM, EXPIRY_KIND_DEADLINE } from '../tasks/triggers';
+import type { ExpiryRow } from '../tasks/expiry';
 import { consumeEvents } from './consumers';
 
 /** Bound one pass so a timer invocation ends well inside the Functions timeout. */
 export const MAX_BATCHES_PER_PASS = 20;
-/** Expiry-index kinds that are triggers, not expiries (shared/tasks/triggers.ts): they may write the task. */
-const RESOLVING_KINDS = new Set([EXPIRY_KIND_DEADLINE, EXPIRY_KIND_CLAIM]);
 /** Expiry index rows handled per query page. */
 const EXPIRY_PAGE = 100;
 /** Expired records handled at once: each takes a handful of sequential storage calls. */
@@ -129,33 +128,39 @@ export async function drainEventSweeps(svc: Services): Promise<number> {
   return stats.events;
 }
 
-/** Removes records whose `expires` has passed, driven by the expiry index. */
+/**
+ * Acts on the expiry index: the triggers kept there (deadlines, claim expiries) first, with a
+ * budget of their own, so a backlog of expiries never holds a lapsed claim up; then the records
+ * whose `expires` has passed. One lane after the other: a task resolved while its expiry deletes
+ * its rows would leave the resolution's history row behind.
+ */
 async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
+  await sweepLane(svc, stats, (now, limit) => svc.expiry.dueTriggers(now, limit));
+  await sweepLane(svc, stats, (now, limit) => svc.expiry.due(now, limit));
+}
+
+async function sweepLane(svc: Services, stats: ReaperStats, due: (now: Date, limit: number) => Promise<ExpiryRow[]>): Promise<void> {
   for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
-    const rows = await svc.expiry.due(svc.now(), EXPIRY_PAGE);
+    const rows = await due(svc.now(), EXPIRY_PAGE);
     let stuck = 0;
     const done: typeof rows = [];
-    // Resolutions first (deadlines, claim expiries): a task resolved while its expiry deletes its rows would leave the resolution's history row behind.
-    const resolutions = rows.filter((r) => RESOLVING_KINDS.has(r.kind));
-    const others = rows.filter((r) => !RESOLVING_KINDS.has(r.kind));
-    for (const part of [resolutions, others])
-      await mapLimit(pairExpiryRows(part), EXPIRY_CONCURRENCY, async ([row, group]) => {
-        const expire = EXPIRERS[row.kind];
-        if (!expire) {
-          stuck++;
-          svc.log.warn('expiry-kind-unknown', { kind: row.kind, id: row.id });
-          return;
-        }
-        try {
-          if (group) await expireTaskWithGroup(svc, row, group);
-          else await expire(svc, row);
-          done.push(row, ...(group ? [group] : []));
-        } catch (err) {
-          stuck++;
-          stats.failed++;
-          svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
-        }
-      });
+    await mapLimit(pairExpiryRows(rows), EXPIRY_CONCURRENCY, async ([row, group]) => {
+      const expire = EXPIRERS[row.kind];
+      if (!expire) {
+        stuck++;
+        svc.log.warn('expiry-kind-unknown', { kind: row.kind, id: row.id });
+        return;
+      }
+      try {
+        if (group) await expireTaskWithGroup(svc, row, group);
+        else await expire(svc, row);
+        done.push(row, ...(group ? [group] : []));
+      } catch (err) {
+        stuck++;
+        stats.failed++;
+        svc.log.error('expiry-failed', { kind: row.kind, id: row.id, error: String((err as Error)?.message ?? err) });
+      }
+    });
     // Last, and together (one transaction per day): a crash before this redoes the idempotent deletes.
     try {
       await svc.expiry.removeAll(done);

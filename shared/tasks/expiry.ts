@@ -13,6 +13,13 @@ import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction,
 
 /** Partitions per day: 8 × 2,000 entities/s carries 8,000 task creations/s (2 rows each) per day. */
 export const EXPIRY_BUCKETS = 8;
+/**
+ * The partition prefix of rows that are triggers, not expiries (a task's deadline, a run's claim
+ * expiry): a lane of their own, swept first with a budget of its own (`dueTriggers`), so a backlog
+ * of expiries never holds a lapsed claim up. 't' sorts after every day, so the expiries' query
+ * (`PartitionKey le <today>~~`) never reads them.
+ */
+export const TRIGGER_LANE = 't~';
 
 function bucket(of: string): number {
   return createHash('sha256').update(of).digest().readUInt32BE(0) % EXPIRY_BUCKETS;
@@ -46,9 +53,16 @@ export class ExpiryIndex {
     return this.storage.table('Expiry');
   }
 
-  /** `bucketBy`: what decides the partition within the day (default the id). */
-  static keys(kind: string, id: string, expires: string, bucketBy = id): { partitionKey: string; rowKey: string } {
-    return { partitionKey: `${expires.slice(0, 10)}~${bucket(bucketBy)}`, rowKey: `${expires}~${kind}~${id}` };
+  /** `bucketBy`: what decides the partition within the day (default the id); `lane`: '' or TRIGGER_LANE. */
+  static keys(kind: string, id: string, expires: string, bucketBy = id, lane = ''): { partitionKey: string; rowKey: string } {
+    return { partitionKey: `${lane}${expires.slice(0, 10)}~${bucket(bucketBy)}`, rowKey: `${expires}~${kind}~${id}` };
+  }
+
+  /** A trigger's row (TRIGGER_LANE), due at `at`: group-committed as `record`'s rows are. */
+  async recordTrigger(kind: string, id: string, at: string, data: Record<string, unknown>, bucketBy = id): Promise<{ partitionKey: string; rowKey: string }> {
+    const keys = ExpiryIndex.keys(kind, id, at, bucketBy, TRIGGER_LANE);
+    await this.enqueue({ ...keys, kind, id, expires: at, data: JSON.stringify(data) }, 'upsert');
+    return keys;
   }
 
   /**
@@ -90,8 +104,8 @@ export class ExpiryIndex {
     });
     this.waiting.set(pk, list);
     if (!this.busy.has(pk)) {
-      // Started after this turn: rows recorded in the same turn (a createTask's expiry and deadline
-      // rows, when they share a partition; a claimWork batch's claim rows) go out in one write.
+      // Started after this turn: rows recorded in the same turn (a createTask's task and group
+      // rows; a claimWork batch's claim rows) go out in one write.
       this.busy.add(pk);
       queueMicrotask(() => void this.drain(pk));
     }
@@ -145,12 +159,22 @@ export class ExpiryIndex {
     }
   }
 
-  /** Up to `limit` rows whose `expires` is before `now`, oldest first. */
-  async due(now: Date, limit: number): Promise<ExpiryRow[]> {
+  /** Up to `limit` expiry rows whose `expires` is before `now`, oldest first (triggers apart: `dueTriggers`). */
+  due(now: Date, limit: number): Promise<ExpiryRow[]> {
+    return this.dueIn('', now, limit);
+  }
+
+  /** Up to `limit` trigger rows (TRIGGER_LANE) due before `now`, oldest first. */
+  dueTriggers(now: Date, limit: number): Promise<ExpiryRow[]> {
+    return this.dueIn(TRIGGER_LANE, now, limit);
+  }
+
+  private async dueIn(lane: string, now: Date, limit: number): Promise<ExpiryRow[]> {
     const iso = now.toJSON();
-    // `~~` sorts after every bucket of today.
+    // `~~` sorts after every bucket of today; a lane's days sort after ''s (`ge` keeps the expiries' query off the triggers' lane).
     // Every bucket is a partition, so a page ends at each bucket's end: read on to `limit`.
-    const due = await allRows(this.table, { partitionKey: { le: `${iso.slice(0, 10)}~~` }, rowKey: { lt: iso } }, { max: limit });
+    const partitionKey = lane ? { ge: lane, le: `${lane}${iso.slice(0, 10)}~~` } : { le: `${iso.slice(0, 10)}~~` };
+    const due = await allRows(this.table, { partitionKey, rowKey: { lt: iso } }, { max: limit });
     return due.map((r) => ({
       partitionKey: r.partitionKey,
       rowKey: r.rowKey,

@@ -5,7 +5,7 @@
  * guard events (it is dropped after their delivery), so a trigger that guards some is one.
  */
 import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
-import { ExpiryIndex } from './expiry';
+import type { ExpiryIndex } from './expiry';
 
 export interface DeadlineTrigger {
   taskId: string;
@@ -155,8 +155,8 @@ export class Triggers {
   }
 
   /**
-   * The task's deadline trigger. Kept as a row of the expiry index (`EXPIRY_KIND_DEADLINE`, due at
-   * the deadline plus the delay), which the reaper's expiry sweep finds then: rows of concurrent
+   * The task's deadline trigger. Kept as a row of the expiry index's triggers' lane
+   * (`EXPIRY_KIND_DEADLINE`, due at the deadline plus the delay), which the reaper's sweep finds then: rows of concurrent
    * creates go out together (ExpiryIndex group commit), the resolution deletes nothing (the sweep
    * finds the task resolved and drops the row with others, 100 per transaction), and no queue
    * message waits a deadline long. A resolution that leaves the group's bookkeeping to `after` is
@@ -166,7 +166,7 @@ export class Triggers {
    */
   async deadline(taskId: string, deadline: string, sweep?: DeadlineSweep): Promise<DeadlineRef> {
     if (!sweep) {
-      await this.opts.expiry.record(EXPIRY_KIND_DEADLINE, taskId, this.deadlineAt(deadline).toJSON(), { deadline } satisfies IndexedDeadline);
+      await this.opts.expiry.recordTrigger(EXPIRY_KIND_DEADLINE, taskId, this.deadlineAt(deadline).toJSON(), { deadline } satisfies IndexedDeadline);
       return INDEXED_DEADLINE;
     }
     const untilDeadline = delayS(this.deadlineAt(deadline), this.now());
@@ -189,7 +189,7 @@ export class Triggers {
   /**
    * The run's claim-expiry trigger. Kept as a row of the expiry index (`EXPIRY_KIND_CLAIM`, due at
    * `takenUntil`), which the reaper's expiry sweep finds then: the claims of one worker's batch go
-   * out in one transaction (bucketed by the worker, ExpiryIndex group commit), and the run's end
+   * out in one transaction, or a few (bucketed by the worker, ExpiryIndex group commit), and the run's end
    * deletes the row, group-committed with the other reports of the moment. A table row costs
    * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
    * A trigger that guards the run's events (`guard`: someone listens to its task-running or to what
@@ -199,8 +199,7 @@ export class Triggers {
   async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions): Promise<ClaimRef> {
     if (!opts.guard) {
       const data: IndexedClaim = { runId, takenUntil };
-      await this.opts.expiry.record(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, [], opts.bucketBy);
-      return ExpiryIndex.keys(EXPIRY_KIND_CLAIM, taskId, takenUntil, opts.bucketBy);
+      return this.opts.expiry.recordTrigger(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, opts.bucketBy);
     }
     return this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
   }

@@ -199,11 +199,12 @@ test('a pass with nothing to expire costs a fixed handful of calls, whatever is 
     const meter = fresh.services.storage.meter;
     meter.startCounting();
     await Sweep.run(() => runReaper(fresh.services));
-    expect(meter.disarm()).toBe(TRIGGER_QUEUES.length * TRIGGER_SHARDS + 5);
-    // Four trigger polls, each over its shards (the last: event sweeps), the index and hooks consumers' queue, the task expiry index, the artifact expiry index, the due hooks, the health stamp.
+    expect(meter.disarm()).toBe(TRIGGER_QUEUES.length * TRIGGER_SHARDS + 6);
+    // Four trigger polls, each over its shards (the last: event sweeps), the index and hooks consumers' queue, the expiry index (its triggers' lane, then its expiries), the artifact expiry index, the due hooks, the health stamp.
     expect(meter.armedOps).toEqual([
       ...['claim', 'deadline', 'resolved', 'events'].flatMap((q) => Array<string>(TRIGGER_SHARDS).fill(`${q}.get`)),
       'subscription.get',
+      'Expiry.query',
       'Expiry.query',
       'Artifacts.query',
       'Hooks.query',

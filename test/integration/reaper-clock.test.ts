@@ -34,7 +34,7 @@ async function dueByServiceClock() {
   expect(await runSummary(svc, claimed)).toEqual(['running']);
   expect(await runSummary(svc, unscheduled)).toEqual([]);
   // The deadline's expiry-index row is still there, due by the service's clock.
-  const due = await svc.services.expiry.due(new Date(clock.ms()), 100);
+  const due = await svc.services.expiry.dueTriggers(new Date(clock.ms()), 100);
   expect(due.filter((r) => r.kind === EXPIRY_KIND_DEADLINE).map((r) => r.id)).toContain(unscheduled);
   return { stats, claimed, due };
 }

@@ -87,7 +87,7 @@ test('overlapping reaper passes on two instances', async () => {
   // a time; rows are not leased (the deadlines are rows too, one per task, however often its
   // createTask was retried), so both instances may act on one: the checks below prove that harmless.
   expect(claims).toBeGreaterThanOrEqual(6 * (COPIES + 1));
-  const left = (await a.services.expiry.due(new Date(clock.ms()), 1000)).filter((r) => r.kind === EXPIRY_KIND_CLAIM || r.kind === EXPIRY_KIND_DEADLINE);
+  const left = (await a.services.expiry.dueTriggers(new Date(clock.ms()), 1000)).filter((r) => r.kind === EXPIRY_KIND_CLAIM || r.kind === EXPIRY_KIND_DEADLINE);
   expect(left).toEqual([]);
   expect(await a.services.storage.trigger('claim').approximateCount()).toBe(0);
 

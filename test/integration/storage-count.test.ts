@@ -58,9 +58,10 @@ afterAll(async () => {
 
 /**
  * Four trigger polls (the fourth: event sweeps), each one per shard, the index and hooks consumers'
- * queue, the task and artifact expiry indexes, the due hooks, the health stamp.
+ * queue, the expiry index (its triggers' lane and its expiries), the artifact expiry index, the due
+ * hooks, the health stamp.
  */
-const IDLE_PASS_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 5;
+const IDLE_PASS_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 6;
 
 /**
  * Calls that run one after another: the longest chain of calls each starting after the previous
@@ -156,12 +157,12 @@ function core(c: Counts): Counts {
   );
 }
 /**
- * Core calls of an idle reaper pass: four trigger polls (one per shard), the consumers' queue poll, the task expiry
- * index query and the due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event
+ * Core calls of an idle reaper pass: four trigger polls (one per shard), the consumers' queue poll, the expiry
+ * index's two queries (triggers, then expiries) and the due-hooks query. The fourth poll (`events.get`, sweeps of interrupted event
  * deliveries) and the consumers' poll (`subscription.get`, index and hook bindings) are the only
  * per-pass costs of events; none of these grows with lifecycles.
  */
-const IDLE_PASS_CORE_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 3;
+const IDLE_PASS_CORE_CALLS = TRIGGER_QUEUES.length * TRIGGER_SHARDS + 4;
 
 test('a simple lifecycle costs few storage transactions', async () => {
   const tq = uniqueQueue();
@@ -175,11 +176,9 @@ test('a simple lifecycle costs few storage transactions', async () => {
   };
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   // The task starts its own group: the group's rows go in the task row's transaction (same partition).
-  // Its deadline is a row of the expiry index, no queue message. Here it shares the partition (the
-  // day, the task's bucket) of the task's and its group's expiry rows, as the task expires at its
-  // deadline: the three go in one transaction. A task that expires on another day than its deadline
-  // (the usual case) writes its deadline row beside them, one call more on the same critical path.
-  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
+  // Its deadline is a row of the expiry index's triggers' lane, no queue message, written beside
+  // the task's and its group's expiry rows (one transaction), all on the same critical path.
+  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'Expiry.upsert': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
   // Its claim-expiry trigger is a row of the expiry index, no queue message (nobody listens to the
@@ -202,19 +201,20 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // group's expiry rows in one delete (shared by a page's tasks under load, see below).
   const bg = core(m.background);
   expect(bg['claim.delete'] ?? 0).toBe(0);
-  expect(bg['Expiry.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
   expect(bg['Tasks.query'] ?? 0).toBe(0);
   // And at the deadline, its index row reads the task and finds it resolved (the read the report's
-  // trigger delete used to spare; the row goes with the expiry rows' delete).
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(4);
+  // trigger delete used to spare), and is deleted (its lane's partition, apart from the expiry rows'
+  // delete). Nothing for the claim: the report deleted its row.
+  expect(bg['Expiry.delete']).toBe(1);
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(5);
   // With the operator read models: one index transaction (the task queue's partition, which holds
   // every index row of the task); and the worker's recentTasks, written once, in the claimWork
   // (at most once per RECENT_TASKS_WRITE_MS in production: later claims' go out together).
   expect(m.background['Indexes.transaction']).toBe(1);
   expect(m.claimWork['Workers.merge']).toBe(1);
   expect(m.background['Workers.merge'] ?? 0).toBe(0);
-  expect(m.backgroundHandlers).toBe(5);
+  expect(m.backgroundHandlers).toBe(6);
   // Events, with no subscription: recorded on the history rows of the same transactions (no call),
   // no sweep trigger, no delivery; the subscription list was read by the warm-up and is still cached.
   const all = [m.createTask, m.claimWork, m.reportCompleted, m.background];
@@ -226,11 +226,11 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Everything, operator read models included: one index transaction per request (the task
   // queue's partition; by-name rows there, by-group rows in the group transaction, no `resolved`
   // or `latest` partition), and the worker's recentTasks at most once per RECENT_TASKS_WRITE_MS.
-  // Requests 13 (4 + 6 with the recentTasks write + 3); deadline and expiry 5.
-  expect(totals.createTask).toBe(4);
+  // Requests 14 (5 + 6 with the recentTasks write + 3); deadline and expiry 6.
+  expect(totals.createTask).toBe(5);
   expect(totals.reportCompleted).toBe(3);
   expect(totals.claimWork).toBe(6);
-  expect(totals.backgroundHandlers).toBe(5);
+  expect(totals.backgroundHandlers).toBe(6);
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) expect(c['Indexes.transaction']).toBe(1);
 }, 60_000);
 

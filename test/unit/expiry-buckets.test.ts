@@ -4,7 +4,7 @@
  * every due row with one query (a page per bucket).
  */
 import { MemoryStorage } from '../../shared/storage/memory';
-import { EXPIRY_BUCKETS, ExpiryIndex } from '../../shared/tasks/expiry';
+import { EXPIRY_BUCKETS, ExpiryIndex, TRIGGER_LANE } from '../../shared/tasks/expiry';
 import { emptyPagesStorage } from '../helpers/empty-pages';
 
 test('rows spread over the buckets of their day; rows recorded together share one write; due finds them all', async () => {
@@ -48,15 +48,28 @@ test('rows forgotten together go out in one transaction; one already gone does n
   const index = new ExpiryIndex(storage);
   const expires = '2026-11-23T10:20:00.000Z';
   // One worker's batch of claims: bucketed by the worker, recorded in one turn, one write.
-  await Promise.all(Array.from({ length: 8 }, (_, i) => index.record('claim', `t${i}`, expires, { runId: 0 }, [], 'wg/w1')));
+  const recorded = await Promise.all(Array.from({ length: 8 }, (_, i) => index.recordTrigger('claim', `t${i}`, expires, { runId: 0 }, 'wg/w1')));
   expect(storage.meter.snapshot().byOp).toEqual({ 'Expiry.create': 1, 'Expiry.transaction': 1 });
-  const rows = Array.from({ length: 8 }, (_, i) => ExpiryIndex.keys('claim', `t${i}`, expires, 'wg/w1'));
+  expect(recorded).toEqual(Array.from({ length: 8 }, (_, i) => ExpiryIndex.keys('claim', `t${i}`, expires, 'wg/w1', TRIGGER_LANE)));
+  const rows = Array.from({ length: 8 }, (_, i) => ExpiryIndex.keys('claim', `t${i}`, expires, 'wg/w1', TRIGGER_LANE));
   await Promise.all(rows.slice(0, 4).map((r) => index.forget(r)));
   expect(storage.meter.snapshot().byOp['Expiry.transaction']).toBe(2);
   // A row the sweep removed meanwhile: its transaction fails whole, then each row goes alone.
   await storage.table('Expiry').delete(rows[4].partitionKey, rows[4].rowKey);
   await Promise.all(rows.slice(4).map((r) => index.forget(r)));
-  expect(await index.due(new Date('2026-11-24T00:00:00.000Z'), 1000)).toEqual([]);
+  expect(await index.dueTriggers(new Date('2026-11-24T00:00:00.000Z'), 1000)).toEqual([]);
   // Forgetting again is fine.
   await expect(index.forget(rows[0])).resolves.toBeUndefined();
+});
+
+test('triggers have a lane of their own: swept apart from a backlog of expiries, and before it', async () => {
+  const storage = new MemoryStorage('exp');
+  await storage.table('Expiry').create();
+  const index = new ExpiryIndex(storage);
+  // A day's backlog of expiries, and one claim expiry due later than all of them.
+  for (let i = 0; i < 50; i++) await index.record('task', `t${i}`, '2026-11-20T10:00:00.000Z');
+  await index.recordTrigger('claim', 'c', '2026-11-23T10:00:00.000Z', { runId: 0, takenUntil: '2026-11-23T10:00:00.000Z' }, 'wg/w1');
+  const now = new Date('2026-11-23T10:00:01.000Z');
+  expect((await index.dueTriggers(now, 10)).map((r) => r.id)).toEqual(['c']);
+  expect((await index.due(now, 100)).map((r) => r.kind)).toEqual(Array(50).fill('task'));
 });

@@ -325,11 +325,20 @@ describe('claim expiry', () => {
     expect(T.expireClaim(done, { ...input(done), indexed: true }, later(CLAIM_S))).toEqual(repeat('claim-expired', done));
   });
 
-  test('an expiry-index row resolves a lapsed claim as a message does', () => {
+  test("an expiry-index row resolves a lapsed claim as a message does; a message of the same claim (an early row's twin) it drops", () => {
     const t = runningTask({ retries: 0 });
     const byRow = step(T.expireClaim(t, { ...input(t), indexed: true }, later(CLAIM_S)));
-    expect(byRow).toEqual(step(T.expireClaim(t, input(t), later(CLAIM_S))));
+    const byMessage = step(T.expireClaim(t, input(t), later(CLAIM_S)));
+    expect(byRow.next).toEqual(byMessage.next);
     expect(summary(byRow.next)).toEqual(['exception/claim-expired']);
+    expect(byRow.effects.filter((e) => e.kind !== 'drop-trigger' || e.trigger !== 'claim')).toEqual(byMessage.effects);
+    expect(byRow.effects).toContainEqual({ phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: ref('claim-0') });
+    // The run's own trigger a row: nothing to drop (the sweep removes the row that fired).
+    const rowRun = runningTask({ retries: 0 });
+    rowRun.runs[0].claimTrigger = { partitionKey: 't~2030-01-01~3', rowKey: `${input(rowRun).takenUntil}~claim~T1` };
+    expect(
+      step(T.expireClaim(rowRun, { ...input(rowRun), indexed: true }, later(CLAIM_S))).effects.some((e) => e.kind === 'drop-trigger' && e.trigger === 'claim'),
+    ).toBe(false);
   });
 });
 
