@@ -285,8 +285,8 @@ async function performBefore(d: LifecycleDeps, p: Plan, performed: Performed): P
   if (failed) throw failed.reason;
   for (const e of p.before) {
     const ref = performed.get(effectKey(e));
-    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = ref as ClaimRef | undefined;
-    else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref as DeadlineRef | undefined;
+    if (e.kind === 'put-claim-trigger') p.task!.runs[e.runId].claimTrigger = typeof ref === 'object' ? ref : undefined;
+    else if (e.kind === 'put-deadline-trigger') p.task!.deadlineTrigger = ref === INDEXED_DEADLINE || isMessage(ref) ? ref : undefined;
   }
 }
 
