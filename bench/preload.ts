@@ -8,7 +8,7 @@
 import type { Services } from '../shared/services';
 import { Entity, MAX_TRANSACTION_ACTIONS, TableAction, TableName } from '../shared/storage/storage';
 import { encodeTask, TaskRecord } from '../shared/tasks/model';
-import { createdEntry, historyRows, resolvedEntry } from '../shared/ops/history';
+import { createdEntry, historyRowsOf, holdHistory, numberHistory, resolvedEntry } from '../shared/ops/history';
 import { indexOps } from '../shared/ops/indexes';
 import { ExpiryIndex } from '../shared/tasks/expiry';
 import { GROUP_PREFIX, groupRowKey } from '../shared/tasks/groups';
@@ -112,7 +112,9 @@ export async function preloadFinished(svc: Services, taskQueueId: string, count:
     const taskWrites = tasks.map((t) => {
       // Written as one write that created the task with run 0 already resolved.
       const changes = [createdEntry(), resolvedEntry(t, 0, null)];
-      const { rows } = historyRows(changes, t, t.runs[0].resolved!, 'bench');
+      const entries = numberHistory(changes, t, t.runs[0].resolved!, 'bench');
+      // As the planner does (without the events: nobody listened); the row holds them.
+      const rows = historyRowsOf(t.taskId, holdHistory(t, entries, []).entries);
       for (const ops of indexOps(changes, t).values()) for (const o of ops) indexRows.push(o.row);
       const d = t.definition;
       expiryRows.push({

@@ -1,9 +1,10 @@
 /**
  * The events outbox and its sweep triggers: the only storage calls of event recording.
  *
- * - A task's events are stored on the history rows of the transitions they report (property
- *   `event`), which TaskStore writes in the same entity-group transaction as the task row: a
- *   committed transition always has its event, and an aborted one never does.
+ * - A task's events are stored with the history entries of the transitions they report: held in
+ *   the task row, or on history rows (property `event`) written in the same entity-group
+ *   transaction as the task row (shared/ops/history.ts `holdHistory`). A committed transition
+ *   always has its event, and an aborted one never does.
  * - A sweep trigger (queue `events`, visible after a delay) is put *before* a write whose events
  *   have somewhere to go, and deleted once they were delivered. If the process dies in between,
  *   the reaper receives the trigger and delivers what the write committed, found by key (no scans).
@@ -13,13 +14,12 @@
  *   and the row the write leaves (artifact, sealed group, the hook or its absence) is the proof
  *   that it committed.
  */
-import { allRows, readPage, type Entity, type Storage } from '../storage/storage';
-import { historyRowKey } from '../ops/history';
+import { allRows, type Entity, type Storage } from '../storage/storage';
+import { heldEntries, historyRowKey, readHeld, readNewestFirst } from '../ops/history';
+import type { HeldEntry } from '../tasks/model';
 import type { QueueEvent } from './exchanges';
 import type { TriggerRef } from '../tasks/triggers';
 
-/** History row keys start with this (shared/ops/history.ts); `~` sorts after every digit. */
-const HISTORY_PREFIX = 'h-';
 /** Table string properties hold 64 KiB (32 K UTF-16 units); split longer events below that. */
 const OUTBOX_PART_CHARS = 30_000;
 
@@ -67,17 +67,22 @@ export function attachToHistoryRows(rows: Entity[], events: QueueEvent[]): void 
   }
 }
 
-/** The committed events of a task with these seqs: one range query over its history rows, read to its end. */
+/**
+ * The committed events of a task with these seqs: from the entries its row holds (one point query),
+ * then, for any not held there, one range query over its history rows, read to its end.
+ */
 export async function readTaskOutbox(storage: Storage, taskId: string, seqs: number[]): Promise<QueueEvent[]> {
   if (!seqs.length) return [];
-  const lo = historyRowKey(taskId, Math.max(...seqs));
-  const hi = historyRowKey(taskId, Math.min(...seqs));
-  const history = await allRows(storage.table('Tasks'), { partitionKey: taskId, rowKey: { ge: lo, le: hi } });
   const wanted = new Set(seqs);
-  return history
-    .map((r) => outboxEvent(r))
-    .filter((e): e is QueueEvent => !!e && wanted.has(e.seq))
-    .sort((a, b) => a.seq - b.seq);
+  const held = heldEntries<QueueEvent>({ historyHeld: await readHeld(storage, taskId) });
+  const found = held.flatMap((h) => (h.event && wanted.has(h.event.seq) ? [h.event] : []));
+  const rest = seqs.filter((s) => !held.some((h) => h.entry.seq === s));
+  if (!rest.length) return found.sort((a, b) => a.seq - b.seq);
+  const lo = historyRowKey(taskId, Math.max(...rest));
+  const hi = historyRowKey(taskId, Math.min(...rest));
+  const history = await allRows(storage.table('Tasks'), { partitionKey: taskId, rowKey: { ge: lo, le: hi } });
+  const fromRows = history.map((r) => outboxEvent(r)).filter((e): e is QueueEvent => !!e && wanted.has(e.seq));
+  return [...found, ...fromRows].sort((a, b) => a.seq - b.seq);
 }
 
 export async function putSweepTrigger(storage: Storage, body: SweepTrigger, delayS: number): Promise<TriggerRef> {
@@ -98,13 +103,22 @@ export async function dropSweepTrigger(storage: Storage, ref: TriggerRef | undef
     .catch(() => undefined);
 }
 
-/** A page of a task's recorded events, newest first (history rows without an event, e.g. reclaims, are skipped). */
+/**
+ * A page of a task's recorded events, newest first (entries without an event, e.g. reclaims, are
+ * skipped). `held`: the entries the task's row holds, when the caller has the row.
+ */
 export async function readTaskEvents(
   storage: Storage,
   taskId: string,
   limit: number,
   continuation?: string,
+  held?: HeldEntry[],
 ): Promise<{ events: QueueEvent[]; continuation?: string }> {
-  const page = await readPage(storage.table('Tasks'), { partitionKey: taskId, rowKey: { ge: HISTORY_PREFIX, lt: HISTORY_PREFIX + '~' } }, limit, continuation);
-  return { events: page.items.map((r) => outboxEvent(r)).filter((e): e is QueueEvent => !!e), continuation: page.continuation };
+  const page = await readNewestFirst(
+    storage,
+    taskId,
+    { limit, continuation, held },
+    { fromHeld: (h) => h.event as QueueEvent | undefined, fromRow: outboxEvent },
+  );
+  return { events: page.items, continuation: page.continuation };
 }

@@ -13,7 +13,7 @@
  * plan lists; createArtifact, sealTaskGroup and hook writes call them directly.
  */
 import type { Storage } from '../storage/storage';
-import type { TaskRecord } from '../tasks/model';
+import type { HeldEntry, TaskRecord } from '../tasks/model';
 import type { DeadlineSweep, TriggerRef } from '../tasks/triggers';
 import type { Logger } from '../log';
 import {
@@ -119,9 +119,12 @@ export class EventRecorder {
 
   // ---- tasks ----
 
-  /** The recorded events of run `runId`: its claim's task-running, and its end (with the pending run that may follow it). */
-  async runEvents(taskId: string, runId: number): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
-    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ);
+  /**
+   * The recorded events of run `runId`: its claim's task-running, and its end (with the pending run
+   * that may follow it). `held`: the entries the task's row holds, when the caller has the row.
+   */
+  async runEvents(taskId: string, runId: number, held?: HeldEntry[]): Promise<{ claim: QueueEvent[]; ended: QueueEvent[] }> {
+    const { events } = await readTaskEvents(this.storage, taskId, MAX_EVENTS_READ, undefined, held);
     const sorted = [...events].sort((a, b) => a.seq - b.seq);
     const isEnd = (e: QueueEvent) =>
       (e.payload.runId === runId && RUN_END_EXCHANGES.has(e.exchange)) || (e.payload.runId === runId + 1 && e.exchange === EXCHANGE_PREFIX + 'task-pending');

@@ -111,14 +111,15 @@ export function taskEventPort(recorder: EventRecorder, opts: { hasOpen: (taskGro
       if (!(await dispatcher.interested(replayRoutes(task, r)))) return 0;
       try {
         let events: QueueEvent[];
-        if (r.kind === 'end') events = (await recorder.runEvents(taskId, r.runId)).ended;
+        // The row's held entries come with it: only events already in history rows are read.
+        if (r.kind === 'end') events = (await recorder.runEvents(taskId, r.runId, task.historyHeld ?? [])).ended;
         else {
-          const { events: all } = await readTaskEvents(recorder.storage, taskId, MAX_EVENTS_READ);
+          const { events: all } = await readTaskEvents(recorder.storage, taskId, MAX_EVENTS_READ, undefined, task.historyHeld ?? []);
           const wanted = (e: QueueEvent) =>
             e.exchange === EXCHANGE_PREFIX + 'task-defined' || (r.pendingRun0 && e.exchange === EXCHANGE_PREFIX + 'task-pending' && e.payload.runId === 0);
           events = all.filter(wanted).sort((a, b) => a.seq - b.seq);
         }
-        // Events of the task's own history rows: a fan-out message finds them there again.
+        // Events of the task's own history: a fan-out message finds them there again.
         if (await dispatcher.deliverBounded(events)) await recorder.handOff({ kind: 'task', taskId, seqs: events.map((e) => e.seq) });
         return events.length;
       } catch (err) {

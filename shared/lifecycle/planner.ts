@@ -2,9 +2,10 @@
  * The one place that says what a task write does (the Plan of shared/lifecycle/plan.ts): pure, from
  * the transition's step (its named record, the row it wrote, its effects), the time and the actor.
  * Besides the step's own effects it derives from the record (`historyOf`, one case per name):
- *   - the history entries, and their rows (shared/ops/history.ts), numbered on from the row's count;
- *   - the events (shared/events/exchanges.ts), one per history entry that has one, stored on its
- *     history row (the outbox), and the trigger that guards them until delivered (`claimGuard`);
+ *   - the history entries (shared/ops/history.ts), numbered on from the row's count, held in the
+ *     row (`holdHistory`) or, when they would not fit there, written as history rows;
+ *   - the events (shared/events/exchanges.ts), one per history entry that has one, stored with
+ *     its entry (the outbox), and the trigger that guards them until delivered (`claimGuard`);
  *   - the operator index changes (shared/ops/indexes.ts) and the chart tally (shared/ops/rollups.ts);
  *   - the log lines: a `task-transition` per history entry, and the step's own.
  * Nothing here compares the row before and after: the record says what happened.
@@ -14,7 +15,17 @@ import type { TaskRecord } from '../tasks/model';
 import type { DeletionPlan, Plan, LogLine } from './plan';
 import type { TransitionRecord } from './records';
 import type { Step } from './transitions';
-import { claimedEntry, createdEntry, historyKeys, historyRows, resolvedEntry, scheduledEntry, type Transition } from '../ops/history';
+import {
+  claimedEntry,
+  createdEntry,
+  historyKeys,
+  historyRowsOf,
+  holdHistory,
+  numberHistory,
+  resolvedEntry,
+  scheduledEntry,
+  type Transition,
+} from '../ops/history';
 import { deletionOps, indexOps, repairOps } from '../ops/indexes';
 import { transitionTally } from '../ops/rollups';
 import type { ReadModelPlan } from '../ops/read-models';
@@ -113,9 +124,11 @@ export function planWrite(step: Step, now: Date, actor: string | undefined): Pla
   const { taskId } = task;
   const { taskQueueId } = task.definition;
   const changes = historyOf(record, task);
-  const { rows, entries } = historyRows(changes, task, now.toJSON(), actor);
+  const entries = numberHistory(changes, task, now.toJSON(), actor);
   const events = taskEvents(entries, task);
-  attachToHistoryRows(rows, events);
+  const flushed = holdHistory(task, entries, events);
+  const rows = historyRowsOf(taskId, flushed.entries);
+  attachToHistoryRows(rows, flushed.events);
   const guarded: TaskEventPlan = { taskId, events, deadline: has(effects, 'put-deadline-trigger') };
   const claim = claimGuard(record, task);
   if (claim) guarded.claim = claim;

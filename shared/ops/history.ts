@@ -5,8 +5,9 @@
  * (shared/lifecycle/planner.ts), which derives them from the transition's record (`historyOf`) and
  * numbers them here (`historyRows`).
  */
-import { readPage, type Entity, type KeyRange, type Storage } from '../storage/storage';
-import type { Run, TaskRecord } from '../tasks/model';
+import { allRows, firstRow, type Entity, type KeyRange, type Storage } from '../storage/storage';
+import { taskRowKey, type HeldEntry, type Run, type TaskRecord } from '../tasks/model';
+import { inputError } from '../errors';
 import { prefixRange } from './keys';
 
 export type HistoryEvent = 'created' | 'scheduled' | 'claimed' | 'reclaimed' | 'resolved' | 'prioritized';
@@ -73,19 +74,100 @@ export function resolvedEntry(t: TaskRecord, runId: number, from: 'pending' | 'r
   return { event: 'resolved', runId, from, to: a.state, reason: a.reasonResolved ?? a.state, ...worker(a) };
 }
 
-/** Numbers a write's transitions on from the task's count and builds their rows; bumps `after.historySeq` (the planner's own copy). */
-export function historyRows(
-  transitions: Transition[],
-  after: TaskRecord,
-  time: string,
-  actor: string | undefined,
-): { rows: Entity[]; entries: HistoryEntry[] } {
-  const list = transitions.slice(0, MAX_ENTRIES_PER_WRITE);
+/** Numbers a write's transitions on from the task's count; bumps `after.historySeq` (the planner's own copy). */
+export function numberHistory(transitions: Transition[], after: TaskRecord, time: string, actor: string | undefined): HistoryEntry[] {
+  // Room in the transaction for the held entries a flush writes with them (`holdHistory`).
+  const list = transitions.slice(0, MAX_ENTRIES_PER_WRITE - HELD_MAX_ENTRIES);
   let seq = after.historySeq ?? 0;
   const entries = list.map((t) => ({ seq: ++seq, time, ...t, ...(actor ? { actor } : {}) }));
   if (entries.length) after.historySeq = seq;
-  const rows = entries.map((e) => ({ partitionKey: after.taskId, rowKey: historyRowKey(after.taskId, e.seq), entry: JSON.stringify(e) }));
-  return { rows, entries };
+  return entries;
+}
+
+/**
+ * A task's newest entries are kept in its row (`historyHeld`, with their events: the outbox), so a
+ * write that changes nothing else of its partition is a single-entity merge, not an entity-group
+ * transaction with a history row (a claim, a report): about 0.5 ms less of Azurite's CPU each.
+ */
+export const HELD_MAX_ENTRIES = 8;
+/** The held entries' and events' JSON at most: a string property holds 32 K characters, and the row holds the definition too. */
+export const HELD_MAX_CHARS = 24_000;
+
+/** The held entries of a task, oldest first. */
+export function heldEntries<E extends { seq: number } = { seq: number }>(task: Pick<TaskRecord, 'historyHeld'>): { entry: HistoryEntry; event?: E }[] {
+  return (task.historyHeld ?? []) as { entry: HistoryEntry; event?: E }[];
+}
+
+/**
+ * Keeps a write's new entries (and their events) in the row beside those held already, or, when
+ * they would not fit, returns all of them to be written as history rows in the write's
+ * transaction (the row then holds none). Either way the entries commit with the row.
+ */
+export function holdHistory<E extends { seq: number }>(after: TaskRecord, entries: HistoryEntry[], events: E[]): { entries: HistoryEntry[]; events: E[] } {
+  if (!entries.length) return { entries: [], events: [] };
+  const held = [...heldEntries<E>(after), ...entries.map((entry) => ({ entry, event: events.find((e) => e.seq === entry.seq) }))];
+  if (held.length <= HELD_MAX_ENTRIES && JSON.stringify(held).length <= HELD_MAX_CHARS) {
+    after.historyHeld = held.map((h) => (h.event ? h : { entry: h.entry }));
+    return { entries: [], events: [] };
+  }
+  delete after.historyHeld;
+  return { entries: held.map((h) => h.entry), events: held.flatMap((h) => (h.event ? [h.event] : [])) };
+}
+
+/** The history rows of `entries` (their events are added by shared/events/outbox.ts `attachToHistoryRows`). */
+export function historyRowsOf(taskId: string, entries: HistoryEntry[]): Entity[] {
+  return entries.map((e) => ({ partitionKey: taskId, rowKey: historyRowKey(taskId, e.seq), entry: JSON.stringify(e) }));
+}
+
+/** The seq of a history row, from its key. */
+function rowSeq(rowKey: string): number {
+  return MAX_SEQ - Number(rowKey.slice(HISTORY_PREFIX.length, HISTORY_PREFIX.length + 10));
+}
+
+/** The entries a task's row holds (one point query of that property), or none if the task is gone. */
+export async function readHeld(storage: Storage, taskId: string): Promise<HeldEntry[]> {
+  const row = await firstRow(storage.table('Tasks'), { partitionKey: taskId, rowKey: taskRowKey(taskId), select: ['historyHeld'] });
+  return row?.historyHeld ? (JSON.parse(row.historyHeld as string) as HeldEntry[]) : [];
+}
+
+/**
+ * A page of what a task's history says, newest first: from the entries its row holds, then from
+ * its history rows (`fromHeld` and `fromRow` pick what a reader lists; undefined skips one). The
+ * continuation is the seq to go on below: a flush between two pages moves held entries into rows
+ * under the same seqs, so nothing is listed twice or left out. `held`: the row's, when the caller has it.
+ */
+export async function readNewestFirst<T>(
+  storage: Storage,
+  taskId: string,
+  page: { limit: number; continuation?: string; held?: HeldEntry[] },
+  pick: { fromHeld: (h: { entry: HistoryEntry; event?: unknown }) => T | undefined; fromRow: (row: Entity) => T | undefined; select?: string[] },
+): Promise<{ items: T[]; continuation?: string }> {
+  const below = page.continuation === undefined ? Infinity : Number(page.continuation);
+  if (!(below > 0)) throw inputError('continuationToken is not one this list gave');
+  const items: T[] = [];
+  let last = below;
+  const held = page.held ?? (await readHeld(storage, taskId));
+  for (const h of heldEntries({ historyHeld: held })
+    .filter((h) => h.entry.seq < below)
+    .reverse()) {
+    if (items.length === page.limit) return { items, continuation: String(last) };
+    const item = pick.fromHeld(h);
+    last = h.entry.seq;
+    if (item !== undefined) items.push(item);
+  }
+  const room = page.limit - items.length;
+  if (!room) return { items, continuation: String(last) };
+  const rowKey = below === Infinity ? prefixRange(HISTORY_PREFIX) : { gt: historyRowKey(taskId, below), lt: `${HISTORY_PREFIX}~` };
+  const rows = await allRows(
+    storage.table('Tasks'),
+    { partitionKey: taskId, rowKey, ...(pick.select ? { select: ['RowKey', ...pick.select] } : {}) },
+    { max: room },
+  );
+  for (const r of rows) {
+    const item = pick.fromRow(r);
+    if (item !== undefined) items.push(item);
+  }
+  return { items, ...(rows.length === room ? { continuation: String(rowSeq(rows[rows.length - 1].rowKey)) } : {}) };
 }
 
 /** A page of a task's history, newest first. */
@@ -95,12 +177,19 @@ export async function readHistory(
   limit: number,
   continuation?: string,
 ): Promise<{ entries: HistoryEntry[]; continuation?: string }> {
-  const page = await readPage(storage.table('Tasks'), { partitionKey: taskId, rowKey: prefixRange(HISTORY_PREFIX), select: ['entry'] }, limit, continuation);
-  return { entries: page.items.map((r) => JSON.parse(r.entry as string) as HistoryEntry), continuation: page.continuation };
+  const page = await readNewestFirst(
+    storage,
+    taskId,
+    { limit, continuation },
+    { fromHeld: (h) => h.entry, fromRow: (r) => JSON.parse(r.entry as string) as HistoryEntry, select: ['entry'] },
+  );
+  return { entries: page.items, continuation: page.continuation };
 }
 
 /** The row keys of a task's history: from its count when known, else the range that holds them (to delete them with the task). */
 export function historyKeys(task: TaskRecord | undefined): string[] | KeyRange {
-  const n = task?.historySeq;
-  return n ? Array.from({ length: n }, (_, i) => historyRowKey(task.taskId, i + 1)) : prefixRange(HISTORY_PREFIX);
+  if (!task) return prefixRange(HISTORY_PREFIX);
+  // The held entries (the newest) have no rows.
+  const n = (task.historySeq ?? 0) - heldEntries(task).length;
+  return Array.from({ length: n }, (_, i) => historyRowKey(task.taskId, i + 1));
 }

@@ -78,6 +78,15 @@ export interface TaskDefinition {
   concurrencyKey?: string;
 }
 
+/**
+ * A history entry kept in the task row (its shape is shared/ops/history.ts `HistoryEntry`), with
+ * its event if it has one (shared/events/exchanges.ts `QueueEvent`, the outbox).
+ */
+export interface HeldEntry {
+  entry: { seq: number };
+  event?: { seq: number };
+}
+
 export interface TaskRecord {
   taskId: string;
   definition: TaskDefinition;
@@ -89,8 +98,13 @@ export interface TaskRecord {
   hasDependents: boolean;
   /** runId whose resolution has been propagated to dependents (-1 = none yet). */
   dependentsNotified: number;
-  /** Number of history rows written for this task (shared/ops/history.ts); absent = 0. */
+  /** Number of history entries recorded for this task (shared/ops/history.ts); absent = 0. */
   historySeq?: number;
+  /**
+   * The newest history entries, with their events, kept in the row rather than as history rows
+   * (shared/ops/history.ts `holdHistory`): the entries numbered after every row's. Absent = none.
+   */
+  historyHeld?: HeldEntry[];
   /** The deadline trigger: a message of its own, deleted once the task is finally resolved, or its expiry-index row (rerun adds a new one). */
   deadlineTrigger?: DeadlineRef;
   /** The task created its group in its own row's transaction: its resolution closes the group in its write (shared/tasks/groups.ts `closeActions`). */
@@ -216,6 +230,7 @@ function taskProperties(t: TaskRecord, defChunks: number): Entity {
     hasDependents: t.hasDependents,
     dependentsNotified: t.dependentsNotified,
     historySeq: t.historySeq ?? 0,
+    historyHeld: t.historyHeld?.length ? JSON.stringify(t.historyHeld) : '',
     deadlineTrigger: t.deadlineTrigger ? JSON.stringify(t.deadlineTrigger) : '',
     ...(t.groupAlone ? { groupAlone: true } : {}),
     ...(t.priority ? { priority: t.priority } : {}),
@@ -255,6 +270,7 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     hasDependents: Boolean(e.hasDependents),
     dependentsNotified: e.dependentsNotified === undefined ? -1 : Number(e.dependentsNotified),
     historySeq: e.historySeq === undefined ? 0 : Number(e.historySeq),
+    ...(e.historyHeld ? { historyHeld: JSON.parse(e.historyHeld as string) as HeldEntry[] } : {}),
     deadlineTrigger: e.deadlineTrigger ? JSON.parse(e.deadlineTrigger as string) : undefined,
     ...(e.groupAlone ? { groupAlone: true as const } : {}),
     ...(e.priority ? { priority: e.priority as Priority } : {}),

@@ -6,6 +6,8 @@
  */
 import { startTestService, TestService, taskDef, slugid, expectError } from '../helpers/service';
 import { waitUntil } from '../helpers/work';
+import { eventsClient } from '../helpers/events';
+import { HELD_MAX_ENTRIES } from '../../shared/ops/history';
 
 let svc: TestService;
 let Ops: any;
@@ -84,6 +86,34 @@ test('a retry chain (worker-shutdown, claim-expired, completed) is recorded with
   for (let i = 1; i < history.length; i++) expect(history[i - 1].time >= history[i].time).toBe(true);
   expect(history.find((h) => h.event === 'reclaimed').takenUntil).toBe(re.takenUntil);
   expect(await fullHistory(taskId)).toEqual(history);
+});
+
+test("pages stay exact when the row's held entries go out as history rows between two pages", async () => {
+  const tq = uniqueQueue();
+  const q = svc.queue();
+  const taskId = slugid();
+  await q.createTask(taskId, taskDef(tq));
+  const [c] = (await q.claimWork(tq, { workerGroup: 'wg', workerId: 'w1', tasks: 1 })).tasks;
+  // created, scheduled and claimed: all three held in the task row.
+  const first = await ops().taskHistory(taskId, { limit: 2 });
+  expect(first.history.map((h: any) => h.seq)).toEqual([3, 2]);
+  const firstEvents = await eventsClient(svc).taskEvents(taskId, { limit: 2 });
+  expect(firstEvents.events.map((e: any) => e.id)).toEqual([`${taskId}.3`, `${taskId}.2`]);
+  // Reclaims, until the entries no longer fit in the row and go out as rows (then two more are held).
+  let credentials = c.credentials;
+  for (let i = 0; i < HELD_MAX_ENTRIES; i++) credentials = (await svc.queue(credentials).reclaimTask(taskId, 0)).credentials;
+  // The second pages go on below where the first ended: nothing twice, nothing left out.
+  const rest = await ops().taskHistory(taskId, { limit: 2, continuationToken: first.continuationToken });
+  expect(rest.history.map((h: any) => [h.seq, h.event])).toEqual([[1, 'created']]);
+  expect(rest.continuationToken).toBeUndefined();
+  const restEvents = await eventsClient(svc).taskEvents(taskId, { limit: 2, continuationToken: firstEvents.continuationToken });
+  expect(restEvents.events.map((e: any) => e.id)).toEqual([`${taskId}.1`]);
+  // The whole of it, newest first, across held entries and rows.
+  const all = Array.from({ length: 3 + HELD_MAX_ENTRIES }, (_, i) => 3 + HELD_MAX_ENTRIES - i);
+  expect((await fullHistory(taskId, 3)).map((h) => h.seq)).toEqual(all);
+  const events = await eventsClient(svc).taskEvents(taskId);
+  expect(events.events.map((e: any) => e.id)).toEqual([3, 2, 1].map((n) => `${taskId}.${n}`)); // reclaims publish nothing
+  await expectError(ops().taskHistory(taskId, { continuationToken: 'not-one' }), 400, 'InputError');
 });
 
 test('history names the client who cancels or reruns, needs queue:status, and 404s for unknown tasks', async () => {

@@ -45,7 +45,7 @@ test('claimWork', async () => {
     expect(s.runs).toEqual([expect.objectContaining({ runId: 0, state: 'running', ...W1, takenUntil: r.value.tasks[0].takenUntil })]);
     expect(await claim(svc, tq, W2, 32)).toEqual([]);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.merge']));
 });
 
 test('reportCompleted', async () => {
@@ -78,7 +78,7 @@ test('changeTaskGroupPriority: a task whose write met its own success still coun
     expect(r.error).toBeUndefined();
     expect(r.value).toMatchObject({ tasksAffected: 1, taskIds: [taskGroupId] });
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.merge']));
 });
 
 test('a reaper pass that resolves a deadline', async () => {

@@ -115,7 +115,7 @@ test("rerunTask: its new deadline trigger guards the new run's task-pending", as
     await faulty(() => noRetry().rerunTask(taskId));
     await expectDelivered(taskId);
   });
-  expect(ops).toEqual(expect.arrayContaining(['deadline.put', 'Tasks.transaction', 'subscription.put', 'deadline.update']));
+  expect(ops).toEqual(expect.arrayContaining(['deadline.put', 'Tasks.merge', 'subscription.put', 'deadline.update']));
 }, 240_000);
 
 test('createArtifact and sealTaskGroup', async () => {

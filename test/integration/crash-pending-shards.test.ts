@@ -72,5 +72,5 @@ test('claimWork takes the higher priority from the second shard before the lower
     expect(rest).toEqual([first[0] === high ? low : high]);
     expect(await claim(b, tq, W2, 32)).toEqual([]);
   });
-  expect(ops).toEqual(expect.arrayContaining(['pending.get', 'Expiry.upsert', 'Tasks.transaction', 'pending.delete']));
+  expect(ops).toEqual(expect.arrayContaining(['pending.get', 'Expiry.upsert', 'Tasks.merge', 'pending.delete']));
 }, 180_000);

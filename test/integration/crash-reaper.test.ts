@@ -104,7 +104,7 @@ describe.each([
       await claimableOnce(t.tq, t.taskId, 1);
     });
     const trigger = listened ? ['claim.get', 'claim.delete'] : ['Expiry.query', 'Expiry.delete'];
-    expect(ops).toEqual(expect.arrayContaining([...trigger, 'Tasks.get', 'pending.put', 'Tasks.transaction', 'deadline.get', 'resolved.get', 'Expiry.query']));
+    expect(ops).toEqual(expect.arrayContaining([...trigger, 'Tasks.get', 'pending.put', 'Tasks.merge', 'deadline.get', 'resolved.get', 'Expiry.query']));
   }, 180_000);
 
   test('without retries: the dependent is scheduled once', async () => {

@@ -87,7 +87,7 @@ test('reportException worker-shutdown, client retries: one retry run, claimable 
     // A retry is not a resolution.
     expect((await status(b, t.dependent)).state).toBe('unscheduled');
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.merge']));
 }, 180_000);
 
 test('cancelTask, client retries: canceled once, all-resolved dependent scheduled once', async () => {

@@ -41,7 +41,7 @@ test('changeTaskPriority of a pending task, client retries: the new priority, cl
     expect((await status(b, taskId)).priority).toBe('high');
     await claimableOnce(tq, taskId);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction'])); // the row and its `prioritized` history entry
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.merge'])); // the row and its `prioritized` history entry
 }, 180_000);
 
 test('declareWorkerGone, client retries: one retry run, claimable once', async () => {
@@ -57,7 +57,7 @@ test('declareWorkerGone, client retries: one retry run, claimable once', async (
     expect((await status(b, taskId)).retriesLeft).toBe(1);
     await claimableOnce(tq, taskId, 1);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'pending.put', 'Tasks.merge']));
 }, 180_000);
 
 test("reportCompleted of a concurrency key's holder, client retries: the waiting task gets the key, claimable once", async () => {

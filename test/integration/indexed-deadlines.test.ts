@@ -98,5 +98,5 @@ test('a report whose group close is left to after is guarded by a safety net: ta
     // message does when it fires): at least once, never lost.
     expect(await resolvedEvents(g)).toContain(`${g}.resolved.${last}.0`);
   });
-  expect(ops).toEqual(expect.arrayContaining(['resolved.put', 'Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['resolved.put', 'Tasks.merge']));
 }, 300_000);

@@ -7,6 +7,7 @@ import { execute } from '../../shared/lifecycle/executor';
 import * as T from '../../shared/lifecycle/transitions';
 import type { TaskDeps } from '../../shared/tasks/ports';
 import type { TaskRecord } from '../../shared/tasks/model';
+import { heldEntries } from '../../shared/ops/history';
 import { taskDefinition } from '../helpers/task-fixture';
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
@@ -37,6 +38,13 @@ function fakes(
   const calls: string[] = [];
   /** The rows of each write's transaction besides the task row (its history rows). */
   const writes: { rowKey: string; entry?: string; event?: string }[][] = [];
+  /** A write's history entries: its rows, and those it numbered on from `seq` and holds in the row. */
+  const history = (seq: number, t: TaskRecord, rows: { rowKey: string }[]) => [
+    ...rows,
+    ...heldEntries(t)
+      .filter((h) => h.entry.seq > seq)
+      .map((h) => ({ rowKey: `held ${h.entry.seq}`, entry: JSON.stringify(h.entry), ...(h.event ? { event: JSON.stringify(h.event) } : {}) })),
+  ];
   let stored = initial;
   let inserted = false;
   const races = [...(opts.races ?? [])];
@@ -96,7 +104,7 @@ function fakes(
         amend(stored);
       },
       insert: async (t: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
-        writes.push(rows);
+        writes.push(history(0, t, rows));
         calls.push(['insert', ...(actions.length ? ['+group'] : [])].join(' '));
         if (actions.length && opts.groupExists) return false;
         inserted = true;
@@ -105,7 +113,7 @@ function fakes(
         return true;
       },
       replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
-        writes.push(rows);
+        writes.push(history(current.historySeq ?? 0, next, rows));
         calls.push(['write', ...(actions.length ? ['+group'] : [])].join(' '));
         // The group's condition failed (someone joined): the transaction fails, the task row is unchanged.
         if (actions.length && opts.foldFails) return 'missing';
@@ -196,7 +204,7 @@ test('a refusal performs nothing and writes nothing', async () => {
   expect(f.calls).toEqual([]);
 });
 
-test("history rows go into the task row's transaction, numbered on from the row each attempt read", async () => {
+test("history entries go with the task row's write, numbered on from the row each attempt read", async () => {
   const t = pendingTask();
   // The race's write added history: the retry numbers on from there.
   const f = fakes(t, { races: [{ ...structuredClone(t), historySeq: 5 }] });
@@ -215,7 +223,7 @@ test("events: on the write's history rows; a guarded delivery precedes the after
   const f = fakes(running, { events: {} });
   await execute(f.d, 'T1', report, running);
   expect(f.calls.slice(0, 3)).toEqual(['events.prepare', 'write', 'events.deliver']);
-  // Its one history row (the resolution) carries task-completed: the outbox.
+  // Its one history entry (the resolution) carries task-completed: the outbox.
   expect(f.writes[0].map((r) => r.event && JSON.parse(r.event).exchange)).toEqual([expect.stringMatching(/task-completed$/)]);
   expect(f.calls.indexOf('claim.drop c1')).toBeGreaterThan(f.calls.indexOf('events.deliver'));
   const failing = fakes(running, { events: { deliverFails: true } });

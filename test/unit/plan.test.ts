@@ -10,12 +10,23 @@ import { createOwnGroup, foldGroupClose, type Plan } from '../../shared/lifecycl
 import type { RecordName, TransitionRecord } from '../../shared/lifecycle/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { planDeletion, planWrite } from '../../shared/lifecycle/planner';
-import { historyRowKey } from '../../shared/ops/history';
+import { HELD_MAX_ENTRIES, heldEntries, historyKeys, historyRowKey, type HistoryEntry } from '../../shared/ops/history';
 import type { ReadModelPlan } from '../../shared/ops/read-models';
 import type { TaskEventPlan } from '../../shared/lifecycle/events';
 import { EXCHANGE_PREFIX, type QueueEvent } from '../../shared/events/exchanges';
 import { outboxEvent } from '../../shared/events/outbox';
 import { taskDefinition } from '../helpers/task-fixture';
+
+/**
+ * The history entries a write recorded (those its log lines name), with their events: held in its
+ * row, or as history rows when they did not fit there.
+ */
+function written(p: Plan): { entry: HistoryEntry; event?: QueueEvent }[] {
+  const seqs = new Set(p.log.filter((l) => l.event === 'task-transition').map((l) => (l.fields as { seq: number }).seq));
+  const fromRows = p.rows.map((r) => ({ entry: JSON.parse(r.entry as string) as HistoryEntry, event: outboxEvent(r) }));
+  const held = heldEntries<QueueEvent>(p.task ?? {}).filter((h) => !fromRows.some((r) => r.entry.seq === h.entry.seq));
+  return [...fromRows, ...held].filter((w) => seqs.has(w.entry.seq));
+}
 
 const NOW = new Date('2030-01-01T00:00:00.000Z');
 const LATER = new Date(NOW.getTime() + 60_000);
@@ -202,7 +213,7 @@ describe.each(Object.entries(CASES))('record %s', (name, c) => {
   });
 
   test('its plan: history, events and their guard, index writes, all from the record', () => {
-    const entries = p.rows.map((r) => JSON.parse(r.entry as string));
+    const entries = written(p).map((w) => w.entry);
     expect(entries.map((e) => (e.runId === undefined ? e.event : `${e.event} ${e.runId}`))).toEqual(c.history);
     expect(exchanges(p.events ? events(p).events : [])).toEqual(c.exchanges);
     expect(p.events ? events(p).claim : undefined).toEqual(c.claimGuard);
@@ -222,14 +233,14 @@ describe('createTask', () => {
     expect(kinds(p.after)).toEqual(['wake']);
   });
 
-  test('history rows created and scheduled, numbered 1 and 2, naming the actor, each with its event', () => {
+  test('history entries created and scheduled, numbered 1 and 2, naming the actor, each with its event, held in the row', () => {
     expect(p.task!.historySeq).toBe(2);
-    expect(p.rows.map((r) => r.rowKey)).toEqual([historyRowKey('T1', 1), historyRowKey('T1', 2)]);
-    expect(p.rows.map((r) => JSON.parse(r.entry as string))).toEqual([
+    expect(p.rows).toEqual([]);
+    expect(written(p).map((w) => w.entry)).toEqual([
       expect.objectContaining({ seq: 1, event: 'created', actor: 'client', time: NOW.toJSON() }),
       expect.objectContaining({ seq: 2, event: 'scheduled', runId: 0, from: null, to: 'pending' }),
     ]);
-    expect(p.rows.map((r) => outboxEvent(r)?.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined', 'task-pending']);
+    expect(written(p).map((w) => w.event?.exchange.slice(EXCHANGE_PREFIX.length))).toEqual(['task-defined', 'task-pending']);
   });
 
   test('events guarded by the deadline trigger the write puts', () => {
@@ -266,9 +277,9 @@ describe('createTask', () => {
 
   test('with dependencies: only created, no hint, an unscheduled index row', () => {
     const q = planWrite(T.create({ taskId: 'T1', definition: definition({ dependencies: ['D'] }), hintId: 'h0' }, NOW), NOW, undefined);
-    expect(q.rows).toHaveLength(1);
+    expect(written(q)).toHaveLength(1);
     expect(indexChanges(q)).toEqual(['upsert n', 'create u']);
-    expect(JSON.parse(q.rows[0].entry as string).actor).toBeUndefined();
+    expect(written(q)[0].entry.actor).toBeUndefined();
   });
 });
 
@@ -284,11 +295,11 @@ describe('claim and reclaim', () => {
     expect(indexChanges(p)).toEqual(['remove p', 'create c', 'create w']);
   });
 
-  test('a reclaim: a history row but no event (Taskcluster publishes none), no index change', () => {
+  test('a reclaim: a history entry but no event (Taskcluster publishes none), no index change', () => {
     const before = claimed();
     const p = planWrite(asStep(T.reclaim(before, { runId: 0, claimTimeoutS: 1200 }, LATER)), LATER, 'worker');
-    expect(p.rows).toHaveLength(1);
-    expect(JSON.parse(p.rows[0].entry as string).event).toBe('reclaimed');
+    expect(written(p)).toHaveLength(1);
+    expect(written(p)[0]).toEqual({ entry: expect.objectContaining({ event: 'reclaimed' }) });
     expect(events(p).events).toEqual([]);
     expect(readModel(p).index.size).toBe(0);
     expect(readModel(p).tally).toBeUndefined();
@@ -350,11 +361,60 @@ describe('resolution', () => {
   });
 });
 
+/** `t` reclaimed `n` times, each write planned on the row the last one left. */
+function reclaimedTimes(t: TaskRecord, n: number): TaskRecord {
+  for (let i = 1; i <= n; i++)
+    t = planWrite(asStep(T.reclaim(t, { runId: 0, claimTimeoutS: 1200 }, new Date(NOW.getTime() + i * 60_000))), NOW, 'worker').task!;
+  return t;
+}
+
+describe('history held in the row', () => {
+  const report = (t: TaskRecord) => asStep(T.report(t, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, LATER));
+  test('a write whose entries fit is a row write alone: its entries and events stay in the row, numbered on', () => {
+    const p = planWrite(report(claimed()), LATER, 'worker');
+    expect(p.rows).toEqual([]);
+    expect(heldEntries<QueueEvent>(p.task!).map((h) => [h.entry.seq, h.entry.event, h.event?.exchange.slice(EXCHANGE_PREFIX.length)])).toEqual([
+      [1, 'created', 'task-defined'],
+      [2, 'scheduled', 'task-pending'],
+      [3, 'claimed', 'task-running'],
+      [4, 'resolved', 'task-completed'],
+    ]);
+  });
+
+  test('entries that would not fit go out as history rows with every held one, oldest first, events on their rows; the row then holds none', () => {
+    const full = reclaimedTimes(claimed(), HELD_MAX_ENTRIES - 3);
+    expect(heldEntries(full)).toHaveLength(HELD_MAX_ENTRIES);
+    const p = planWrite(report(full), LATER, 'worker');
+    expect(p.task!.historyHeld).toBeUndefined();
+    expect(p.rows.map((r) => r.rowKey)).toEqual(Array.from({ length: HELD_MAX_ENTRIES + 1 }, (_, i) => historyRowKey('T1', i + 1)));
+    expect(p.rows.map((r) => outboxEvent(r)?.exchange.slice(EXCHANGE_PREFIX.length))).toEqual([
+      'task-defined',
+      'task-pending',
+      'task-running',
+      ...Array(HELD_MAX_ENTRIES - 3).fill(undefined),
+      'task-completed',
+    ]);
+    expect(historyKeys(p.task!)).toHaveLength(HELD_MAX_ENTRIES + 1);
+    // The next write holds again.
+    const next = planWrite(asStep(T.rerun(p.task!, { hintId: 'h2' }, LATER)), LATER, 'client');
+    expect(next.rows).toEqual([]);
+    expect(heldEntries(next.task!).map((h) => h.entry.seq)).toEqual([HELD_MAX_ENTRIES + 2]);
+  });
+
+  test('an event too large to hold goes out as a row at once', () => {
+    const big = created({ routes: Array.from({ length: 400 }, (_, i) => `route.${i}.${'x'.repeat(60)}`) });
+    expect(big.historyHeld).toBeUndefined();
+    expect(historyKeys(big)).toHaveLength(2);
+  });
+});
+
 describe('deletion', () => {
-  test('a known task: its history keys from its count, its index rows purged before the row', () => {
+  test('a known task: its history keys from its count less the entries its row holds, its index rows purged before the row', () => {
     const t = claimed();
-    const p = planDeletion(t);
-    expect(p.history).toEqual([1, 2, 3].map((n) => historyRowKey('T1', n)));
+    expect(planDeletion(t).history).toEqual([]); // all three entries are held in the row
+    // Its last reclaim did not fit: the row's entries went out as rows, and it holds none; then one more is held.
+    const p = planDeletion(reclaimedTimes(claimed(), HELD_MAX_ENTRIES - 1));
+    expect(p.history).toEqual(Array.from({ length: HELD_MAX_ENTRIES + 1 }, (_, i) => historyRowKey('T1', i + 1)));
     const rm = p.readModel as unknown as ReadModelPlan;
     expect(rm.deleted).toBe(true);
     expect([...rm.index.values()].flat().map((o) => `${o.op} ${o.row.rowKey.split('~')[0]}`)).toEqual(['purge c', 'purge w', 'purge n']);
@@ -371,7 +431,7 @@ describe('what reportCompleted writes and publishes: one plan each', () => {
   /** A plan, as a reader would list it. */
   const summary = (p: Plan) => ({
     row: p.task?.runs.map((r) => `${r.runId} ${r.state}`),
-    history: p.rows.map((r) => String(r.entry ?? r.rowKey)),
+    history: written(p).map((w) => `${w.entry.event} ${w.entry.runId}`),
     events: p.events ? exchanges(p.events.events) : [],
     guard: p.events?.claim,
     before: kinds(p.before),
@@ -392,7 +452,7 @@ describe('what reportCompleted writes and publishes: one plan each', () => {
       replay: undefined,
       groupResolved: undefined,
     });
-    expect(p.rows).toHaveLength(2);
+    expect(written(p)).toHaveLength(2);
   });
 
   test('the same report again: no row, history or new event; its resolution replayed, and what it still owes', () => {
