@@ -89,10 +89,16 @@ const same = (of: TransitionName, task: TaskRecord, effects: Effect[] = [], repl
 });
 const refuse = (message: string): Refusal => ({ refused: 'conflict', message });
 const missing = (message: string): Refusal => ({ refused: 'not-found', message });
+/**
+ * The record a transition changes: its own copy of what transitions change (the runs, the
+ * triggers' refs, the scalars). The definition (never changed once created) and the held history
+ * (the planner replaces it, never changes it in place) are shared: cloning them was most of the
+ * copy's cost.
+ */
 const copy = (t: TaskRecord): TaskRecord => {
-  const { etag: _etag, ...rest } = t;
+  const { etag: _etag, definition, historyHeld, ...rest } = t;
   void _etag;
-  return structuredClone(rest);
+  return { ...structuredClone(rest), definition, ...(historyHeld ? { historyHeld } : {}) };
 };
 const lastRun = (t: TaskRecord): Run | undefined => t.runs[t.runs.length - 1];
 const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadline) <= now;

@@ -257,13 +257,11 @@ export function encodeTaskUpdate(t: TaskRecord): Entity {
   return { groupAlone: false, priority: '', continuation: '', indexBuckets: 0, ...row };
 }
 
-export function decodeTask(e: Record<string, unknown> & { etag?: string }): TaskRecord {
-  const n = Number(e.defChunks);
-  const parts: Buffer[] = [];
-  for (let i = 0; i < n; i++) parts.push(Buffer.from(e[`def${i}`] as Uint8Array));
+/** `definition`: the row's, decoded already (it never changes once created). */
+export function decodeTask(e: Record<string, unknown> & { etag?: string }, definition?: TaskDefinition): TaskRecord {
   return {
     taskId: e.partitionKey as string,
-    definition: JSON.parse(Buffer.concat(parts).toString('utf8')),
+    definition: definition ?? decodeDefinition(e),
     runs: JSON.parse(e.runs as string),
     retriesLeft: Number(e.retriesLeft),
     takenUntil: (e.takenUntil as string) ?? '',
@@ -278,6 +276,13 @@ export function decodeTask(e: Record<string, unknown> & { etag?: string }): Task
     ...(Number(e.indexBuckets) > 1 ? { indexBuckets: Number(e.indexBuckets) } : {}),
     etag: e.etag,
   };
+}
+
+function decodeDefinition(e: Record<string, unknown>): TaskDefinition {
+  const n = Number(e.defChunks);
+  const parts: Buffer[] = [];
+  for (let i = 0; i < n; i++) parts.push(Buffer.from(e[`def${i}`] as Uint8Array));
+  return JSON.parse(Buffer.concat(parts).toString('utf8'));
 }
 
 /** JS `toJSON()` form with milliseconds, so equivalent dates compare equal. */

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { Entity, KeyRange, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
-import { taskRowKey, TaskRecord, decodeTask, encodeTask, encodeTaskUpdate } from './model';
+import { taskRowKey, TaskRecord, decodeTask, encodeTask, encodeTaskUpdate, type TaskDefinition } from './model';
 import { BoundedCache } from '../bounded-cache';
 
 /**
@@ -28,6 +28,25 @@ interface RecentRow {
   readonly row: Entity;
   readonly etag: string;
   amends?: ((t: TaskRecord) => void)[];
+  /** The row's definition once decoded: it never changes, so every hand-out shares it (frozen). */
+  definition?: TaskDefinition;
+}
+
+/** The definition's properties of an encoded row (its chunks and their count). */
+function definitionProps(row: Entity): Entity {
+  const n = Number(row.defChunks);
+  const out: Entity = { partitionKey: row.partitionKey, rowKey: row.rowKey, defChunks: n };
+  for (let i = 0; i < n; i++) out[`def${i}`] = row[`def${i}`];
+  return out;
+}
+
+/** Freezes a decoded definition and everything in it: shared by the records handed out, nobody may change it. */
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
 }
 
 /** A task row with the id of the write that stores it (see TaskStore.ownWrite). */
@@ -68,16 +87,17 @@ export class TaskStore {
   recentRow(taskId: string): TaskRecord | undefined {
     const kept = this.recent.get(taskId);
     if (!kept) return undefined;
-    const t = decodeTask(kept.row);
+    const t = decodeTask(kept.row, kept.definition);
+    kept.definition ??= deepFreeze(t.definition);
     t.etag = kept.etag;
     for (const amend of kept.amends ?? []) amend(t);
     return t;
   }
 
-  private keep(t: TaskRecord, row: Entity): void {
+  private keep(t: TaskRecord, row: Entity, definition?: TaskDefinition): void {
     this.recent.delete(t.taskId);
     if (!t.etag || rowBytes(row) > RECENT_ROW_MAX_BYTES) return;
-    this.recent.set(t.taskId, { row, etag: t.etag });
+    this.recent.set(t.taskId, { row, etag: t.etag, ...(definition ? { definition } : {}) });
   }
 
   /**
@@ -114,11 +134,14 @@ export class TaskStore {
    * 'etag' when another write came first, 'missing' when the task (or a row `actions` need) is gone.
    */
   async replace(current: TaskRecord, next: TaskRecord, rows: Entity[] = [], actions: TableAction[] = []): Promise<'written' | 'etag' | 'missing'> {
-    const row = withWriteId(encodeTask(next));
+    const update = withWriteId(encodeTaskUpdate(next));
+    // The whole row is kept here: the definition's chunks of the row kept before (they never change), else encoded.
+    const kept = this.recent.get(current.taskId);
+    const row = { ...(kept ? definitionProps(kept.row) : encodeTask(next)), ...update };
     try {
-      // Only what changed goes out (the definition never does); the whole row is kept here.
-      next.etag = await this.write(current.taskId, { ...encodeTaskUpdate(next), writeId: row.writeId }, rows, current.etag!, actions);
-      this.keep(next, row);
+      // Only what changed goes out (the definition never does).
+      next.etag = await this.write(current.taskId, update, rows, current.etag!, actions);
+      this.keep(next, row, kept?.definition);
     } catch (err) {
       this.recent.delete(current.taskId);
       if (!(err instanceof StorageConflict && (err.reason === 'etag' || err.reason === 'missing'))) throw err;
