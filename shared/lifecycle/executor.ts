@@ -137,10 +137,10 @@ function planOf(d: LifecycleDeps, step: Step): Plan {
  * anything but a write (refusal, later, repeat) is decided again on a fresh read. Saves the row
  * read of a request that follows this instance's own write of the task (storage-count, simple
  * lifecycle: claimWork 6 and reportCompleted 3 calls, 7 and 4 without; the report's critical path
- * 2 calls, 3 without). It also carries a re-armed deadline trigger's new receipt to the report,
+ * 1 call, 2 without). It also carries a re-armed deadline trigger's new receipt to the report,
  * which then deletes the trigger (without: it fires later, a read and a delete). A create
  * (`absentFirst`) starts from no row: its insert proves that, and a row found is read then (saves
- * createTask's read: storage-count, simple lifecycle, 5 calls, 6 with it).
+ * createTask's read: storage-count, simple lifecycle, 4 calls, 5 with it).
  */
 function cachedRow(d: LifecycleDeps, taskId: string, known: TaskRecord | undefined, absentFirst: boolean) {
   let current = known ?? (absentFirst ? undefined : d.tasks.recentRow?.(taskId));
