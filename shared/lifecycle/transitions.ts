@@ -39,7 +39,7 @@ import type { Ended, RecordOf, Replay, TransitionName, TransitionRecord } from '
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from '../tasks/model';
 import type { Priority } from '../tasks/vocabulary';
 import { INDEXED_DEADLINE, isMessage } from '../tasks/triggers';
-import type { TaskExpiry } from '../tasks/task-expiry';
+import { inlineExpiry, type TaskExpiry } from '../tasks/task-expiry';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -112,8 +112,8 @@ function delayedStart(x: TaskRecord, reasonCreated: ReasonCreated, now: Date): s
   return reasonCreated === 'scheduled' && at && new Date(at) > now ? at : undefined;
 }
 
-/** What the task's expiry rows need (shared/tasks/task-expiry.ts): its deadline's index row carries it. */
-const expiryOf = (d: TaskDefinition): TaskExpiry => ({ expires: d.expires, taskGroupId: d.taskGroupId, dependencies: d.dependencies });
+/** What the task's expiry rows need (shared/tasks/task-expiry.ts), as they carry it: its deadline's index row carries it. */
+const expiryOf = (d: TaskDefinition): TaskExpiry => inlineExpiry({ expires: d.expires, taskGroupId: d.taskGroupId, dependencies: d.dependencies });
 
 /** A pending run's start time when still ahead (delayed start): a fresh hint must stay hidden until then too. */
 const dueLater = (r: Run, now: Date) => (new Date(r.scheduled) > now ? r.scheduled : undefined);
