@@ -47,6 +47,7 @@ export function createApp(config: Config | (() => Config), options: AppOptions =
     svc?.pollers.stop();
     await Promise.allSettled([...(svc?.background ?? [])]);
     await svc?.indexes.settled(); // index writes are queued, not awaited by their requests
+    await svc?.expiry.settled(); // so are claim-expiry rows' deletes (Triggers.drop)
     await svc?.rollups.close(); // this instance's chart tallies, the running minute's too
   };
   return { routes: routeTable, timers: timerFunctions(services), services, close };

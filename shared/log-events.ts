@@ -176,6 +176,11 @@ export const LOG_EVENTS = {
     description: 'A record could not be expired; its expiry row stays for the next pass.',
     fields: { kind: str("the row's kind"), id: str("the row's id"), error },
   },
+  'carried-expiries-failed': {
+    level: 'error',
+    description: "The expiry rows that a sweep page's deadline rows carry could not be recorded; those deadline rows stay for the next pass.",
+    fields: { rows: num('deadline rows'), error },
+  },
   'expiry-rows-remove-failed': {
     level: 'error',
     description: 'Expired records were removed but their expiry rows were not; the next pass redoes them.',

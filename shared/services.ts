@@ -13,7 +13,7 @@ import { Triggers } from './tasks/triggers';
 import { GROUP_PREFIX, TaskGroups, groupRowKey } from './tasks/groups';
 import { taskRowKey } from './tasks/model';
 import type { AccountRoots } from './storage/accounts';
-import { ExpiryIndex } from './tasks/expiry';
+import { ExpiryIndex, FORGET_LINGER_MS } from './tasks/expiry';
 import { Pollers } from './work/poller';
 import { HintRepairSchedule } from './reaper/hints';
 import { DelegatedAccounts, DelegatedAccountsOptions } from './storage/delegated-accounts';
@@ -69,6 +69,8 @@ export interface Tuning {
   syncDependencies: number;
   /** A partition's queued index writes wait this long for others (shared/ops/indexes.ts); 0 = at once (a fixed call order for crash sweeps). */
   indexLingerMs: number;
+  /** An expiry-index partition's queued deletes (a run's claim-expiry row at its end) wait this long for others (shared/tasks/expiry.ts `forget`); 0 = at once (a fixed call order for crash sweeps). */
+  forgetLingerMs: number;
   /** How often the chart rollups' finished minutes are written (shared/ops/rollups.ts); 0 = only at close and when a chart is read (a fixed call order for crash sweeps). */
   rollupFlushMs: number;
   /** An instance writes a worker's recentTasks at most once per this, on the service's clock (shared/ops/workers.ts). */
@@ -98,6 +100,7 @@ export const DEFAULT_TUNING: Tuning = {
   eventSweepDelayS: 60,
   syncDependencies: SYNC_DEPENDENCIES,
   indexLingerMs: INDEX_LINGER_MS,
+  forgetLingerMs: FORGET_LINGER_MS,
   rollupFlushMs: ROLLUP_FLUSH_MS,
   recentTasksWriteMs: RECENT_TASKS_WRITE_MS,
   subscriptionCacheMs: SUBSCRIPTION_CACHE_MS,
@@ -174,7 +177,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     now,
   });
   const tuning: Tuning = { ...DEFAULT_TUNING, ...opts.tuning };
-  const expiry = new ExpiryIndex(storage);
+  const expiry = new ExpiryIndex(storage, tuning.forgetLingerMs);
   const sinks =
     opts.eventSinks ??
     (config.eventGridEndpoint

@@ -12,6 +12,7 @@
  * when an ETag race makes it recompute the transition (ids and `now` are chosen once per call).
  */
 import type { ClaimRef, DeadlineSweep } from '../tasks/triggers';
+import type { TaskExpiry } from '../tasks/task-expiry';
 import type { Priority } from '../tasks/vocabulary';
 import type { LogEventAt, LogFields } from '../log-events';
 
@@ -39,11 +40,17 @@ export type Effect =
   /**
    * The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. `sweep`:
    * it also guards the write's events until their delivery re-arms it (set by the executor).
+   * `expiry`: the task's, which an expiry-index row carries to its sweep (then a create's
+   * `record-expiry` rides along: executor.ts `expiryWithDeadline`).
    */
-  | { phase: 'before'; kind: 'put-deadline-trigger'; taskId: string; deadline: string; sweep?: DeadlineSweep }
+  | { phase: 'before'; kind: 'put-deadline-trigger'; taskId: string; deadline: string; expiry: TaskExpiry; sweep?: DeadlineSweep }
   /** Fires later to finish propagation a crash cut short, unless `delete-safety-net` removes it. */
   | { phase: 'before'; kind: 'put-safety-net'; taskId: string; runId: number }
-  /** The expiry index row: every row a createTask may leave behind is found when the task expires. */
+  /**
+   * The task's and its group's expiry-index rows: every row a createTask may leave behind is found
+   * when the task expires. Written now only when the deadline trigger is a message; else its
+   * index row carries them (executor.ts `expiryWithDeadline`).
+   */
   | { phase: 'before'; kind: 'record-expiry'; taskId: string; expires: string; taskGroupId: string; dependencies: string[] }
   /** Membership of the task group (may refuse: sealed group, other schedulerId). */
   | { phase: 'before'; kind: 'add-group-member'; taskGroupId: string; taskId: string; schedulerId: string; expires: string; created: string }
@@ -109,7 +116,13 @@ export const effect = {
     bucketBy,
     ...(guard ? { guard: true as const } : {}),
   }),
-  putDeadlineTrigger: (taskId: string, deadline: string): Effect => ({ phase: 'before', kind: 'put-deadline-trigger', taskId, deadline }),
+  putDeadlineTrigger: (taskId: string, deadline: string, expiry: TaskExpiry): Effect => ({
+    phase: 'before',
+    kind: 'put-deadline-trigger',
+    taskId,
+    deadline,
+    expiry,
+  }),
   putSafetyNet: (taskId: string, runId: number): Effect => ({ phase: 'before', kind: 'put-safety-net', taskId, runId }),
   recordExpiry: (taskId: string, expires: string, taskGroupId: string, dependencies: string[]): Effect => ({
     phase: 'before',

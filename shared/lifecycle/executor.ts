@@ -5,8 +5,8 @@
  * then the plan's `after` effects, events, read-model writes and log lines (`finish`). On an ETag race it loads again and recomputes; a `before` effect
  * already performed in an earlier attempt (same content: ids and `now` are fixed per call) is not
  * performed again. Crash ordering lives here: whatever a state needs exists before the row says so.
- * Three throughput steps act in the loop, each named with its saving: `cachedRow`, `early` and
- * `groupFold` (plan.ts `foldGroupClose`).
+ * Four throughput steps act in the loop, each named with its saving: `cachedRow`, `early`,
+ * `groupFold` (plan.ts `foldGroupClose`) and `expiryWithDeadline`.
  */
 import * as slugid from 'slugid';
 import type { LifecycleDeps } from './ports';
@@ -20,18 +20,10 @@ import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, s
 import type { RecordOf } from './records';
 import { Rehint, releaseKey } from '../tasks/concurrency-keys';
 import { notifyDependents } from './dependencies';
-import { EXPIRY_KIND_GROUP } from '../tasks/groups';
+import { taskExpiryRows } from '../tasks/task-expiry';
 
 /** ETag races on one task are short-lived; a handful of retries settles them. */
 const MAX_WRITE_ATTEMPTS = 10;
-
-/**
- * Dependencies the expiry row carries, so that a task row that never got written (a refused or
- * interrupted createTask) still has its edges in other partitions removed when it expires. A
- * longer list would not fit one table property (64 KiB); without it those edges are removed with
- * the required tasks' own partitions when they expire, and until then point at nothing (harmless).
- */
-const EXPIRY_INLINE_DEPENDENCIES = 100;
 
 export interface Executed {
   /** The task as written, or as found when the transition changed nothing. */
@@ -85,7 +77,7 @@ export async function execute(
     }
     await adoptEarly(p);
     const { guarded, w } = await guardEvents(d, p);
-    await performBefore(d, guarded, performed);
+    await performBefore(d, expiryWithDeadline(guarded), performed);
     const written = current ? await d.tasks.replace(current, p.task, p.rows, p.groupRows) : await insert(d, p);
     if (!current ? own.failed(written, p) : fold.failed(written, current, p) || written === 'etag') continue;
     if (written === 'missing') return undefined;
@@ -145,10 +137,10 @@ function planOf(d: LifecycleDeps, step: Step): Plan {
  * anything but a write (refusal, later, repeat) is decided again on a fresh read. Saves the row
  * read of a request that follows this instance's own write of the task (storage-count, simple
  * lifecycle: claimWork 6 and reportCompleted 3 calls, 7 and 4 without; the report's critical path
- * 2 calls, 3 without). It also carries a re-armed deadline trigger's new receipt to the report,
+ * 1 call, 2 without). It also carries a re-armed deadline trigger's new receipt to the report,
  * which then deletes the trigger (without: it fires later, a read and a delete). A create
  * (`absentFirst`) starts from no row: its insert proves that, and a row found is read then (saves
- * createTask's read: storage-count, simple lifecycle, 5 calls, 6 with it).
+ * createTask's read: storage-count, simple lifecycle, 4 calls, 5 with it).
  */
 function cachedRow(d: LifecycleDeps, taskId: string, known: TaskRecord | undefined, absentFirst: boolean) {
   let current = known ?? (absentFirst ? undefined : d.tasks.recentRow?.(taskId));
@@ -229,6 +221,20 @@ async function guardEvents(d: LifecycleDeps, p: Plan): Promise<{ guarded: Plan; 
   return { guarded: { ...p, before: await Promise.all(p.before.map(guard)) }, w };
 }
 
+/**
+ * Step "expiry with the deadline": a create whose deadline trigger is an expiry-index row leaves
+ * its `record-expiry` to that row, which carries the expiry (shared/tasks/task-expiry.ts): the
+ * reaper's sweep records the task's and group's expiry rows at the deadline, before it deletes the
+ * row, whatever became of the task. Saves createTask's second expiry-index write (storage-count,
+ * simple lifecycle: createTask 4 calls, 5 with it). A deadline that is a message (it guards the
+ * write's events, and a resolution drops it) carries nothing: the create records them itself.
+ */
+function expiryWithDeadline(p: Plan): Plan {
+  const carried = new Set(p.before.flatMap((e) => (e.kind === 'put-deadline-trigger' && !e.sweep ? [e.taskId] : [])));
+  const rides = (e: Effect) => e.kind === 'record-expiry' && carried.has(e.taskId);
+  return p.before.some(rides) ? { ...p, before: p.before.filter((e) => !rides(e)) } : p;
+}
+
 /** Once the outcome stands: the plan's log lines, read-model writes, events and `after` effects. */
 async function finish(
   d: LifecycleDeps,
@@ -298,19 +304,12 @@ async function before(d: LifecycleDeps, e: Effect): Promise<DeadlineRef | ClaimR
     case 'put-claim-trigger':
       return d.triggers.claim(e.taskId, e.runId, e.takenUntil, { bucketBy: e.bucketBy, guard: e.guard });
     case 'put-deadline-trigger':
-      return d.triggers.deadline(e.taskId, e.deadline, e.sweep);
+      return d.triggers.deadline(e.taskId, e.deadline, { sweep: e.sweep, expiry: e.expiry });
     case 'put-safety-net':
       return d.triggers.resolved(e.taskId, e.runId);
     case 'record-expiry':
-      // With it, in the same write (the group's partition), its group's row at this expires (EXPIRY_KIND_GROUP, shared/lifecycle/remove-expired.ts).
-      await d.expiry.record(
-        'task',
-        e.taskId,
-        e.expires,
-        { taskGroupId: e.taskGroupId, dependencies: e.dependencies.length <= EXPIRY_INLINE_DEPENDENCIES ? e.dependencies : [] },
-        [{ kind: EXPIRY_KIND_GROUP, id: e.taskGroupId }],
-        e.taskGroupId,
-      );
+      // With it, in the same write (the group's partition), its group's row at this expires (shared/lifecycle/remove-expired.ts).
+      await d.expiry.recordAll(taskExpiryRows(e.taskId, e));
       return undefined;
     case 'add-group-member':
       await d.groups.addMember(e.taskGroupId, e.taskId, e.schedulerId, e.expires, e.created);

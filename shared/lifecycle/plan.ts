@@ -67,7 +67,7 @@ export interface DeletionPlan {
  * Plan step "own group": a task that starts its own group creates the group's rows (`createActions`)
  * in its row's transaction, as the group's rows share the task's partition, instead of joining it
  * before the write; the row then says so (`groupAlone`), which later lets its resolution fold the
- * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 5 calls, 6 without
+ * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 4 calls, 5 without
  * (a second Tasks transaction); without it the report cannot fold either (with a listener for
  * task-group-resolved, a Tasks.query more).
  * If the insert fails and no task row is there, the group existed already: the executor joins it
@@ -84,7 +84,7 @@ export function createOwnGroup(p: Plan, createActions: TableAction[]): Plan {
  * joined: `closeActions`) goes in the resolution's own transaction, as the group's rows share the
  * task's partition. The `after` close then has no call left, and the group is known empty (no read
  * before task-group-resolved). For a task in its own group (storage-count, simple lifecycle):
- * reportCompleted 3 calls, 4 without (the close), and 2 on its critical path, 3 without; with a
+ * reportCompleted 3 calls, 4 without (the close), and 1 on its critical path, 2 without; with a
  * listener for task-group-resolved, one read (Tasks.query) fewer too.
  */
 export function foldGroupClose(p: Plan, closeActions: TableAction[]): Plan {

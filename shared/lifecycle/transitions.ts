@@ -39,6 +39,7 @@ import type { Ended, RecordOf, Replay, TransitionName, TransitionRecord } from '
 import { ReasonCreated, ReasonResolved, Run, TaskDefinition, TaskRecord, isResolved, priorityOf, taskState } from '../tasks/model';
 import type { Priority } from '../tasks/vocabulary';
 import { INDEXED_DEADLINE, isMessage } from '../tasks/triggers';
+import { inlineExpiry, type TaskExpiry } from '../tasks/task-expiry';
 
 /** Taskcluster allows at most 50 runs per task. */
 export const MAX_RUNS = 50;
@@ -116,6 +117,9 @@ function delayedStart(x: TaskRecord, reasonCreated: ReasonCreated, now: Date): s
   const at = x.definition.notBefore;
   return reasonCreated === 'scheduled' && at && new Date(at) > now ? at : undefined;
 }
+
+/** What the task's expiry rows need (shared/tasks/task-expiry.ts), as they carry it: its deadline's index row carries it. */
+const expiryOf = (d: TaskDefinition): TaskExpiry => inlineExpiry({ expires: d.expires, taskGroupId: d.taskGroupId, dependencies: d.dependencies });
 
 /** A pending run's start time when still ahead (delayed start): a fresh hint must stay hidden until then too. */
 const dueLater = (r: Run, now: Date) => (new Date(r.scheduled) > now ? r.scheduled : undefined);
@@ -203,8 +207,9 @@ export interface CreateInput {
 }
 
 /**
- * createTask: a new row, scheduled at once when it has no dependencies. Its expiry row, group
- * membership and deadline trigger come first, so every row it may leave behind is found later.
+ * createTask: a new row, scheduled at once when it has no dependencies. Its expiry rows (or the
+ * deadline row that carries them), group membership and deadline trigger come first, so every row
+ * it may leave behind is found later.
  */
 export function create(input: CreateInput, now: Date): Step<RecordOf<'create'>> {
   const { taskId, definition: def } = input;
@@ -213,7 +218,7 @@ export function create(input: CreateInput, now: Date): Step<RecordOf<'create'>> 
   const effects: Effect[] = [
     effect.recordExpiry(taskId, def.expires, def.taskGroupId, def.dependencies),
     effect.addGroupMember(def.taskGroupId, taskId, def.schedulerId, def.expires, def.created),
-    effect.putDeadlineTrigger(taskId, def.deadline),
+    effect.putDeadlineTrigger(taskId, def.deadline, expiryOf(def)),
   ];
   if (def.dependencies.length === 0) {
     effects.push(addPendingRun(next, 'scheduled', now, input.hintId));
@@ -485,7 +490,7 @@ export function rerun(task: TaskRecord, input: { hintId: string }, now: Date): R
     record: { name: 'rerun', runId: next.runs.length - 1 },
     next,
     effects: [
-      effect.putDeadlineTrigger(task.taskId, d.deadline),
+      effect.putDeadlineTrigger(task.taskId, d.deadline, expiryOf(d)),
       effect.reopenGroup(d.taskGroupId, task.taskId, d.expires),
       hint,
       effect.wake(d.taskQueueId, task.taskId, priorityOf(next)),

@@ -19,6 +19,7 @@ import { resolveDeadline, expireClaim, finishResolution, TriggerResult } from '.
 import { expireGroup, expireTask, TaskExpiryData } from '../lifecycle/remove-expired';
 import { EXPIRY_KIND_GROUP } from '../tasks/groups';
 import type { ExpiryRow } from '../tasks/expiry';
+import { taskExpiryRows, type TaskExpiry } from '../tasks/task-expiry';
 import { expireSubscription } from '../events/sweep';
 import type { SweepTrigger } from '../events/outbox';
 import { ArtifactStore } from '../artifacts/store';
@@ -120,11 +121,31 @@ export async function expireTaskWithGroup(svc: Services, task: ExpiryRow, group:
   if (!(await expireTask(svc, task.id, task.data as unknown as TaskExpiryData, true))) await expireGroup(svc, group.id);
 }
 
+/** The task expiry a deadline row carries (shared/tasks/triggers.ts `deadline`); rows written before carry none (their tasks recorded theirs at createTask). */
+export function carriedExpiry(row: ExpiryRow): TaskExpiry | undefined {
+  return row.kind === EXPIRY_KIND_DEADLINE ? (row.data as unknown as IndexedDeadline).expiry : undefined;
+}
+
+/**
+ * The expiry rows of the tasks whose deadline rows are in a sweep page, recorded before any of
+ * those deadline rows is deleted, whatever became of the task (resolved, never written, gone): so a
+ * crash anywhere leaves each task, its group and its edges a future expiry (a repeat records them
+ * again: upserts). All in one turn: a day bucket's rows share one transaction.
+ */
+export async function recordCarriedExpiries(svc: Services, rows: ExpiryRow[]): Promise<void> {
+  const entries = rows.flatMap((r) => {
+    const e = carriedExpiry(r);
+    return e ? taskExpiryRows(r.id, e) : [];
+  });
+  if (entries.length) await svc.expiry.recordAll(entries);
+}
+
 /** Expirers by index-row kind; a kind without one is left in the index (and logged). */
 export const EXPIRERS: Record<string, (svc: Services, row: ExpiryRow) => Promise<void>> = {
   task: async (svc, row) => void (await expireTask(svc, row.id, row.data as unknown as TaskExpiryData)),
   [EXPIRY_KIND_GROUP]: (svc, row) => expireGroup(svc, row.id),
   // Not an expiry: the task's deadline, kept in this index (shared/tasks/triggers.ts); a resolved task has nothing to do.
+  // The expiry rows it carries were recorded before (recordCarriedExpiries).
   [EXPIRY_KIND_DEADLINE]: async (svc, row) => void (await resolveDeadline(svc, row.id, (row.data as unknown as IndexedDeadline).deadline, true)),
   // Nor this: a run's claim expiry (shared/tasks/triggers.ts `claim`); its run's end deletes it, so one found here mostly lapsed.
   [EXPIRY_KIND_CLAIM]: handleIndexedClaim,

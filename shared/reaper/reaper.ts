@@ -12,7 +12,8 @@
  *   4. event sweeps      fan-out messages and deliveries a crash interrupted (`events` triggers)
  *   5. event consumers   the index and hooks apply the system subscription's events
  *   6. expiry            the deadlines and claim expiries kept in the expiry index (their own
- *                        lane, first), then the records whose `expires` passed
+ *                        lane, first; a page's deadline rows record their tasks' expiry rows
+ *                        first), then the records whose `expires` passed
  *   7. artifact expiry   artifacts and objects whose `expires` passed, from their own index rows
  *   8. scheduled hooks   hooks whose schedule came due are fired
  *   9. hint repair       pending runs whose hint is gone get a fresh one (every hintRepairEveryS)
@@ -32,6 +33,8 @@ import {
   EXPIRERS,
   expireTaskWithGroup,
   pairExpiryRows,
+  carriedExpiry,
+  recordCarriedExpiries,
 } from './handlers';
 import { expireArtifacts } from '../artifacts/expiry';
 import { runAs } from '../ops/actor';
@@ -142,7 +145,8 @@ async function sweepExpired(svc: Services, stats: ReaperStats): Promise<void> {
 async function sweepLane(svc: Services, stats: ReaperStats, due: (now: Date, limit: number) => Promise<ExpiryRow[]>): Promise<void> {
   for (let batch = 0; batch < MAX_BATCHES_PER_PASS; batch++) {
     const rows = await due(svc.now(), EXPIRY_PAGE);
-    let stuck = 0;
+    const held = await recordCarried(svc, rows, stats);
+    let stuck = held.size;
     const done: typeof rows = [];
     await mapLimit(pairExpiryRows(rows), EXPIRY_CONCURRENCY, async ([row, group]) => {
       const expire = EXPIRERS[row.kind];
@@ -154,7 +158,7 @@ async function sweepLane(svc: Services, stats: ReaperStats, due: (now: Date, lim
       try {
         if (group) await expireTaskWithGroup(svc, row, group);
         else await expire(svc, row);
-        done.push(row, ...(group ? [group] : []));
+        if (!held.has(row)) done.push(row, ...(group ? [group] : []));
       } catch (err) {
         stuck++;
         stats.failed++;
@@ -176,6 +180,23 @@ async function sweepLane(svc: Services, stats: ReaperStats, due: (now: Date, lim
     }
     // Rows we could not remove would come back first; leave them for the next pass.
     if (stuck || rows.length < EXPIRY_PAGE) return;
+  }
+}
+
+/**
+ * First of a page: the task expiries its deadline rows carry (handlers.ts `recordCarriedExpiries`).
+ * If they could not be stored, those rows are still handled (the deadline is acted on) but not
+ * deleted: the returned rows come back next pass.
+ */
+async function recordCarried(svc: Services, rows: ExpiryRow[], stats: ReaperStats): Promise<Set<ExpiryRow>> {
+  try {
+    await recordCarriedExpiries(svc, rows);
+    return new Set();
+  } catch (err) {
+    const held = rows.filter((r) => carriedExpiry(r));
+    stats.failed++;
+    svc.log.error('carried-expiries-failed', { rows: held.length, error: String((err as Error)?.message ?? err) });
+    return new Set(held);
   }
 }
 

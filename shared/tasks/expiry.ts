@@ -1,6 +1,6 @@
 /**
  * Expiration without table scans. Every record that expires gets one row in a day-bucketed index,
- * written when the record is created:
+ * written when the record is created (a task's, when its deadline's row is swept: shared/tasks/task-expiry.ts):
  *   PartitionKey = `<UTC day of expires (yyyy-mm-dd)>~<bucket>`, RowKey = `<expires ISO>~<kind>~<id>`.
  * Because the RowKey starts with the instant, one query `PartitionKey le <today>~~ and RowKey lt
  * <now>` returns exactly the rows that are due (every row of a past day, and today's rows up to
@@ -21,6 +21,14 @@ export const EXPIRY_BUCKETS = 8;
  */
 export const TRIGGER_LANE = 't~';
 
+/**
+ * How long a partition's first queued delete (`forget`: a run's claim-expiry row once the run
+ * ended) waits for others to share its transaction. Nobody waits for these deletes (a lost one
+ * costs a task read when its row comes due), so the linger costs no request time; under load the
+ * reports of a linger share one transaction per partition instead of one each.
+ */
+export const FORGET_LINGER_MS = 50;
+
 function bucket(of: string): number {
   return createHash('sha256').update(of).digest().readUInt32BE(0) % EXPIRY_BUCKETS;
 }
@@ -35,19 +43,40 @@ export interface ExpiryRow {
   data: Record<string, unknown>;
 }
 
+/** One row to record (`recordAll`); `bucketBy`: what decides its partition within the day (default the id). */
+export interface ExpiryEntry {
+  kind: string;
+  id: string;
+  expires: string;
+  data?: Record<string, unknown>;
+  bucketBy?: string;
+}
+
 /** A row waiting to go out with others of its day partition: written, or deleted (`forget`). */
 interface Waiting {
   row: Entity;
   op: 'upsert' | 'delete';
+  /** When it was queued (Date.now()): a delete goes out at most the linger later, plus one call. */
+  at: number;
   done: (err?: unknown) => void;
 }
 
 export class ExpiryIndex {
-  /** Rows waiting per day partition while a write to it is in flight (group commit). */
+  /** Rows waiting per day partition while a write to it is in flight or deletes linger (group commit). */
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly busy = new Set<string>();
+  /** Wakes a partition's lingering drain early (a record, a full transaction, settled()). */
+  private readonly wake = new Map<string, () => void>();
+  /** Every write queued or in flight, for settled(). */
+  private readonly open = new Set<Promise<void>>();
+  /** settled() calls under way: while any is, nothing lingers. */
+  private hurry = 0;
 
-  constructor(private readonly storage: Storage) {}
+  /** `lingerMs`: how long queued deletes wait for others (FORGET_LINGER_MS; 0: at once, a fixed call order for crash sweeps). */
+  constructor(
+    private readonly storage: Storage,
+    private readonly lingerMs = FORGET_LINGER_MS,
+  ) {}
 
   private get table() {
     return this.storage.table('Expiry');
@@ -58,9 +87,19 @@ export class ExpiryIndex {
     return { partitionKey: `${lane}${expires.slice(0, 10)}~${bucket(bucketBy)}`, rowKey: `${expires}~${kind}~${id}` };
   }
 
-  /** A trigger's row (TRIGGER_LANE), due at `at`: group-committed as `record`'s rows are. */
-  async recordTrigger(kind: string, id: string, at: string, data: Record<string, unknown>, bucketBy = id): Promise<{ partitionKey: string; rowKey: string }> {
-    const keys = ExpiryIndex.keys(kind, id, at, bucketBy, TRIGGER_LANE);
+  /**
+   * A trigger's row (TRIGGER_LANE), due at `at`: group-committed as `record`'s rows are.
+   * `bucketBy`: as `keys` (default the id); `variant`: rows of one kind, id and instant whose data
+   * differ get a RowKey each (`<at>~<kind>~<id>~<variant>`), so one never overwrites the other.
+   */
+  async recordTrigger(
+    kind: string,
+    id: string,
+    at: string,
+    data: Record<string, unknown>,
+    opts: { bucketBy?: string; variant?: string } = {},
+  ): Promise<{ partitionKey: string; rowKey: string }> {
+    const keys = ExpiryIndex.keys(kind, opts.variant ? `${id}~${opts.variant}` : id, at, opts.bucketBy ?? id, TRIGGER_LANE);
     await this.enqueue({ ...keys, kind, id, expires: at, data: JSON.stringify(data) }, 'upsert');
     return keys;
   }
@@ -78,49 +117,109 @@ export class ExpiryIndex {
     also: { kind: string; id: string }[] = [],
     bucketBy = id,
   ): Promise<void> {
-    const rows = [{ kind, id, data }, ...also.map((a) => ({ ...a, data: {} }))].map((r) => ({
-      ...ExpiryIndex.keys(r.kind, r.id, expires, bucketBy),
-      kind: r.kind,
-      id: r.id,
-      expires,
-      data: JSON.stringify(r.data),
-    }));
-    await Promise.all(rows.map((row) => this.enqueue(row, 'upsert')));
+    await this.recordAll([{ kind, id, expires, data, bucketBy }, ...also.map((a) => ({ ...a, expires, bucketBy }))]);
   }
 
   /**
-   * Deletes a row no longer needed before it is due (a claim expiry whose run ended), group-committed
-   * as `record` is: the reports of one batch go out together. A row already gone is fine.
+   * Records rows all in this turn, so the rows of one partition go out together (a sweep page's
+   * task expiries: one transaction per day bucket); a row key given twice is written once (the
+   * last given). Idempotent.
+   */
+  async recordAll(entries: ExpiryEntry[]): Promise<void> {
+    const rows = new Map<string, Entity>();
+    for (const e of entries) {
+      const keys = ExpiryIndex.keys(e.kind, e.id, e.expires, e.bucketBy ?? e.id);
+      rows.set(`${keys.partitionKey}\n${keys.rowKey}`, { ...keys, kind: e.kind, id: e.id, expires: e.expires, data: JSON.stringify(e.data ?? {}) });
+    }
+    await Promise.all([...rows.values()].map((row) => this.enqueue(row, 'upsert')));
+  }
+
+  /**
+   * Deletes a row no longer needed before it is due (a claim expiry whose run ended). It lingers
+   * (FORGET_LINGER_MS) for the deletes of other reports, then they go out together, one transaction
+   * per partition; resolves once it is gone (nobody needs to wait: see Triggers.drop). A row already gone is fine.
    */
   async forget(row: { partitionKey: string; rowKey: string }): Promise<void> {
     await this.enqueue({ partitionKey: row.partitionKey, rowKey: row.rowKey }, 'delete');
+  }
+
+  /**
+   * Resolves once every write queued before the call has gone out or failed; lingering deletes go
+   * out at once. Closing the app calls it (a queued delete is not lost on a clean shutdown), and tests.
+   */
+  async settled(): Promise<void> {
+    this.hurry++;
+    try {
+      for (const wake of [...this.wake.values()]) wake();
+      await Promise.allSettled([...this.open]);
+    } finally {
+      this.hurry--;
+    }
   }
 
   private enqueue(row: Entity, op: Waiting['op']): Promise<void> {
     const pk = row.partitionKey;
     const list = this.waiting.get(pk) ?? [];
     const stored = new Promise<void>((resolve, reject) => {
-      list.push({ row, op, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      list.push({ row, op, at: Date.now(), done: (err) => (err === undefined ? resolve() : reject(err)) });
     });
     this.waiting.set(pk, list);
     if (!this.busy.has(pk)) {
-      // Started after this turn: rows recorded in the same turn (a createTask's task and group
-      // rows; a claimWork batch's claim rows) go out in one write.
+      // Started after this turn: rows recorded in the same turn (a createTask's deadline row and
+      // others'; a claimWork batch's claim rows) go out in one write.
       this.busy.add(pk);
       queueMicrotask(() => void this.drain(pk));
-    }
+    } else if (this.lingerFor(list) <= 0) this.wake.get(pk)?.();
+    this.track(stored);
     return stored;
   }
 
+  private track(p: Promise<void>): void {
+    const settled = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.open.add(settled);
+    void settled.then(() => this.open.delete(settled));
+  }
+
   /**
-   * Group commit: a lone row goes out at once (after the turn that recorded it); rows of concurrent
-   * createTasks that expire the same day wait for the write in flight and then go out together, one transaction for up to 100, so
-   * under load the index costs a fraction of a call per task. Each resolves once its row is stored.
+   * How much longer a partition's queue may wait: only deletes linger. A record is on a request's
+   * path (it precedes the task row): it goes at once, and takes the lingering deletes along; so do
+   * a full transaction's worth and settled().
+   */
+  private lingerFor(list: Waiting[]): number {
+    if (this.hurry || list.length >= MAX_TRANSACTION_ACTIONS || list.some((w) => w.op === 'upsert')) return 0;
+    return list[0].at + this.lingerMs - Date.now();
+  }
+
+  private linger(pk: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake.delete(pk);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake.set(pk, done);
+    });
+  }
+
+  /**
+   * Group commit: a lone record goes out at once (after the turn that recorded it); rows of
+   * concurrent createTasks that expire the same day wait for the write in flight and then go out
+   * together, one transaction for up to 100, so under load the index costs a fraction of a call
+   * per task. Deletes linger first (`lingerFor`). Each resolves once its row is stored.
    */
   private async drain(pk: string): Promise<void> {
     this.busy.add(pk);
     try {
       for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
+        const wait = this.lingerFor(list);
+        if (wait > 0) {
+          await this.linger(pk, wait);
+          continue;
+        }
         const group: Waiting[] = [];
         const keys = new Set<string>();
         while (list.length && group.length < MAX_TRANSACTION_ACTIONS && !keys.has(list[0].row.rowKey)) {

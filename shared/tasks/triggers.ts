@@ -6,6 +6,7 @@
  */
 import { Storage, MAX_VISIBILITY_S } from '../storage/storage';
 import type { ExpiryIndex } from './expiry';
+import { expiryDigest, inlineExpiry, type TaskExpiry } from './task-expiry';
 
 export interface DeadlineTrigger {
   taskId: string;
@@ -93,9 +94,22 @@ export const EXPIRY_KIND_DEADLINE = 'deadline';
 export const INDEXED_DEADLINE = 'indexed';
 /** A task's deadline trigger: a message of its own, or its row in the expiry index. */
 export type DeadlineRef = TriggerRef | typeof INDEXED_DEADLINE;
-/** The data of a deadline's expiry-index row: the deadline it was made for (a changed one is not acted on). */
+/**
+ * The data of a deadline's expiry-index row: the deadline it was made for (a changed one is not
+ * acted on), and the task's expiry, which its sweep records (shared/tasks/task-expiry.ts; absent in
+ * rows written before: their task recorded its expiry rows at createTask).
+ */
 export interface IndexedDeadline {
   deadline: string;
+  expiry?: TaskExpiry;
+}
+
+/** What `Triggers.deadline` needs besides the deadline. */
+export interface DeadlineOptions {
+  /** It also guards the write's events: a message of the task's own. */
+  sweep?: DeadlineSweep;
+  /** The task's expiry, which an expiry-index row carries to its sweep (a message does not). */
+  expiry?: TaskExpiry;
 }
 
 export interface TriggersOptions {
@@ -163,10 +177,22 @@ export class Triggers {
    * guarded by a safety net instead (plan.ts `guardGroupClose`). A trigger that also sweeps the
    * write's events (`sweep`) is a message of the task's own, shown after the sweep delay; their
    * delivery re-arms it for the deadline (`rearmDeadline`), the resolution drops it.
+   * The row carries the task's `expiry` (its sweep records the task's expiry rows: a createTask's
+   * one expiry-index write); a row per distinct expiry (`variant`), so a create that lost to another
+   * definition of the taskId never overwrites the winner's.
    */
-  async deadline(taskId: string, deadline: string, sweep?: DeadlineSweep): Promise<DeadlineRef> {
+  async deadline(taskId: string, deadline: string, opts: DeadlineOptions = {}): Promise<DeadlineRef> {
+    const { sweep } = opts;
     if (!sweep) {
-      await this.opts.expiry.recordTrigger(EXPIRY_KIND_DEADLINE, taskId, this.deadlineAt(deadline).toJSON(), { deadline } satisfies IndexedDeadline);
+      const expiry = opts.expiry && inlineExpiry(opts.expiry);
+      const data: IndexedDeadline = { deadline, ...(expiry ? { expiry } : {}) };
+      await this.opts.expiry.recordTrigger(
+        EXPIRY_KIND_DEADLINE,
+        taskId,
+        this.deadlineAt(deadline).toJSON(),
+        { ...data },
+        { variant: expiry && expiryDigest(expiry) },
+      );
       return INDEXED_DEADLINE;
     }
     const untilDeadline = delayS(this.deadlineAt(deadline), this.now());
@@ -190,7 +216,7 @@ export class Triggers {
    * The run's claim-expiry trigger. Kept as a row of the expiry index (`EXPIRY_KIND_CLAIM`, due at
    * `takenUntil`), which the reaper's expiry sweep finds then: the claims of one worker's batch go
    * out in one transaction, or a few (bucketed by the worker, ExpiryIndex group commit), and the run's end
-   * deletes the row, group-committed with the other reports of the moment. A table row costs
+   * deletes the row, lingering for the other reports of the moment (`drop`). A table row costs
    * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
    * A trigger that guards the run's events (`guard`: someone listens to its task-running or to what
    * its end publishes) is a message of the run's own, dropped only after their delivery; if it
@@ -199,19 +225,24 @@ export class Triggers {
   async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions): Promise<ClaimRef> {
     if (!opts.guard) {
       const data: IndexedClaim = { runId, takenUntil };
-      return this.opts.expiry.recordTrigger(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, opts.bucketBy);
+      return this.opts.expiry.recordTrigger(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, { bucketBy: opts.bucketBy });
     }
     return this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
   }
 
   /**
    * Deletes a claim-expiry or deadline trigger whose moment no longer matters (the run or task was
-   * resolved): one delete now instead of a read and a delete when it fires. If it already fired or
-   * the delete fails, the handler finds nothing to do, as before.
+   * resolved): one delete instead of a read and a delete when it fires. If it already fired or
+   * the delete fails, the handler finds nothing to do, as before. An expiry-index row's delete is
+   * not waited for: it lingers to share a transaction with other reports' (ExpiryIndex.forget; app
+   * close flushes it), and lost, it costs a task read when the row comes due (it guards no events).
    */
   async drop(kind: 'claim' | 'deadline', ref: ClaimRef | undefined): Promise<void> {
     if (!ref) return;
-    if (!isMessage(ref)) return this.opts.expiry.forget(ref).catch(() => undefined);
+    if (!isMessage(ref)) {
+      void this.opts.expiry.forget(ref).catch(() => undefined);
+      return;
+    }
     await this.storage
       .trigger(kind)
       .delete(ref.messageId, ref.popReceipt)

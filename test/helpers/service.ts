@@ -197,12 +197,13 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
   else if (clock.moved) throw new Error("this file's clock moved: a service on Azurite, on real time, would disagree with the others");
   else clock.realTimeServices++;
   const log = memoryLogger();
-  // Queued index writes go out at once unless a test asks for the production linger, and chart
-  // rollups are written only when read or at close: crash sweeps rely on a fixed order of calls,
-  // which a timer would shuffle (see Tuning.indexLingerMs, Tuning.rollupFlushMs).
+  // Queued index writes and expiry-index deletes go out at once unless a test asks for the
+  // production linger, and chart rollups are written only when read or at close: crash sweeps
+  // rely on a fixed order of calls, which a timer would shuffle (see Tuning.indexLingerMs,
+  // Tuning.forgetLingerMs, Tuning.rollupFlushMs).
   const app = await startApp(config, {
     log,
-    tuning: { indexLingerMs: 0, rollupFlushMs: 0, ...opts.tuning },
+    tuning: { indexLingerMs: 0, forgetLingerMs: 0, rollupFlushMs: 0, ...opts.tuning },
     ...(onMemory ? { now: clock.now } : {}),
     ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
     ...(opts.delegation ? { delegation: opts.delegation } : {}),
@@ -226,7 +227,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: T
     settled: async () => {
       const background = services.background ?? new Set();
       while (background.size) await Promise.allSettled([...background]);
-      await services.indexes.settled();
+      await Promise.all([services.indexes.settled(), services.expiry.settled()]);
     },
     close: async () => {
       running.delete(svc);

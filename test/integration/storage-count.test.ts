@@ -26,16 +26,17 @@ let probe: TestService;
 const CACHED_FOR_THE_FILE_MS = 3_600_000;
 
 beforeAll(async () => {
-  // A request's index write is queued, not awaited; a linger no response outlasts (settled() wakes
-  // it) keeps it after the request's end however slowly the response reaches the test, as the
-  // production linger (INDEX_LINGER_MS) does on a machine that is not loaded. A worker's
+  // A request's index write (and a report's claim-row delete) is queued, not awaited; a linger no
+  // response outlasts (settled() wakes it) keeps it after the request's end however slowly the
+  // response reaches the test, as the production lingers (INDEX_LINGER_MS, FORGET_LINGER_MS) do on
+  // a machine that is not loaded. A worker's
   // recentTasks is written in each claimWork (no interval), so the claim's calls do not depend on
   // how long ago the warm-up claimed. The subscription list is read once and kept for the file (in
   // production at most every SUBSCRIPTION_CACHE_MS, 5 s: a loaded machine's lifecycle outlasted
   // that, and the re-read landed in whichever request came then).
   svc = await startTestService(
     { QUEUE_CLAIM_WORK_POLL_S: '2', QUEUE_CLAIM_TIMEOUT_S: '1', QUEUE_DEADLINE_DELAY_S: '0' },
-    { tuning: { indexLingerMs: SETTLED_LINGER_MS, recentTasksWriteMs: 0, subscriptionCacheMs: CACHED_FOR_THE_FILE_MS } },
+    { tuning: { indexLingerMs: SETTLED_LINGER_MS, forgetLingerMs: SETTLED_LINGER_MS, recentTasksWriteMs: 0, subscriptionCacheMs: CACHED_FOR_THE_FILE_MS } },
   );
   probe = await startSecondInstance(svc);
   const meter = svc.services.storage.meter;
@@ -93,10 +94,11 @@ async function lifecycle(tq: string) {
   const expires = new Date(Date.now() + LIFETIME_MS).toJSON();
   const taskId = slugid();
   await svc.auth().currentScopes(); // fill the auth cache outside the measurement
-  // A request's index write is queued, not awaited: it is still the request's, so each snapshot
-  // waits for it (after the request's end is timed: it is off the critical path).
+  // A request's index write is queued, not awaited, and so is a report's claim-row delete: they
+  // are still the request's, so each snapshot waits for them (after the request's end is timed:
+  // they are off the critical path).
   const settled = async () => {
-    await svc.services.indexes.settled();
+    await Promise.all([svc.services.indexes.settled(), svc.services.expiry.settled()]);
     return [at(), performance.now()] as const;
   };
   const [s0, t0] = await settled();
@@ -176,26 +178,28 @@ test('a simple lifecycle costs few storage transactions', async () => {
   };
   console.log('storage transactions per lifecycle', JSON.stringify({ ...m, totals }, null, 1));
   // The task starts its own group: the group's rows go in the task row's transaction (same partition).
-  // Its deadline is a row of the expiry index's triggers' lane, no queue message, written beside
-  // the task's and its group's expiry rows (one transaction), all on the same critical path.
-  expect(core(m.createTask)).toEqual({ 'Expiry.transaction': 1, 'Expiry.upsert': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
+  // Its deadline is a row of the expiry index's triggers' lane, no queue message, and its one
+  // expiry-index call: the row carries the task's expiry, whose rows (the task's and its group's)
+  // its sweep records at the deadline (2 calls with them written here).
+  expect(core(m.createTask)).toEqual({ 'Expiry.upsert': 1, 'pending.put': 1, 'Tasks.transaction': 1 });
   // No task read: the instance that wrote the row at createTask still holds it, and the claim's
   // ETag-guarded write proves it current (another instance's claim would read it first).
   // Its claim-expiry trigger is a row of the expiry index, no queue message (nobody listens to the
   // run's events); a batch's rows go in one transaction (see the batch below). The claim's history
   // entry and its event are held in the task row: a single-entity merge, no transaction.
   expect(core(m.claimWork)).toEqual({ 'pending.get': 1, 'Expiry.upsert': 1, 'Tasks.merge': 1, 'pending.delete': 1 });
-  // Likewise no read for the report. It deletes the claim-expiry row (one table call, grouped with
-  // the reports of the moment) rather than leaving it to fire later (a task read), and nothing for
-  // the deadline (its index row finds the task resolved). The group's open row goes in the task
-  // row's transaction, which also requires the group's alone row (nobody joined: the group is then
-  // known to be without unresolved tasks, no read).
+  // Likewise no read for the report. It deletes the claim-expiry row (one table call, lingering to
+  // share a transaction with the reports of the moment, not waited for) rather than leaving it to
+  // fire later (a task read), and nothing for the deadline (its index row finds the task resolved).
+  // The group's open row goes in the task row's transaction, which also requires the group's alone
+  // row (nobody joined: the group is then known to be without unresolved tasks, no read).
   expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'Expiry.delete': 1 });
-  // Critical path (calls one after another; index writes are queued, off the path): createTask's
-  // before-effects side by side, then the row; claimWork's hint poll, the claim trigger (beside
-  // the row read, here cached), the row, then hint delete and recentTasks side by side; the
-  // report's row (with the group's open row), then the claim trigger's delete.
-  expect(m.path).toEqual({ createTask: 2, claimWork: 4, reportCompleted: 2 });
+  // Critical path (calls one after another; index writes and the claim row's delete are queued,
+  // off the path): createTask's before-effects side by side, then the row; claimWork's hint poll,
+  // the claim trigger (beside the row read, here cached), the row, then hint delete and
+  // recentTasks side by side; the report's row (with the group's open row) alone (2 when it
+  // waited for the claim row's delete).
+  expect(m.path).toEqual({ createTask: 2, claimWork: 4, reportCompleted: 1 });
   // Expiry only: task read; task, history and the group of one (meta, alone, member and latest
   // rows: the open row went with the resolution) in one transaction, no partition read, as its
   // alone row proves nobody joined (history keys come from the task's historySeq); the task's and
@@ -204,18 +208,21 @@ test('a simple lifecycle costs few storage transactions', async () => {
   expect(bg['claim.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);
   expect(bg['Tasks.query'] ?? 0).toBe(0);
-  // And at the deadline, its index row reads the task and finds it resolved (the read the report's
-  // trigger delete used to spare), and is deleted (its lane's partition, apart from the expiry rows'
-  // delete). Nothing for the claim: the report deleted its row.
+  // And at the deadline, its index row records the task's and group's expiry rows it carries (one
+  // transaction; shared by a sweep page's tasks of a day bucket under load), reads the task and
+  // finds it resolved (the read the report's trigger delete used to spare), and is deleted (its
+  // lane's partition, apart from the expiry rows' delete). Nothing for the claim: the report
+  // deleted its row.
   expect(bg['Expiry.delete']).toBe(1);
-  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(5);
+  expect(bg['Expiry.transaction']).toBe(2);
+  expect(sum(bg) - IDLE_PASS_CORE_CALLS * m.passes).toBe(6);
   // With the operator read models: one index transaction (the task queue's partition, which holds
   // every index row of the task); and the worker's recentTasks, written once, in the claimWork
   // (at most once per RECENT_TASKS_WRITE_MS in production: later claims' go out together).
   expect(m.background['Indexes.transaction']).toBe(1);
   expect(m.claimWork['Workers.merge']).toBe(1);
   expect(m.background['Workers.merge'] ?? 0).toBe(0);
-  expect(m.backgroundHandlers).toBe(6);
+  expect(m.backgroundHandlers).toBe(7);
   // Events, with no subscription: recorded on the history rows of the same transactions (no call),
   // no sweep trigger, no delivery; the subscription list was read by the warm-up and is still cached.
   const all = [m.createTask, m.claimWork, m.reportCompleted, m.background];
@@ -227,11 +234,12 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Everything, operator read models included: one index transaction per request (the task
   // queue's partition; by-name rows there, by-group rows in the group transaction, no `resolved`
   // or `latest` partition), and the worker's recentTasks at most once per RECENT_TASKS_WRITE_MS.
-  // Requests 14 (5 + 6 with the recentTasks write + 3); deadline and expiry 6.
-  expect(totals.createTask).toBe(5);
+  // Requests 13 (4 + 6 with the recentTasks write + 3); deadline and expiry 7 (the expiry rows'
+  // write moved from createTask to the deadline's sweep).
+  expect(totals.createTask).toBe(4);
   expect(totals.reportCompleted).toBe(3);
   expect(totals.claimWork).toBe(6);
-  expect(totals.backgroundHandlers).toBe(6);
+  expect(totals.backgroundHandlers).toBe(7);
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) expect(c['Indexes.transaction']).toBe(1);
 }, 60_000);
 
@@ -265,7 +273,7 @@ test('with one subscription matching everything: one queue put per event, one ca
   }
 }, 60_000);
 
-test('a claimWork batch writes its claim-expiry rows in one transaction, and its reports delete them: no queue message', async () => {
+test('a claimWork batch writes its claim-expiry rows in one transaction, and its reports delete them in one, not waiting: no queue message', async () => {
   const tq = uniqueQueue();
   const n = 8;
   const expires = new Date(Date.now() + LIFETIME_MS).toJSON();
@@ -283,10 +291,12 @@ test('a claimWork batch writes its claim-expiry rows in one transaction, and its
   const claimRows = async () => (await allRows(probe.services.storage.table('Expiry'), {})).filter((r) => ids.includes(r.id as string) && r.kind === 'claim');
   expect(await claimRows()).toHaveLength(n);
   await Promise.all(claims.map((c) => svc.queue(c.credentials).reportCompleted(c.status.taskId, c.runId)));
-  const reports = expiry(diff(meter.snapshot().byOp, s1));
-  // One delete each at most: the reports that arrive while one is in flight share the next transaction.
-  expect(Object.keys(reports).every((k) => k === 'Expiry.delete' || k === 'Expiry.transaction')).toBe(true);
-  expect(sum(reports)).toBeLessThanOrEqual(n);
+  // The reports answered without their rows' deletes: those linger (here until settled), queued.
+  expect(expiry(diff(meter.snapshot().byOp, s1))).toEqual({});
+  expect(await claimRows()).toHaveLength(n);
+  await svc.services.expiry.settled();
+  // Then they go out together: the batch's rows share the worker's partition, one transaction.
+  expect(expiry(diff(meter.snapshot().byOp, s1))).toEqual({ 'Expiry.transaction': 1 });
   expect(await claimRows()).toHaveLength(0);
 }, 60_000);
 

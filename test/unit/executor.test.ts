@@ -59,8 +59,8 @@ function fakes(
     pending: { put: async (_q: string, _p: string, taskId: string, runId: number, hintId: string) => void calls.push(`hint ${taskId}/${runId} ${hintId}`) },
     triggers: {
       claim: async (_t: string, runId: number) => (calls.push(`claim.put ${runId}`), { messageId: `c${++n}`, popReceipt: 'p' }),
-      deadline: async (_t: string, _d: string, sweep?: { seqs: number[] }) => (
-        calls.push(sweep ? `deadline.put sweep ${sweep.seqs}` : 'deadline.put'),
+      deadline: async (_t: string, _d: string, opts: { sweep?: { seqs: number[] }; expiry?: unknown } = {}) => (
+        calls.push(opts.sweep ? `deadline.put sweep ${opts.sweep.seqs}` : `deadline.put${opts.expiry ? ' +expiry' : ''}`),
         { messageId: `d${++n}`, popReceipt: 'p' }
       ),
       rearmDeadline: async (ref: { messageId: string }) => (calls.push(`deadline.rearm ${ref.messageId}`), { messageId: ref.messageId, popReceipt: 'p2' }),
@@ -74,7 +74,7 @@ function fakes(
       createActions: (g: string) => [{ op: 'create', entity: { partitionKey: g, rowKey: `g~~group~${g}` } }],
       closeActions: (g: string) => [{ op: 'delete', partitionKey: g, rowKey: `g~~open~${g}` }],
     },
-    expiry: { record: async (_k: string, id: string) => void calls.push(`expiry ${id}`) },
+    expiry: { recordAll: async (rows: { id: string }[]) => void calls.push(`expiry ${rows[0].id}`) },
     // A write's events: the guard the recorder would choose (claim or deadline trigger), the outbox, the delivery.
     // Without `opts.events`, nobody listens: silent.
     taskEvents: {
@@ -250,6 +250,8 @@ test('events of a create: its deadline trigger carries their sweep and is re-arm
   ]);
   // The re-armed trigger's new receipt goes into the row this instance writes next.
   expect(f.stored().deadlineTrigger).toEqual({ messageId: 'd1', popReceipt: 'p2' });
+  // A deadline message carries no expiry: the create records the task's expiry rows itself.
+  expect(f.calls).toContain('expiry T1');
   // Not delivered: not re-armed, so the trigger shows after the sweep delay and the reaper delivers them.
   const failing = fakes(t, { events: { deadline: true, deliverFails: true }, absent: true });
   await createVia(failing.d, T.create({ taskId: 'T1', definition: t.definition, hintId: 'h0' }, NOW)).catch(() => undefined);
@@ -276,10 +278,10 @@ describe('a create starting its own group', () => {
       'group.add T1/T1',
       'insert',
     ]);
-    // The before effects went out once, not again for the second insert.
-    expect(f.calls.filter((c) => c === 'deadline.put' || c.startsWith('hint') || c.startsWith('expiry'))).toEqual([
-      'expiry T1',
-      'deadline.put',
+    // The before effects went out once, not again for the second insert. The deadline's index row
+    // carries the task's expiry: no expiry call of its own (executor.ts `expiryWithDeadline`).
+    expect(f.calls.filter((c) => c.startsWith('deadline.put') || c.startsWith('hint') || c.startsWith('expiry'))).toEqual([
+      'deadline.put +expiry',
       'hint T1/0 h0',
     ]);
   });

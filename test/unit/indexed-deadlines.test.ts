@@ -45,7 +45,7 @@ describe('the triggers', () => {
 
   test("a deadline that also sweeps the write's events is a message of the task's own, which a resolution drops", async () => {
     const { storage, triggers, at } = await setup();
-    const ref = (await triggers.deadline('A', at(60), { seqs: [1], delayS: 5 })) as TriggerRef;
+    const ref = (await triggers.deadline('A', at(60), { sweep: { seqs: [1], delayS: 5 } })) as TriggerRef;
     expect(ref).toEqual({ messageId: expect.any(String), popReceipt: expect.any(String) });
     expect(storage.meter.byOp.get('deadline.put')).toBe(1);
     await triggers.drop('deadline', ref);
