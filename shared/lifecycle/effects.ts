@@ -73,8 +73,9 @@ export type Effect =
    * unresolved tasks, publish task-group-resolved. Until it succeeded, its guard stays (the task's
    * deadline message, or a safety net for a deadline in the expiry index: plan.ts `guardGroupClose`),
    * which fires on the resolved task and owes this again, so a crash never loses the event.
-   * `alone`: the task created its group in its own transaction, so the executor may fold the open
-   * row's delete into the resolution's write (then `folded`: the group is known empty, no call left).
+   * `alone`: the resolution's row says nobody joined the group the task created (`groupAlone`);
+   * the write under that row's ETag proves it (a join changes the row), so the group is resolved
+   * with it: no call left, no read before task-group-resolved (shared/tasks/groups.ts).
    */
   | {
       phase: 'after';
@@ -84,7 +85,6 @@ export type Effect =
       taskId: string;
       runId: number;
       alone?: true;
-      folded?: true;
     }
   /** A structured log line, written once the write took effect (its plan's `log`). */
   | ({ phase: 'after'; kind: 'log' } & LogEntry<LogEventAt<'info'>>);

@@ -5,15 +5,15 @@
  * then the plan's `after` effects, events, read-model writes and log lines (`finish`). On an ETag race it loads again and recomputes; a `before` effect
  * already performed in an earlier attempt (same content: ids and `now` are fixed per call) is not
  * performed again. Crash ordering lives here: whatever a state needs exists before the row says so.
- * Four throughput steps act in the loop, each named with its saving: `cachedRow`, `early`,
- * `groupFold` (plan.ts `foldGroupClose`) and `expiryWithDeadline`.
+ * Three throughput steps act in the loop, each named with its saving: `cachedRow`, `early` and
+ * `expiryWithDeadline`.
  */
 import * as slugid from 'slugid';
 import type { LifecycleDeps } from './ports';
 import type { WriteEvents } from './events';
 import { Effect, EffectOf, effectKey, safetyNetOf } from './effects';
 import { TaskRecord, isResolved, taskState } from '../tasks/model';
-import { Plan, createOwnGroup, foldGroupClose, guardGroupClose } from './plan';
+import { Plan, createOwnGroup, guardGroupClose } from './plan';
 import { planWrite } from './planner';
 import { INDEXED_DEADLINE, isMessage, type ClaimRef, type DeadlineRef } from '../tasks/triggers';
 import { Later, Refusal, Result, Step, isLater, isRefusal, propagated, rehint, schedule } from './transitions';
@@ -60,7 +60,6 @@ export async function execute(
 ): Promise<Executed | Refusal | Later | undefined> {
   const performed: Performed = new Map();
   const row = cachedRow(d, taskId, known, !!options.create);
-  const fold = groupFold(d);
   const own = ownGroup(d);
   const adoptEarly = early(options.early, performed);
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
@@ -69,7 +68,7 @@ export async function execute(
     const result = current ? transition(current) : options.create!;
     if (row.unproven(result)) continue;
     if (isRefusal(result) || isLater(result)) return settleCreate(d, performed, current, result);
-    const p = current ? guardGroupClose(fold.plan(current, planOf(d, result)), current.deadlineTrigger) : own.plan(planOf(d, result));
+    const p = current ? guardGroupClose(planOf(d, result), current.deadlineTrigger) : own.plan(planOf(d, result));
     if (!p.task) {
       await settleCreate(d, performed, current, undefined);
       await finish(d, p, current!, undefined, performed, options.alongside);
@@ -79,7 +78,7 @@ export async function execute(
     const { guarded, w } = await guardEvents(d, p);
     await performBefore(d, expiryWithDeadline(guarded), performed);
     const written = current ? await d.tasks.replace(current, p.task, p.rows, p.groupRows) : await insert(d, p);
-    if (!current ? own.failed(written, p) : fold.failed(written, current, p) || written === 'etag') continue;
+    if (!current ? own.failed(written, p) : written === 'etag') continue;
     if (written === 'missing') return undefined;
     await finish(d, p, p.task, w, performed, options.alongside);
     return { task: p.task, changed: true };
@@ -178,28 +177,6 @@ function early(started: ExecuteOptions['early'], performed: Performed): (p: Plan
   return async (p) => {
     const key = started && effectKey(started.effect);
     if (key && !performed.has(key) && p.before.some((e) => effectKey(e) === key)) performed.set(key, await started.ref);
-  };
-}
-
-/**
- * Step "fold" across attempts (plan.ts `foldGroupClose`): a write that carried the group's close
- * failed on a row whose ETag is still current, so the group's condition failed (someone joined):
- * the next attempt does not fold.
- */
-function groupFold(d: LifecycleDeps) {
-  let failedAt: string | undefined;
-  let on = true;
-  return {
-    plan(current: TaskRecord, p: Plan): Plan {
-      if (failedAt !== undefined && current.etag === failedAt) on = false;
-      failedAt = undefined;
-      return on && p.foldable ? foldGroupClose(p, d.groups.closeActions(p.foldable.taskGroupId)) : p;
-    },
-    failed(written: string, current: TaskRecord, p: Plan): boolean {
-      if (written === 'written' || !p.groupRows.length) return false;
-      failedAt = current.etag;
-      return true;
-    },
   };
 }
 
@@ -372,8 +349,9 @@ async function afterOne(d: LifecycleDeps, e: Effect, p: Plan, task: TaskRecord, 
       return;
     case 'close-group':
       // Folded into the write: its open row went with it, on the condition that nobody joined.
-      if (!e.folded) await d.groups.close(e.taskGroupId, e.taskId);
-      if (p.groupResolved) await d.taskEvents?.groupResolved(p.groupResolved, !!e.folded);
+      // Alone: the write was the close (its open row stays while the group is alone).
+      if (!e.alone) await d.groups.close(e.taskGroupId, e.taskId);
+      if (p.groupResolved) await d.taskEvents?.groupResolved(p.groupResolved, !!e.alone);
       return;
     default:
       throw new Error(`not an after effect: ${e.kind}`);

@@ -3,9 +3,9 @@
  * carries it out.
  *
  *   before      effects that must exist before the row says so (hints, triggers, expiry, group)
- *   task, rows  the ETag-guarded transaction: the task row (inserted when there was none), its
- *               history rows (each carrying the write's event: the outbox), and group rows a named
- *               step folds in
+ *   task, rows  the ETag-guarded write: the task row (inserted when there was none) with its
+ *               history held in it, and in one transaction the history rows that no longer fit
+ *               there (each carrying its event: the outbox) and the group rows a named step adds
  *   after       effects once the write took effect (drops, wakes, propagation, group bookkeeping)
  *   readModel   operator index and rollup writes, after the row (the task row is the truth)
  *   events      the write's new events, and how they are guarded until delivered
@@ -17,7 +17,7 @@
  * returns its named record (records.ts); one pure function makes the plan from the record, the row
  * it wrote, its effects, the time and the actor (planner.ts `planWrite`): it derives history,
  * events and read-model writes from the record, so nothing else infers them. The executor carries
- * the plan out; its two named plan steps below put group rows into the row's transaction.
+ * the plan out; its named plan step below puts a new group's rows into the row's transaction.
  */
 import type { Entity, KeyRange, TableAction } from '../storage/storage';
 import { effect, type Effect, type EffectOf, type LogEntry } from './effects';
@@ -37,12 +37,10 @@ export interface Plan {
   task?: TaskRecord;
   /** Rows of the task's partition in the row's transaction: its history rows, with the events on them. */
   rows: Entity[];
-  /** Other rows of the task's partition in the same transaction (named steps: `createOwnGroup`, `foldGroupClose`). */
+  /** Other rows of the task's partition in the same transaction (named step: `createOwnGroup`). */
   groupRows: TableAction[];
   /** A create's membership of the group the task starts (its taskGroupId is its taskId), which its write may carry. */
   ownGroup?: EffectOf<'add-group-member'>;
-  /** A group of one's close this write may carry (the task created its group in its own transaction). */
-  foldable?: EffectOf<'close-group'>;
   after: Effect[];
   readModel?: ReadModelPlan;
   events?: TaskEventPlan;
@@ -66,10 +64,11 @@ export interface DeletionPlan {
 /**
  * Plan step "own group": a task that starts its own group creates the group's rows (`createActions`)
  * in its row's transaction, as the group's rows share the task's partition, instead of joining it
- * before the write; the row then says so (`groupAlone`), which later lets its resolution fold the
- * group's close (`foldGroupClose`). storage-count, simple lifecycle: createTask 4 calls, 5 without
- * (a second Tasks transaction); without it the report cannot fold either (with a listener for
- * task-group-resolved, a Tasks.query more).
+ * before the write; the row then says so (`groupAlone`), which later makes its resolution the
+ * group's close (a close-group effect `alone`: no group row written, shared/tasks/groups.ts).
+ * storage-count, simple lifecycle: createTask 4 calls, 5 without (a second Tasks transaction);
+ * without it the report would close as any member does (its open row's delete; with a listener
+ * for task-group-resolved, a Tasks.query more).
  * If the insert fails and no task row is there, the group existed already: the executor joins it
  * as any member does and writes the plan without this step.
  */
@@ -80,25 +79,7 @@ export function createOwnGroup(p: Plan, createActions: TableAction[]): Plan {
 }
 
 /**
- * Plan step "fold": a group of one's close (its open row's delete, on the condition that nobody
- * joined: `closeActions`) goes in the resolution's own transaction, as the group's rows share the
- * task's partition. The `after` close then has no call left, and the group is known empty (no read
- * before task-group-resolved). For a task in its own group (storage-count, simple lifecycle):
- * reportCompleted 3 calls, 4 without (the close), and 1 on its critical path, 2 without; with a
- * listener for task-group-resolved, one read (Tasks.query) fewer too.
- */
-export function foldGroupClose(p: Plan, closeActions: TableAction[]): Plan {
-  const close = p.foldable;
-  if (!close) return p;
-  return {
-    ...p,
-    groupRows: [...p.groupRows, ...closeActions],
-    after: p.after.map((e) => (e === close ? { ...close, folded: true as const } : e)),
-  };
-}
-
-/**
- * Plan step "guard the close": the group's bookkeeping a write leaves to `after` (not folded) is
+ * Plan step "guard the close": the group's bookkeeping a write leaves to `after` (not alone) is
  * guarded by the task's deadline message, which is dropped only once it is done. A deadline kept
  * in the expiry index (shared/tasks/triggers.ts) is never dropped and acts only at the deadline, so
  * a safety net guards the bookkeeping instead: put before the write, deleted after the close (the
@@ -107,7 +88,7 @@ export function foldGroupClose(p: Plan, closeActions: TableAction[]): Plan {
  */
 export function guardGroupClose(p: Plan, deadlineTrigger: DeadlineRef | undefined): Plan {
   const close = p.after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group');
-  if (!p.task || !close || close.folded || deadlineTrigger !== INDEXED_DEADLINE || p.before.some((e) => e.kind === 'put-safety-net')) return p;
+  if (!p.task || !close || close.alone || deadlineTrigger !== INDEXED_DEADLINE || p.before.some((e) => e.kind === 'put-safety-net')) return p;
   return {
     ...p,
     before: [...p.before, effect.putSafetyNet(close.taskId, close.runId)],

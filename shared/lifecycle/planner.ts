@@ -150,7 +150,6 @@ export function planWrite(step: Step, now: Date, actor: string | undefined): Pla
     rows,
     groupRows: [],
     ...(ownGroup ? { ownGroup } : {}),
-    foldable: after.find((e): e is EffectOf<'close-group'> => e.kind === 'close-group' && !!e.alone && e.taskGroupId === taskId),
     after,
     readModel,
     events: guarded,

@@ -54,19 +54,23 @@ export async function expireTask(d: LifecycleDeps, taskId: string, data: TaskExp
   // This task in its dependencies' dependents lists.
   for (const r of new Set(deps)) if (r !== taskId) await edges.delete(r, depKey(taskId, r));
   // The open row of a task that never resolved goes now (it would keep a live group from counting
-  // as resolved). A resolved task's went with its resolution, or, if a crash cut that step off, with
-  // its guard trigger (deadline, or the `resolved` safety net) soon after; only a task resolved less
-  // than GROUP_STEP_SETTLED_MS ago (which may expire before its guard fires) has it deleted too.
+  // as resolved). A resolved member's went with its resolution, or, if a crash cut that step off,
+  // with its guard trigger (deadline, or the `resolved` safety net) soon after; only a task resolved
+  // less than GROUP_STEP_SETTLED_MS ago (which may expire before its guard fires) has it deleted too.
   const unresolved = !t || !isResolved(taskState(t));
   const resolvedAt = t?.runs[t.runs.length - 1]?.resolved;
   const closeToo = unresolved || !(resolvedAt && now.getTime() - Date.parse(resolvedAt) >= GROUP_STEP_SETTLED_MS);
   // Its member and latest rows go with the rest of the group's partition, at the group's expiry
   // (expireGroup); listings skip expired members meanwhile. The task row with its history, and its
-  // index rows. A group of one (its open row's presence known: unresolved, or settled) goes with
-  // it when its row is due too, in the task row's transaction (same partition), which fails if
-  // anyone joined; the group's row then reads what is left (expireGroup).
-  if (groupDue && t && taskGroupId === taskId && (unresolved || !closeToo))
-    return deleteTask(d, taskId, t, d.groups.aloneKeys(taskGroupId, t.definition.created, unresolved));
+  // index rows. A group of one (its row says nobody joined: its open row is there, resolved or not)
+  // goes with it when its row is due too, in the task row's transaction (same partition), which
+  // fails if anyone joined since; the group's row then reads what is left (expireGroup).
+  if (groupDue && t?.groupAlone && taskGroupId === taskId) {
+    if (await deleteTask(d, taskId, t, d.groups.aloneKeys(taskGroupId, t.definition.created))) return true;
+    // Someone joined since the read: its open row goes as any member's does.
+    if (closeToo) await d.groups.close(taskGroupId, taskId);
+    return false;
+  }
   await Promise.all([closeToo ? d.groups.close(taskGroupId, taskId) : undefined, t ? deleteTask(d, taskId, t) : undefined]);
   return false;
 }

@@ -9,12 +9,17 @@
  * Where: table Tasks, partition = the group's id, row keys prefixed GROUP_PREFIX (task rows are
  * `task~…`, history rows `h-…`). The common group has one task (its taskGroupId is its taskId), so
  * its rows share that task's partition and go in the task row's own transactions: the group's
- * creation (createActions, in createTask's insert), its creator's close (closeActions, in the
- * resolution) and its removal (aloneKeys, with the task at expiry).
+ * creation (createActions, in createTask's insert) and its removal (aloneKeys, with the task at
+ * expiry).
  *
- * "Nobody joined" is proven without a read: a group created by its namesake task holds an `alone`
- * row until the first other member deletes it in its own join transaction, so a transaction that
- * requires that row fails once anyone joined. Any other group's emptiness is read (hasOpen).
+ * "Nobody joined" is proven without a read. A group created by its namesake task holds an `alone`
+ * row, and the creator's task row says `groupAlone`, until the first other member joins: its join
+ * transaction deletes the alone row and sets the creator's row `groupAlone: false` under the ETag
+ * it read (creatorActions). So the creator's resolution, a write under its row's ETag, is itself
+ * the proof: written with `groupAlone`, nobody joined, and the group is resolved with it (no group
+ * row to change: the creator's open row stays while it is alone; the joiner deletes it then if the
+ * creator had resolved). A join in between moves the ETag, and the resolution reads the row again.
+ * Any other group's emptiness is read (hasOpen).
  */
 import {
   StoredEntity,
@@ -32,6 +37,7 @@ import {
   withActions,
 } from '../storage/storage';
 import { conflict } from '../errors';
+import { isResolved, taskRowKey, type TaskState } from './model';
 
 /** The meta row's key, unique per group (a shared RowKey makes Azurite's point writes O(groups), see taskRowKey). */
 export const groupRowKey = (taskGroupId: string): string => `~group~${taskGroupId}`;
@@ -160,10 +166,13 @@ export class TaskGroups {
   async addMember(taskGroupId: string, taskId: string, schedulerId: string, expires: string, created: string, exists = false): Promise<void> {
     const p = this.home;
     const members = this.memberActions(p, taskGroupId, taskId, expires, created);
-    // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`); a
-    // concurrent first joiner's transaction then fails on the missing row and decides again.
-    const leaveAlone = (m: { alone?: true; joined?: true }): TableAction[] =>
-      m.alone && !m.joined ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: p.key(aloneRowKey(taskGroupId)) }] : [];
+    // The first joiner of a group that is `alone` deletes its alone row (and marks it `joined`) and
+    // tells the creator's row; a concurrent first joiner's transaction then fails on the missing row,
+    // and a join that meets a creator's write in between on its ETag: both decide again.
+    const leaveAlone = async (m: { alone?: true; joined?: true }): Promise<TableAction[]> =>
+      m.alone && !m.joined
+        ? [{ op: 'delete', partitionKey: taskGroupId, rowKey: p.key(aloneRowKey(taskGroupId)) }, ...(await this.creatorActions(taskGroupId))]
+        : [];
     await guardedUpdate(
       p.table,
       { partitionKey: taskGroupId, rowKey: p.key(groupRowKey(taskGroupId)) },
@@ -177,8 +186,8 @@ export class TaskGroups {
         // A later expiry raises the meta row's. Else the first members after the creator mark the
         // meta row `joined` (and take the alone row away); later ones find it so and leave the row
         // alone, so a large group's members do not all write one row (upserts: nothing to guard).
-        if (new Date(expires) > new Date(known.expires)) return withActions({ expires, joined: true }, [...leaveAlone(known), ...members]);
-        if (!known.joined) return withActions({ joined: true }, [...leaveAlone(known), ...members]);
+        if (new Date(expires) > new Date(known.expires)) return withActions({ expires, joined: true }, [...(await leaveAlone(known)), ...members]);
+        if (!known.joined) return withActions({ joined: true }, [...(await leaveAlone(known)), ...members]);
         await p.table.transact(members);
         return UNCHANGED;
       },
@@ -198,18 +207,12 @@ export class TaskGroups {
 
   /**
    * Row keys (as stored) of a group nobody joined, for its creator's expiry to delete in the task's
-   * own transaction (shared/tasks/store.ts `delete`): meta, alone, member and latest rows, and the
-   * open row of a task that never resolved. The transaction fails if anyone joined (the alone row
-   * is gone) or a row is gone already; the partition read (expire) then finds what is left.
+   * own transaction (shared/tasks/store.ts `delete`): meta, alone, member, latest and open rows
+   * (kept while it is alone, resolved or not). The transaction fails if anyone joined (the alone
+   * row is gone) or a row is gone already; the partition read (expire) then finds what is left.
    */
-  aloneKeys(taskGroupId: string, created: string, open: boolean): string[] {
-    const keys = [
-      groupRowKey(taskGroupId),
-      aloneRowKey(taskGroupId),
-      taskGroupId,
-      latestRowKey(taskGroupId, created),
-      ...(open ? [openRowKey(taskGroupId)] : []),
-    ];
+  aloneKeys(taskGroupId: string, created: string): string[] {
+    const keys = [groupRowKey(taskGroupId), aloneRowKey(taskGroupId), taskGroupId, latestRowKey(taskGroupId, created), openRowKey(taskGroupId)];
     return keys.map(this.home.key);
   }
 
@@ -220,15 +223,19 @@ export class TaskGroups {
   }
 
   /**
-   * The close of a group's creator folded into its task row's resolution (same partition): its
-   * open row's delete, on the condition that the group's alone row is still there (nobody joined;
-   * then the group is without unresolved tasks once this commits). The transaction fails otherwise.
+   * What the first joiner of a group its namesake created does to the creator's rows, in its join
+   * transaction: its task row learns it is no longer alone (`groupAlone: false`, under the ETag read
+   * here: a resolution in between fails the join, which reads again), and the open row it kept
+   * while alone goes if it has resolved (it now counts as any member: hasOpen). None if its row is
+   * gone (expired with the group, which the join then creates anew).
    */
-  closeActions(taskGroupId: string): TableAction[] {
-    const key = this.home.key;
+  private async creatorActions(taskGroupId: string): Promise<TableAction[]> {
+    const key = taskRowKey(taskGroupId);
+    const row = await firstRow(this.home.table, { partitionKey: taskGroupId, rowKey: key, select: ['state'] });
+    if (!row) return [];
     return [
-      { op: 'delete', partitionKey: taskGroupId, rowKey: key(openRowKey(taskGroupId)) },
-      { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key(aloneRowKey(taskGroupId)) }, mode: 'Merge', etag: '*' },
+      { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key, groupAlone: false }, mode: 'Merge', etag: row.etag },
+      ...(isResolved(row.state as TaskState) ? [{ op: 'delete' as const, partitionKey: taskGroupId, rowKey: this.home.key(openRowKey(taskGroupId)) }] : []),
     ];
   }
 

@@ -107,7 +107,10 @@ export interface TaskRecord {
   historyHeld?: HeldEntry[];
   /** The deadline trigger: a message of its own, deleted once the task is finally resolved, or its expiry-index row (rerun adds a new one). */
   deadlineTrigger?: DeadlineRef;
-  /** The task created its group in its own row's transaction: its resolution closes the group in its write (shared/tasks/groups.ts `closeActions`). */
+  /**
+   * The task created its group in its own row's transaction and nobody joined it since (the first
+   * joiner sets it false, shared/tasks/groups.ts): its resolution's write is the group's close.
+   */
   groupAlone?: true;
   /** The continuation of the last suspension (suspendRun), JSON, handed to the worker that claims the resumed run. */
   continuation?: string;

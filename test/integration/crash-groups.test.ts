@@ -1,9 +1,11 @@
 /**
- * A group of one keeps its rows in its task's partition and closes them in the task's own writes
- * (shared/tasks/groups.ts). These prove that folding stays right when the group is not alone after
- * all, whatever storage call fails: a task that joined between the creator's create and its
- * resolution keeps the group unresolved; a creator whose group a joiner created first joins it.
- * Users see it in task-group-resolved: published once the last task resolved, never before.
+ * A group of one keeps its rows in its task's partition, and its creator's resolution, written
+ * while its row says nobody joined, is the group's close (shared/tasks/groups.ts). These prove that
+ * this stays right when the group is not alone after all, whatever storage call fails: a task that
+ * joined between the creator's create and its resolution keeps the group unresolved; one that joins
+ * after the creator resolved reopens it (and takes the creator's open row away); a creator whose
+ * group a joiner created first joins it. Users see it in task-group-resolved: published once the
+ * last task resolved, never before.
  */
 import { startTestService, TestService, taskDef, slugid, clock } from '../helpers/service';
 import { claimOne, uniqueQueue, waitUntil } from '../helpers/work';
@@ -59,8 +61,26 @@ test("the creator's resolution after another task joined does not resolve the gr
     await lastResolves(g, tqj, j);
     expect(await resolvedEvents(g, 1)).toEqual([`${g}.resolved.${j}.0`]);
   });
-  // The report's transaction (which fails on the group's condition), then the one without it.
+  // The creator's row says the group was joined (the join set it): its report closes as any
+  // member's does, its open row's delete and the group's read.
   expect(ops).toEqual(expect.arrayContaining(['Tasks.merge', 'Tasks.delete', 'Tasks.query']));
+}, 300_000);
+
+test('a task joining a group whose creator resolved alone reopens it, whatever call fails: it resolves again with the joiner', async () => {
+  const ops = await sweep(async (faulty) => {
+    const [g, j] = [slugid(), slugid()];
+    const [tq, tqj] = [uniqueQueue(), uniqueQueue()];
+    await svc.queue().createTask(g, taskDef(tq, { taskGroupId: g }));
+    await lastResolves(g, tq, g);
+    const r = await faulty(() => retrying().createTask(j, taskDef(tqj, { taskGroupId: g })));
+    expect(r.error).toBeUndefined();
+    // The creator's open row, kept while it was alone, went with the join: the joiner's resolution
+    // leaves the group without an unresolved task.
+    await lastResolves(g, tqj, j);
+    expect((await resolvedEvents(g, 1)).sort()).toEqual([`${g}.resolved.${g}.0`, `${g}.resolved.${j}.0`].sort());
+  });
+  // The join reads the creator's row and changes it in its own transaction (the meta row's).
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.get', 'Tasks.query', 'Tasks.transaction']));
 }, 300_000);
 
 test('createTask of a group whose member created it first joins it, whatever call fails', async () => {

@@ -191,19 +191,20 @@ test('a simple lifecycle costs few storage transactions', async () => {
   // Likewise no read for the report. It deletes the claim-expiry row (one table call, lingering to
   // share a transaction with the reports of the moment, not waited for) rather than leaving it to
   // fire later (a task read), and nothing for the deadline (its index row finds the task resolved).
-  // The group's open row goes in the task row's transaction, which also requires the group's alone
-  // row (nobody joined: the group is then known to be without unresolved tasks, no read).
-  expect(core(m.reportCompleted)).toEqual({ 'Tasks.transaction': 1, 'Expiry.delete': 1 });
+  // The task row alone, a single-entity merge: its row says nobody joined its group (a join changes
+  // the row), so the write under its ETag leaves the group without unresolved tasks, no group row
+  // written and no read (shared/tasks/groups.ts).
+  expect(core(m.reportCompleted)).toEqual({ 'Tasks.merge': 1, 'Expiry.delete': 1 });
   // Critical path (calls one after another; index writes and the claim row's delete are queued,
   // off the path): createTask's before-effects side by side, then the row; claimWork's hint poll,
   // the claim trigger (beside the row read, here cached), the row, then hint delete and
-  // recentTasks side by side; the report's row (with the group's open row) alone (2 when it
-  // waited for the claim row's delete).
+  // recentTasks side by side; the report's row alone (2 when it waited for the claim row's
+  // delete).
   expect(m.path).toEqual({ createTask: 2, claimWork: 4, reportCompleted: 1 });
-  // Expiry only: task read; task, history and the group of one (meta, alone, member and latest
-  // rows: the open row went with the resolution) in one transaction, no partition read, as its
-  // alone row proves nobody joined (history keys come from the task's historySeq); the task's and
-  // group's expiry rows in one delete (shared by a page's tasks under load, see below).
+  // Expiry only: task read; task, history and the group of one (meta, alone, member, latest and
+  // open rows) in one transaction, no partition read, as its alone row proves nobody joined
+  // (history keys come from the task's historySeq); the task's and group's expiry rows in one
+  // delete (shared by a page's tasks under load, see below).
   const bg = core(m.background);
   expect(bg['claim.delete'] ?? 0).toBe(0);
   expect(bg['deadline.delete'] ?? 0).toBe(0);

@@ -27,7 +27,6 @@ function fakes(
   opts: {
     races?: TaskRecord[];
     groupFails?: boolean;
-    foldFails?: boolean;
     /** A create's own group exists already (a member came first): an insert with its rows fails, and no task row is there. */
     groupExists?: boolean;
     /** No task row until a create inserts it. */
@@ -72,7 +71,6 @@ function fakes(
       close: async (g: string, taskId: string) => void calls.push(`group.close ${g}/${taskId}`),
       addMember: async (g: string, taskId: string) => void calls.push(`group.add ${g}/${taskId}`),
       createActions: (g: string) => [{ op: 'create', entity: { partitionKey: g, rowKey: `g~~group~${g}` } }],
-      closeActions: (g: string) => [{ op: 'delete', partitionKey: g, rowKey: `g~~open~${g}` }],
     },
     expiry: { recordAll: async (rows: { id: string }[]) => void calls.push(`expiry ${rows[0].id}`) },
     // A write's events: the guard the recorder would choose (claim or deadline trigger), the outbox, the delivery.
@@ -115,8 +113,6 @@ function fakes(
       replace: async (current: TaskRecord, next: TaskRecord, rows: { rowKey: string }[] = [], actions: unknown[] = []) => {
         writes.push(history(current.historySeq ?? 0, next, rows));
         calls.push(['write', ...(actions.length ? ['+group'] : [])].join(' '));
-        // The group's condition failed (someone joined): the transaction fails, the task row is unchanged.
-        if (actions.length && opts.foldFails) return 'missing';
         const race = races.shift();
         if (race) {
           stored = { ...race, etag: `${current.etag}+` };
@@ -287,36 +283,33 @@ describe('a create starting its own group', () => {
   });
 });
 
-describe("a group of one's close in the resolution's write", () => {
+describe("a group of one's resolution is its close", () => {
   async function claimedAlone(): Promise<TaskRecord> {
     const claimed = (await execute(fakes(pendingTask()).d, 'T1', (x) => T.claim(x, { ...claimInput, via: null }, NOW), pendingTask())) as { task: TaskRecord };
     return { ...claimed.task, groupAlone: true };
   }
   const report = (x: TaskRecord) => T.report(x, { runId: 0, outcome: { state: 'completed' }, hintId: 'h1' }, NOW);
 
-  test('folded: no group call, the group known empty, then the deadline trigger drop', async () => {
+  test('the row written alone: no group call, the group known empty, then the deadline trigger drop', async () => {
     const t = await claimedAlone();
     const f = fakes(t);
     await execute(f.d, 'T1', report, t);
-    expect(f.calls).toEqual(['write +group', 'claim.drop c1', 'group.resolved? T1', 'deadline.drop dl']);
+    expect(f.calls).toEqual(['write', 'claim.drop c1', 'group.resolved? T1', 'deadline.drop dl']);
   });
 
-  test('its condition failing (the row unchanged: someone joined) writes again without it, then closes as any member', async () => {
+  test('someone joined since the row was read (the join changed the row): the write meets its ETag, reads, and closes as any member', async () => {
     const t = await claimedAlone();
-    const f = fakes(t, { foldFails: true });
+    const joined = { ...structuredClone(t) };
+    delete joined.groupAlone;
+    const f = fakes(t, { races: [joined] });
     await execute(f.d, 'T1', report, t);
-    expect(f.calls).toEqual(['write +group', 'load', 'write', 'claim.drop c1', 'group.close T1/T1', 'group.resolved? T1', 'deadline.drop dl']);
+    expect(f.calls).toEqual(['write', 'load', 'write', 'claim.drop c1', 'group.close T1/T1', 'group.resolved? T1', 'deadline.drop dl']);
   });
 
-  test('an ETag race on the task row keeps it folded', async () => {
+  test('an ETag race on a row still alone: written alone on the next attempt', async () => {
     const t = await claimedAlone();
     const f = fakes(t, { races: [{ ...structuredClone(t), retriesLeft: 0 }] });
     await execute(f.d, 'T1', report, t);
-    expect(f.calls.filter((c) => c.startsWith('write') || c === 'load' || c.startsWith('group.'))).toEqual([
-      'write +group',
-      'load',
-      'write +group',
-      'group.resolved? T1',
-    ]);
+    expect(f.calls.filter((c) => c.startsWith('write') || c === 'load' || c.startsWith('group.'))).toEqual(['write', 'load', 'write', 'group.resolved? T1']);
   });
 });

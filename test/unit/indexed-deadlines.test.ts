@@ -83,11 +83,10 @@ describe('the transitions and the plan', () => {
     expect(p.before[0]).toEqual(expect.objectContaining({ taskId: 'T1', runId: 0 }));
   });
 
-  test("no net when the close is folded into the write, when the deadline is a message of the task's own, or when a net guards the write already", () => {
-    const alone = claimed(indexed);
+  test("no net when the write is the close (a group of one), when the deadline is a message of the task's own, or when a net guards the write already", () => {
+    const alone = { ...claimed(indexed), groupAlone: true as const };
     const plan = planWrite(report(alone), LATER, 'worker');
-    const folded = { ...plan, after: plan.after.map((e) => (e.kind === 'close-group' ? { ...e, folded: true as const } : e)) };
-    expect(guardGroupClose(folded, alone.deadlineTrigger)).toBe(folded);
+    expect(guardGroupClose(plan, alone.deadlineTrigger)).toBe(plan);
     const member = claimed(own, { taskGroupId: 'G' });
     const ownPlan = planWrite(report(member), LATER, 'worker');
     expect(guardGroupClose(ownPlan, member.deadlineTrigger)).toBe(ownPlan);

@@ -6,7 +6,7 @@
  */
 import * as T from '../../shared/lifecycle/transitions';
 import type { Effect } from '../../shared/lifecycle/effects';
-import { createOwnGroup, foldGroupClose, type Plan } from '../../shared/lifecycle/plan';
+import { createOwnGroup, type Plan } from '../../shared/lifecycle/plan';
 import type { RecordName, TransitionRecord } from '../../shared/lifecycle/records';
 import type { TaskDefinition, TaskRecord } from '../../shared/tasks/model';
 import { planDeletion, planWrite } from '../../shared/lifecycle/planner';
@@ -318,20 +318,17 @@ describe('resolution', () => {
     expect(readModel(p).tally).toMatchObject({ runningOut: 1, completed: 1 });
   });
 
-  test("a group of one's close may fold into the write: the close is then marked folded", () => {
+  test("a group of one's resolution is its close: no group row in the write, the close marked alone", () => {
     const before = { ...claimed(), groupAlone: true as const };
     const p = planWrite(report(before), LATER, 'worker');
-    expect(p.foldable).toEqual(expect.objectContaining({ kind: 'close-group', taskGroupId: 'T1' }));
-    const actions = [{ op: 'delete' as const, partitionKey: 'T1', rowKey: 'open' }];
-    const folded = foldGroupClose(p, actions);
-    expect(folded.groupRows).toEqual(actions);
-    expect(folded.after.find((e) => e.kind === 'close-group')).toEqual(expect.objectContaining({ folded: true }));
-    expect(p.after.find((e) => e.kind === 'close-group')).not.toHaveProperty('folded');
+    expect(p.groupRows).toEqual([]);
+    expect(p.rows).toEqual([]);
+    expect(p.after.find((e) => e.kind === 'close-group')).toEqual(expect.objectContaining({ taskGroupId: 'T1', alone: true }));
   });
 
-  test('a member of a larger group is not foldable', () => {
+  test('a member of a larger group closes after its write', () => {
     const before = claimed(created({ taskGroupId: 'G' }));
-    expect(planWrite(report(before), LATER, 'worker').foldable).toBeUndefined();
+    expect(planWrite(report(before), LATER, 'worker').after.find((e) => e.kind === 'close-group')).not.toHaveProperty('alone');
   });
 
   test("a claim expiry redelivers the claim's event too (nothing proves the worker got it); its own log line", () => {
