@@ -63,7 +63,7 @@ test('reportCompleted', async () => {
     });
     expect((await status(svc, taskId)).state).toBe('completed');
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.merge']));
 });
 
 test('changeTaskGroupPriority: a task whose write met its own success still counts as changed', async () => {
@@ -94,7 +94,7 @@ test('a reaper pass that resolves a deadline', async () => {
     expect(s.runs).toEqual([expect.objectContaining({ runId: 0, state: 'exception', reasonResolved: 'deadline-exceeded' })]);
     expect(await claim(svc, tq, W2, 32)).toEqual([]);
   });
-  expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+  expect(ops).toEqual(expect.arrayContaining(['Tasks.merge']));
 }, 120_000);
 
 test('a subscription delivery: the subscriber gets the event (repeats dropped by id)', async () => {

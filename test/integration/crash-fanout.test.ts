@@ -64,7 +64,7 @@ test('a lifecycle failed after each storage call', async () => {
     await faulty(() => noRetry(c.credentials).reportCompleted(taskId, c.runId));
     await expectEverywhere(taskId);
   });
-  expect(reportOps).toEqual(expect.arrayContaining(['Tasks.transaction', 'events.put', 'claim.delete']));
+  expect(reportOps).toEqual(expect.arrayContaining(['Tasks.merge', 'events.put', 'claim.delete']));
   // The reaper's expansion of a fan-out message, failed after each of its calls.
   await sweep(async (faulty) => {
     const tq = uniqueQueue();

@@ -138,6 +138,6 @@ test('deadline of a pending task: resolved once, the dependent scheduled once', 
     expect(await claim(c, tq, W2, 32)).toEqual([]);
   });
   expect(ops).toEqual(
-    expect.arrayContaining(['Expiry.query', 'Tasks.get', 'Tasks.transaction', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'Expiry.delete']),
+    expect.arrayContaining(['Expiry.query', 'Tasks.get', 'Tasks.merge', 'TaskDeps.query', 'TaskDeps.delete', 'pending.put', 'Expiry.delete']),
   );
 }, 180_000);
