@@ -57,6 +57,7 @@ import { LATEST_PREFIX, type TaskGroups } from '../tasks/groups';
 import { fromInverted, inverted, part, prefixRange } from './keys';
 import type { Transition } from './history';
 import { BoundedCache } from '../bounded-cache';
+import { Lingering } from '../lingering';
 
 /** The partition listing the task queues that have index rows. */
 export const QUEUES_PK = 'queues';
@@ -336,12 +337,8 @@ export const INDEX_BACKLOG_MAX = 1000;
 export class IndexBatcher {
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly busy = new Set<string>();
-  /** Wakes a partition's lingering drain early (settled(), a full batch). */
-  private readonly wake = new Map<string, () => void>();
-  /** Every write queued or in flight, for settled(). */
-  private readonly open = new Set<Promise<void>>();
-  /** settled() calls under way: while any is, nothing lingers. */
-  private hurry = 0;
+  /** Lingering drains, woken early by a full batch, a write that must not wait or settled(). */
+  private readonly lingering = new Lingering();
 
   constructor(
     private readonly storage: Storage,
@@ -355,9 +352,9 @@ export class IndexBatcher {
       list.push({ ops, repair, at: Date.now(), now, done: (err) => (err === undefined ? resolve() : reject(err)) });
       this.waiting.set(pk, list);
       if (!this.busy.has(pk)) void this.drain(pk);
-      else if (now || this.hurry || opCount(list) >= MAX_BATCH) this.wake.get(pk)?.();
+      else if (now || this.lingering.hurried || opCount(list) >= MAX_BATCH) this.lingering.wake(pk);
     });
-    this.track(written);
+    this.lingering.track(written);
     return written;
   }
 
@@ -372,23 +369,8 @@ export class IndexBatcher {
    * go out at once. Operator queries call this first, so a client reads its own writes through
    * the same instance; closing the app calls it to flush.
    */
-  async settled(): Promise<void> {
-    this.hurry++;
-    try {
-      for (const wake of [...this.wake.values()]) wake();
-      await Promise.allSettled([...this.open]);
-    } finally {
-      this.hurry--;
-    }
-  }
-
-  private track(p: Promise<void>): void {
-    const settled = p.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.open.add(settled);
-    void settled.then(() => this.open.delete(settled));
+  settled(): Promise<void> {
+    return this.lingering.settled();
   }
 
   private async drain(pk: string): Promise<void> {
@@ -396,8 +378,8 @@ export class IndexBatcher {
     try {
       for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
         const wait = list[0].at + this.lingerMs - Date.now();
-        if (wait > 0 && !this.hurry && !list.some((w) => w.now) && opCount(list) < MAX_BATCH) {
-          await this.linger(pk, wait);
+        if (wait > 0 && !this.lingering.hurried && !list.some((w) => w.now) && opCount(list) < MAX_BATCH) {
+          await this.lingering.wait(pk, wait);
           continue;
         }
         const group = takeGroup(list);
@@ -407,18 +389,6 @@ export class IndexBatcher {
     } finally {
       this.busy.delete(pk);
     }
-  }
-
-  private linger(pk: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake.delete(pk);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake.set(pk, done);
-    });
   }
 
   private async send(group: Waiting[]): Promise<void> {

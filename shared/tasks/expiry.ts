@@ -9,6 +9,7 @@
  * EXPIRY_BUCKETS partitions: one partition takes about 2,000 entities/s.
  */
 import { createHash } from 'node:crypto';
+import { Lingering } from '../lingering';
 import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
 
 /** Partitions per day: 8 × 2,000 entities/s carries 8,000 task creations/s (2 rows each) per day. */
@@ -65,12 +66,8 @@ export class ExpiryIndex {
   /** Rows waiting per day partition while a write to it is in flight or deletes linger (group commit). */
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly busy = new Set<string>();
-  /** Wakes a partition's lingering drain early (a record, a full transaction, settled()). */
-  private readonly wake = new Map<string, () => void>();
-  /** Every write queued or in flight, for settled(). */
-  private readonly open = new Set<Promise<void>>();
-  /** settled() calls under way: while any is, nothing lingers. */
-  private hurry = 0;
+  /** Waiting deletes, woken early by a record, a full transaction or settled(). */
+  private readonly lingering = new Lingering();
 
   /** `lingerMs`: how long queued deletes wait for others (FORGET_LINGER_MS; 0: at once, a fixed call order for crash sweeps). */
   constructor(
@@ -147,14 +144,8 @@ export class ExpiryIndex {
    * Resolves once every write queued before the call has gone out or failed; lingering deletes go
    * out at once. Closing the app calls it (a queued delete is not lost on a clean shutdown), and tests.
    */
-  async settled(): Promise<void> {
-    this.hurry++;
-    try {
-      for (const wake of [...this.wake.values()]) wake();
-      await Promise.allSettled([...this.open]);
-    } finally {
-      this.hurry--;
-    }
+  settled(): Promise<void> {
+    return this.lingering.settled();
   }
 
   private enqueue(row: Entity, op: Waiting['op']): Promise<void> {
@@ -169,18 +160,9 @@ export class ExpiryIndex {
       // others'; a claimWork batch's claim rows) go out in one write.
       this.busy.add(pk);
       queueMicrotask(() => void this.drain(pk));
-    } else if (this.lingerFor(list) <= 0) this.wake.get(pk)?.();
-    this.track(stored);
+    } else if (this.lingerFor(list) <= 0) this.lingering.wake(pk);
+    this.lingering.track(stored);
     return stored;
-  }
-
-  private track(p: Promise<void>): void {
-    const settled = p.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.open.add(settled);
-    void settled.then(() => this.open.delete(settled));
   }
 
   /**
@@ -189,20 +171,8 @@ export class ExpiryIndex {
    * a full transaction's worth and settled().
    */
   private lingerFor(list: Waiting[]): number {
-    if (this.hurry || list.length >= MAX_TRANSACTION_ACTIONS || list.some((w) => w.op === 'upsert')) return 0;
+    if (this.lingering.hurried || list.length >= MAX_TRANSACTION_ACTIONS || list.some((w) => w.op === 'upsert')) return 0;
     return list[0].at + this.lingerMs - Date.now();
-  }
-
-  private linger(pk: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake.delete(pk);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake.set(pk, done);
-    });
   }
 
   /**
@@ -217,7 +187,7 @@ export class ExpiryIndex {
       for (let list = this.waiting.get(pk); list?.length; list = this.waiting.get(pk)) {
         const wait = this.lingerFor(list);
         if (wait > 0) {
-          await this.linger(pk, wait);
+          await this.lingering.wait(pk, wait);
           continue;
         }
         const group: Waiting[] = [];
