@@ -121,7 +121,7 @@ export async function expireTaskWithGroup(svc: Services, task: ExpiryRow, group:
   if (!(await expireTask(svc, task.id, task.data as unknown as TaskExpiryData, true))) await expireGroup(svc, group.id);
 }
 
-/** The task expiry a deadline row carries (shared/tasks/triggers.ts `deadline`); rows written before carry none (their tasks recorded theirs at createTask). */
+/** The task expiry a deadline row carries (shared/tasks/triggers.ts `deadline`); other rows carry none. */
 export function carriedExpiry(row: ExpiryRow): TaskExpiry | undefined {
   return row.kind === EXPIRY_KIND_DEADLINE ? (row.data as unknown as IndexedDeadline).expiry : undefined;
 }

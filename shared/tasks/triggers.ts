@@ -96,12 +96,11 @@ export const INDEXED_DEADLINE = 'indexed';
 export type DeadlineRef = TriggerRef | typeof INDEXED_DEADLINE;
 /**
  * The data of a deadline's expiry-index row: the deadline it was made for (a changed one is not
- * acted on), and the task's expiry, which its sweep records (shared/tasks/task-expiry.ts; absent in
- * rows written before: their task recorded its expiry rows at createTask).
+ * acted on), and the task's expiry, which its sweep records (shared/tasks/task-expiry.ts).
  */
 export interface IndexedDeadline {
   deadline: string;
-  expiry?: TaskExpiry;
+  expiry: TaskExpiry;
 }
 
 /** What `Triggers.deadline` needs besides the deadline. */
@@ -109,7 +108,7 @@ export interface DeadlineOptions {
   /** It also guards the write's events: a message of the task's own. */
   sweep?: DeadlineSweep;
   /** The task's expiry, which an expiry-index row carries to its sweep (a message does not). */
-  expiry?: TaskExpiry;
+  expiry: TaskExpiry;
 }
 
 export interface TriggersOptions {
@@ -181,18 +180,12 @@ export class Triggers {
    * one expiry-index write); a row per distinct expiry (`variant`), so a create that lost to another
    * definition of the taskId never overwrites the winner's.
    */
-  async deadline(taskId: string, deadline: string, opts: DeadlineOptions = {}): Promise<DeadlineRef> {
+  async deadline(taskId: string, deadline: string, opts: DeadlineOptions): Promise<DeadlineRef> {
     const { sweep } = opts;
     if (!sweep) {
-      const expiry = opts.expiry && inlineExpiry(opts.expiry);
-      const data: IndexedDeadline = { deadline, ...(expiry ? { expiry } : {}) };
-      await this.opts.expiry.recordTrigger(
-        EXPIRY_KIND_DEADLINE,
-        taskId,
-        this.deadlineAt(deadline).toJSON(),
-        { ...data },
-        { variant: expiry && expiryDigest(expiry) },
-      );
+      const expiry = inlineExpiry(opts.expiry);
+      const data: IndexedDeadline = { deadline, expiry };
+      await this.opts.expiry.recordTrigger(EXPIRY_KIND_DEADLINE, taskId, this.deadlineAt(deadline).toJSON(), { ...data }, { variant: expiryDigest(expiry) });
       return INDEXED_DEADLINE;
     }
     const untilDeadline = delayS(this.deadlineAt(deadline), this.now());

@@ -33,19 +33,26 @@ describe('the triggers', () => {
 
   test("a task's deadline is a row of the expiry index, due at the deadline plus the delay, not a queue message", async () => {
     const { storage, expiry, triggers, at } = await setup();
-    const refs = await Promise.all(['A', 'B', 'C'].map((id, i) => triggers.deadline(id, at(600 + i))));
+    const expiryOf = (id: string) => ({ expires: at(86_400), taskGroupId: id, dependencies: [] });
+    const refs = await Promise.all(['A', 'B', 'C'].map((id, i) => triggers.deadline(id, at(600 + i), { expiry: expiryOf(id) })));
     expect(refs).toEqual([INDEXED_DEADLINE, INDEXED_DEADLINE, INDEXED_DEADLINE]);
     expect(storage.meter.byOp.get('deadline.put')).toBeUndefined();
     expect(await expiry.dueTriggers(new Date(Date.parse(at(600 + DEADLINE_DELAY_S)) - 1), 10)).toEqual([]);
     const due = await expiry.dueTriggers(new Date(Date.parse(at(602 + DEADLINE_DELAY_S)) + 1), 10);
-    expect(due.map((r) => [r.kind, r.id, r.data])).toEqual(['A', 'B', 'C'].map((id, i) => [EXPIRY_KIND_DEADLINE, id, { deadline: at(600 + i) }]));
+    // Each carries its task's expiry, which the sweep records (shared/reaper/handlers.ts `recordCarriedExpiries`).
+    expect(due.map((r) => [r.kind, r.id, r.data])).toEqual(
+      ['A', 'B', 'C'].map((id, i) => [EXPIRY_KIND_DEADLINE, id, { deadline: at(600 + i), expiry: expiryOf(id) }]),
+    );
     // In the triggers' lane: the expiries' query never reads them, however late.
     expect(await expiry.due(new Date('2100-01-01T00:00:00.000Z'), 10)).toEqual([]);
   });
 
   test("a deadline that also sweeps the write's events is a message of the task's own, which a resolution drops", async () => {
     const { storage, triggers, at } = await setup();
-    const ref = (await triggers.deadline('A', at(60), { sweep: { seqs: [1], delayS: 5 } })) as TriggerRef;
+    const ref = (await triggers.deadline('A', at(60), {
+      sweep: { seqs: [1], delayS: 5 },
+      expiry: { expires: at(86_400), taskGroupId: 'A', dependencies: [] },
+    })) as TriggerRef;
     expect(ref).toEqual({ messageId: expect.any(String), popReceipt: expect.any(String) });
     expect(storage.meter.byOp.get('deadline.put')).toBe(1);
     await triggers.drop('deadline', ref);
