@@ -2,8 +2,8 @@
  * Task history: one row per run transition (who, when, from which state, why), stored in the
  * task's own partition and written in the same entity-group transaction as the task row, so the
  * history and the task's state can never disagree. A write's entries are part of its plan
- * (shared/lifecycle/planner.ts), which derives them from the transition's record (`historyOf`) and
- * numbers them here (`historyRows`).
+ * (shared/lifecycle/planner.ts), which derives them from the transition's record (`historyOf`),
+ * numbers them here (`numberHistory`) and keeps the newest in the task row (`holdHistory`).
  */
 import { allRows, firstRow, type Entity, type KeyRange, type Storage } from '../storage/storage';
 import { taskRowKey, type HeldEntry, type Run, type TaskRecord } from '../tasks/model';
@@ -87,7 +87,8 @@ export function numberHistory(transitions: Transition[], after: TaskRecord, time
 /**
  * A task's newest entries are kept in its row (`historyHeld`, with their events: the outbox), so a
  * write that changes nothing else of its partition is a single-entity merge, not an entity-group
- * transaction with a history row (a claim, a report): about 0.5 ms less of Azurite's CPU each.
+ * transaction with a history row (a claim, a report): measured on Azurite, 0.1–0.5 ms less of its
+ * CPU each (docs/performance.md, issue 36's fourth step).
  */
 export const HELD_MAX_ENTRIES = 8;
 /** The held entries' and events' JSON at most: a string property holds 32 K characters, and the row holds the definition too. */
@@ -157,7 +158,8 @@ export async function readNewestFirst<T>(
   }
   const room = page.limit - items.length;
   if (!room) return { items, continuation: String(last) };
-  const rowKey = below === Infinity ? prefixRange(HISTORY_PREFIX) : { gt: historyRowKey(taskId, below), lt: `${HISTORY_PREFIX}~` };
+  // Rows below the last held entry listed: one that a flush moved into rows meanwhile is not listed twice.
+  const rowKey = last === Infinity ? prefixRange(HISTORY_PREFIX) : { gt: historyRowKey(taskId, last), lt: `${HISTORY_PREFIX}~` };
   const rows = await allRows(
     storage.table('Tasks'),
     { partitionKey: taskId, rowKey, ...(pick.select ? { select: ['RowKey', ...pick.select] } : {}) },
