@@ -230,12 +230,16 @@ export class TaskGroups {
    * gone (expired with the group, which the join then creates anew).
    */
   private async creatorActions(taskGroupId: string): Promise<TableAction[]> {
-    const key = taskRowKey(taskGroupId);
-    const row = await firstRow(this.home.table, { partitionKey: taskGroupId, rowKey: key, select: ['state'] });
+    const { table, key } = this.home;
+    const [row, open] = await Promise.all([
+      firstRow(table, { partitionKey: taskGroupId, rowKey: taskRowKey(taskGroupId), select: ['state'] }),
+      // Read too, as a delete of a row already gone would fail the join every time.
+      firstRow(table, { partitionKey: taskGroupId, rowKey: key(openRowKey(taskGroupId)), select: ['RowKey'] }),
+    ]);
     if (!row) return [];
     return [
-      { op: 'update', entity: { partitionKey: taskGroupId, rowKey: key, groupAlone: false }, mode: 'Merge', etag: row.etag },
-      ...(isResolved(row.state as TaskState) ? [{ op: 'delete' as const, partitionKey: taskGroupId, rowKey: this.home.key(openRowKey(taskGroupId)) }] : []),
+      { op: 'update', entity: { partitionKey: taskGroupId, rowKey: taskRowKey(taskGroupId), groupAlone: false }, mode: 'Merge', etag: row.etag },
+      ...(open && isResolved(row.state as TaskState) ? [{ op: 'delete' as const, partitionKey: taskGroupId, rowKey: open.rowKey }] : []),
     ];
   }
 
