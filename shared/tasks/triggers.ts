@@ -208,7 +208,8 @@ export class Triggers {
   /**
    * The run's claim-expiry trigger. Kept as a row of the expiry index (`EXPIRY_KIND_CLAIM`, due at
    * `takenUntil`), which the reaper's expiry sweep finds then: the claims of one worker's batch go
-   * out in one transaction, or a few (bucketed by the worker, ExpiryIndex group commit), and the run's end
+   * out in one transaction, or a few (bucketed by the worker and their takenUntil's second,
+   * transitions.ts `claimBucket`; ExpiryIndex group commit), and the run's end
    * deletes the row, lingering for the other reports of the moment (`drop`). A table row costs
    * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
    * A trigger that guards the run's events (`guard`: someone listens to its task-running or to what
