@@ -212,7 +212,7 @@ export async function accumulation(
   const svc = inst.services;
   const raw = (): Promise<RawResult | undefined> =>
     opts.rawConnection
-      ? rawCeiling(opts.rawConnection, { concurrency: opts.concurrency, durationMs: opts.rawMs ?? opts.durationMs })
+      ? rawCeiling(opts.rawConnection, { clients: 'port', concurrency: opts.concurrency, durationMs: opts.rawMs ?? opts.durationMs })
       : Promise.resolve(undefined);
   const fresh = await closedLoop(inst, taskQueueId, { concurrency: opts.concurrency, durationMs: opts.durationMs });
   const rawFresh = await raw();

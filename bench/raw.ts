@@ -1,16 +1,21 @@
 /**
- * (f) The raw Azurite ceiling: the 7 storage calls of a minimal lifecycle, one after another,
- * issued directly through the storage port's primitives (no HTTP service, no auth, no domain
- * logic), so the service's throughput and drain read as fractions of what the storage emulator
- * itself allows. The same sequence as the side-by-side measurement against Taskcluster
- * (docs/performance.md), so that the ratios compare.
+ * (f) The raw Azurite ceiling: the 7 storage calls of a minimal lifecycle, one after another, with
+ * no HTTP service, no auth and no domain logic, so the service's throughput and drain read as
+ * fractions of what the storage emulator itself allows. The same sequence as the side-by-side
+ * measurement against Taskcluster (docs/performance.md). It runs through the storage SDKs' default
+ * clients (`clients: 'sdk'`, that measurement's loop and the targets' ceiling) or through the
+ * storage port (`'port'`, the service's own storage code, lighter per call).
  */
 import crypto from 'node:crypto';
 import { dropPrefix } from '../shared/local/azurite';
-import { createStorage, StorageConflict, StorageTimeout } from '../shared/storage/storage';
+import { StorageConflict, StorageTimeout } from '../shared/storage/storage';
 import { encodeTask, taskRowKey, TaskRecord } from '../shared/tasks/model';
 import { newTaskId, runLoops, sleep, taskDef } from './client';
+import { portRawCalls, RawCalls } from './raw-calls';
+import { sdkRawCalls } from './raw-sdk';
 import { round } from './stats';
+
+export type RawClients = 'sdk' | 'port';
 
 /** Insert the task entity, put its message, receive one, merge the entity, delete the message, read the entity, merge it. */
 export const RAW_SEQUENCE = ['Tasks.insert', 'pending.put', 'pending.get', 'Tasks.merge', 'pending.delete', 'Tasks.get', 'Tasks.merge'];
@@ -19,6 +24,7 @@ export const RAW_SEQUENCE = ['Tasks.insert', 'pending.put', 'pending.get', 'Task
 const RAW_ATTEMPTS = 3;
 
 export interface RawResult {
+  clients: RawClients;
   concurrency: number;
   /** Messages waiting in the account meanwhile (see `rawCeiling`). */
   resident: number;
@@ -90,28 +96,28 @@ const RESIDENT_PUT_CONCURRENCY = 16;
  * scans every message of the account on each receive and delete, so a backlog's waiting messages
  * slow each queue call; this measures the same sequence with as many messages waiting.
  */
-export async function rawCeiling(connection: string, opts: { concurrency: number; durationMs: number; resident?: number }): Promise<RawResult> {
-  const storage = createStorage(connection, `raw${crypto.randomBytes(3).toString('hex')}`);
-  const tasks = storage.table('Tasks');
-  const queue = (n: string) => storage.queueNamed(`${storage.prefix}-${n}`, n);
-  const pending = queue('pending');
-  const parked = queue('resident');
-  await Promise.all([tasks.create(), pending.create(), opts.resident ? parked.create() : undefined]);
+export async function rawCeiling(
+  connection: string,
+  opts: { clients: RawClients; concurrency: number; durationMs: number; resident?: number },
+): Promise<RawResult> {
+  const prefix = `raw${crypto.randomBytes(3).toString('hex')}`;
+  const raw: RawCalls = opts.clients === 'sdk' ? sdkRawCalls(connection, prefix) : portRawCalls(connection, prefix);
+  await raw.create(!!opts.resident);
   let left = opts.resident ?? 0;
   await runLoops(RESIDENT_PUT_CONCURRENCY, async () => {
     if (left-- <= 0) return false;
-    await parked.put({ resident: true }, { visibilityS: 3600, ttlS: 7200 });
+    await raw.park();
     return true;
   });
   try {
     return await measure();
   } finally {
     // Its table and queue would slow every later phase (Azurite's queue calls scan the account).
-    await dropPrefix(connection, storage.prefix);
+    await dropPrefix(connection, prefix);
   }
 
   async function measure(): Promise<RawResult> {
-    const before = storage.meter.total;
+    const before = raw.calls;
     const counts = { timeoutRetries: 0, abandoned: 0 };
     const r = <T>(call: () => Promise<T>) => retried(counts, call);
     let lifecycles = 0;
@@ -120,21 +126,22 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
     const one = async () => {
       const taskId = newTaskId();
       const rec = record(taskId, 'bench/raw');
-      await r(() => tasks.insert(encodeTask(rec)));
-      await r(() => pending.put({ taskId, runId: 0, hintId: rec.runs[0].hintId, sig: 'x'.repeat(43) }, { ttlS: 3600 }));
+      await r(() => raw.insert(encodeTask(rec)));
+      await r(() => raw.put({ taskId, runId: 0, hintId: rec.runs[0].hintId, sig: 'x'.repeat(43) }));
       // The worker side: take any message (another loop's is as good), and work that task.
       let msg;
       for (;;) {
-        msg = (await r(() => pending.receive(1, 300)))?.[0];
+        msg = await r(() => raw.receive());
         if (msg) break;
         await sleep(1);
       }
-      const claimedId = JSON.parse(Buffer.from(msg.messageText, 'base64').toString()).taskId as string;
+      const claimedId = msg.body.taskId;
+      const rk = taskRowKey(claimedId);
       const takenUntil = new Date(Date.now() + 1200_000).toJSON();
-      await r(() => tasks.merge({ partitionKey: claimedId, rowKey: taskRowKey(claimedId), takenUntil, state: 'running' }, '*'));
-      await r(() => pending.delete(msg.messageId, msg.popReceipt));
-      const row = (await r(() => tasks.get(claimedId, taskRowKey(claimedId))))!;
-      await r(() => tasks.merge({ partitionKey: claimedId, rowKey: taskRowKey(claimedId), state: 'completed' }, row.etag));
+      await r(() => raw.merge(claimedId, rk, { takenUntil, state: 'running' }));
+      await r(() => raw.delete(msg));
+      const row = (await r(() => raw.get(claimedId, rk)))!;
+      await r(() => raw.merge(claimedId, rk, { state: 'completed' }, row.etag));
     };
     await runLoops(opts.concurrency, async () => {
       if (Date.now() >= stopAt) return false;
@@ -148,9 +155,10 @@ export async function rawCeiling(connection: string, opts: { concurrency: number
       }
       return true;
     });
-    const calls = storage.meter.total - before;
+    const calls = raw.calls - before;
     const seconds = (performance.now() - t0) / 1000;
     return {
+      clients: opts.clients,
       concurrency: opts.concurrency,
       resident: opts.resident ?? 0,
       lifecycles,
