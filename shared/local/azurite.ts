@@ -14,6 +14,8 @@ export { freePort };
 
 /** Azurite needs a few seconds to open its three ports on a busy machine. */
 const START_TIMEOUT_MS = 30_000;
+/** How long Azurite gets to exit on SIGTERM before it is killed. */
+const STOP_GRACE_MS = 5_000;
 
 export interface Azurite {
   connectionString: string;
@@ -92,9 +94,13 @@ export async function startAzurite(opts: AzuriteOptions = {}): Promise<Azurite> 
     { stdio: opts.quiet === false ? 'inherit' : 'ignore', detached: false },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  // A busy Azurite (an in-memory extent sweep, below) may not answer SIGTERM: left running, it
+  // would outlive this process and keep a core busy.
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
+    if (running()) child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
+    if (running()) child.kill('SIGKILL');
   };
   const deadline = Date.now() + START_TIMEOUT_MS;
   try {
@@ -112,11 +118,6 @@ export async function startAzurite(opts: AzuriteOptions = {}): Promise<Azurite> 
   return { connectionString: connectionStringFor(ports, opts.oauth ? 'https' : 'http'), ports, pid: child.pid!, stop };
 }
 
-/**
- * Deletes every queue, table and blob container whose name starts with `prefix`: a deployment
- * that is done with (the bench between phases). Azurite's queue calls scan every message in the
- * account, so messages a finished phase left behind would slow every later one.
- */
 /** Empties the queues whose names start with `prefix` (a consumer that keeps up: Azurite's queue calls slow with every message the account holds). */
 export async function clearQueues(connectionString: string, prefix: string): Promise<number> {
   const queues = QueueServiceClient.fromConnectionString(connectionString);
@@ -126,6 +127,11 @@ export async function clearQueues(connectionString: string, prefix: string): Pro
   return names.length;
 }
 
+/**
+ * Deletes every queue, table and blob container whose name starts with `prefix`: a deployment
+ * that is done with (the bench between phases). Azurite's queue calls scan every message in the
+ * account, so messages a finished phase left behind would slow every later one.
+ */
 export async function dropPrefix(connectionString: string, prefix: string): Promise<{ queues: number; tables: number; containers: number }> {
   const queues = QueueServiceClient.fromConnectionString(connectionString);
   const tables = TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true });
