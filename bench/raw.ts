@@ -7,13 +7,14 @@
  * storage port (`'port'`, the service's own storage code, lighter per call).
  */
 import crypto from 'node:crypto';
+import { fork } from 'node:child_process';
 import { dropPrefix } from '../shared/local/azurite';
 import { StorageConflict, StorageTimeout } from '../shared/storage/storage';
 import { encodeTask, taskRowKey, TaskRecord } from '../shared/tasks/model';
 import { newTaskId, runLoops, sleep, taskDef } from './client';
 import { portRawCalls, RawCalls } from './raw-calls';
 import { sdkRawCalls } from './raw-sdk';
-import { round } from './stats';
+import { cpuWindow, CpuMs, round } from './stats';
 
 export type RawClients = 'sdk' | 'port';
 
@@ -169,4 +170,39 @@ export async function rawCeiling(
       ...counts,
     };
   }
+}
+
+type RawOptions = Parameters<typeof rawCeiling>[1];
+type RawReply = { ok: true; result: RawResult } | { ok: false; error: string };
+
+/**
+ * `rawCeiling` in a process of its own, so the loop's clients and entities never count in the
+ * bench process's memory peak (the service's). `cpu`: the loop's process (`selfMs`) and the
+ * Azurite at `azuritePid` (`childMs`) over the run.
+ */
+export async function rawCeilingApart(connection: string, opts: RawOptions, azuritePid: number): Promise<RawResult & { cpu: CpuMs }> {
+  const azurite = cpuWindow(azuritePid);
+  const child = fork(__filename, [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const reply = await new Promise<RawReply & { cpuMs?: number }>((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`raw loop process exited (${code})`)));
+      child.send({ connection, opts });
+    });
+    if (!reply.ok) throw new Error(reply.error);
+    return { ...reply.result, cpu: { selfMs: reply.cpuMs!, childMs: azurite.stop().childMs } };
+  } finally {
+    if (child.exitCode === null) child.kill();
+  }
+}
+
+if (require.main === module) {
+  process.once('message', ({ connection, opts }: { connection: string; opts: RawOptions }) => {
+    const cpu = cpuWindow();
+    rawCeiling(connection, opts).then(
+      (result) => process.send!({ ok: true, result, cpuMs: cpu.stop().selfMs }, () => process.exit(0)),
+      (err) => process.send!({ ok: false, error: String((err as Error)?.stack ?? err) } satisfies RawReply, () => process.exit(1)),
+    );
+  });
 }

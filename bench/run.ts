@@ -11,10 +11,10 @@
 import { dropPrefix, startAzurite } from '../shared/local/azurite';
 import { Deployment, newDeployment, peakRssOf, RssSampler, startInstance, Instance } from './harness';
 import { backlogDrain, closedLoop, eventLatency, idlePolling, lifecycleCost, pickupLatency } from './phases';
-import { rawCeiling, RawClients, RAW_SEQUENCE } from './raw';
+import { rawCeilingApart, RawClients, RAW_SEQUENCE } from './raw';
 import { startLoad } from './load';
 import { profileWindow } from './profile';
-import { addDeltas, cpuWindow, perUnit, round } from './stats';
+import { addDeltas, perUnit, round } from './stats';
 import { costPerMillionLifecycles, costRows, idleRows, idleWorkerMonth } from './cost';
 import { AZURE_PRICES, PRICES_AS_OF, PRICES_REGION, PRICES_SOURCE } from './prices';
 import { mb, table, verdict, Row } from './report';
@@ -213,11 +213,8 @@ async function main(): Promise<void> {
   const rawCeilings = async () => {
     if (!selected.has('f')) return {};
     const fresh = await startAzurite();
-    const run = (clients: RawClients, resident?: number) => async () => {
-      const cpu = cpuWindow(fresh.pid);
-      const r = await rawCeiling(fresh.connectionString, { clients, concurrency: SIZES.concurrency, durationMs: SIZES.rawMs, resident });
-      return { ...r, cpu: cpu.stop() };
-    };
+    const run = (clients: RawClients, resident?: number) => () =>
+      rawCeilingApart(fresh.connectionString, { clients, concurrency: SIZES.concurrency, durationMs: SIZES.rawMs, resident }, fresh.pid);
     try {
       // The targets' ceiling: the raw loop through the SDKs' default clients, as measured beside Taskcluster.
       const raw = await step('f', `raw Azurite ceiling (SDKs' default clients), concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`, run('sdk'));
@@ -526,7 +523,7 @@ async function main(): Promise<void> {
               },
               { metric: `(f, ${r.clients}) raw storage tx/s`, value: String(r.transactionsPerSecond) },
               {
-                metric: `(f, ${r.clients}) CPU ms per raw lifecycle: bench process (storage calls alone) / Azurite`,
+                metric: `(f, ${r.clients}) CPU ms per raw lifecycle: its own process (storage calls alone) / Azurite`,
                 value: `${round(r.cpu.selfMs / Math.max(1, r.lifecycles))} / ${r.cpu.childMs === undefined ? '?' : round(r.cpu.childMs / Math.max(1, r.lifecycles))}`,
               },
               { metric: `(f, ${r.clients}) raw calls retried after a storage timeout / lifecycles abandoned`, value: `${r.timeoutRetries} / ${r.abandoned}` },
