@@ -205,6 +205,8 @@ export async function repeatedDrain(
   const cpu = (k: 'loadMs' | 'childMs') => (results.every((r) => r.drainCpu[k] !== undefined) ? sum((r) => r.drainCpu[k]!) : undefined);
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const claimed = sum((r) => r.claimed);
+  // claimWork calls over all rounds, from each round's claimed count and mean batch.
+  const batches = sum((r) => r.claimed / Math.max(1, r.meanBatch));
   const errors = newErrors();
   for (const r of results) {
     errors.count += r.errors.count;
@@ -217,14 +219,7 @@ export async function repeatedDrain(
     claimed,
     drainSeconds: round(sum((r) => r.drainSeconds)),
     claimedPerSecond: median(results.map((r) => r.claimedPerSecond)),
-    meanBatch: round(
-      claimed /
-        Math.max(
-          1,
-          sum((r) => r.claimed / Math.max(1, r.meanBatch)),
-        ),
-      1,
-    ),
+    meanBatch: round(claimed / Math.max(1, batches), 1),
     drainStorage: results.map((r) => r.drainStorage).reduce(addDeltas),
     drainCpu: { selfMs: sum((r) => r.drainCpu.selfMs), loadMs: cpu('loadMs'), childMs: cpu('childMs') },
     errors,

@@ -1,9 +1,8 @@
 /**
  * (f)'s raw calls through the storage SDKs' default clients: `TableClient` and `QueueClient` from
  * the connection string, with every option left at its default (the one needed for Azurite's
- * http endpoint aside). This is the raw loop of the side-by-side measurement against Taskcluster
- * (issue 36): its ceiling there, 192 lifecycles/s (180-199), is what this loop measures on this
- * machine kind, while the same loop through the storage port measures about 1.4 times that.
+ * http endpoint aside): the raw loop as the side-by-side measurement against Taskcluster defines
+ * it, whose client it does not name (docs/performance.md, "The raw ceiling's clients").
  */
 import { TableClient } from '@azure/data-tables';
 import { QueueServiceClient } from '@azure/storage-queue';

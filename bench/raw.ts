@@ -173,7 +173,8 @@ export async function rawCeiling(
 }
 
 type RawOptions = Parameters<typeof rawCeiling>[1];
-type RawReply = { ok: true; result: RawResult } | { ok: false; error: string };
+/** The loop's process answers with its result and its own CPU over the run. */
+type RawReply = { ok: true; result: RawResult; cpuMs: number } | { ok: false; error: string };
 
 /**
  * `rawCeiling` in a process of its own, so the loop's clients and entities never count in the
@@ -184,14 +185,14 @@ export async function rawCeilingApart(connection: string, opts: RawOptions, azur
   const azurite = cpuWindow(azuritePid);
   const child = fork(__filename, [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   try {
-    const reply = await new Promise<RawReply & { cpuMs?: number }>((resolve, reject) => {
+    const reply = await new Promise<RawReply>((resolve, reject) => {
       child.once('message', resolve);
       child.once('error', reject);
       child.once('exit', (code) => reject(new Error(`raw loop process exited (${code})`)));
       child.send({ connection, opts });
     });
     if (!reply.ok) throw new Error(reply.error);
-    return { ...reply.result, cpu: { selfMs: reply.cpuMs!, childMs: azurite.stop().childMs } };
+    return { ...reply.result, cpu: { selfMs: reply.cpuMs, childMs: azurite.stop().childMs } };
   } finally {
     if (child.exitCode === null) child.kill();
   }
@@ -201,7 +202,7 @@ if (require.main === module) {
   process.once('message', ({ connection, opts }: { connection: string; opts: RawOptions }) => {
     const cpu = cpuWindow();
     rawCeiling(connection, opts).then(
-      (result) => process.send!({ ok: true, result, cpuMs: cpu.stop().selfMs }, () => process.exit(0)),
+      (result) => process.send!({ ok: true, result, cpuMs: cpu.stop().selfMs } satisfies RawReply, () => process.exit(0)),
       (err) => process.send!({ ok: false, error: String((err as Error)?.stack ?? err) } satisfies RawReply, () => process.exit(1)),
     );
   });

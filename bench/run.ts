@@ -564,7 +564,7 @@ async function main(): Promise<void> {
             ...(rawResident
               ? [
                   {
-                    metric: `(f) raw lifecycles/s with ${rawResident.resident} messages waiting; CPU ms per lifecycle: bench / Azurite`,
+                    metric: `(f) raw lifecycles/s with ${rawResident.resident} messages waiting; CPU ms per lifecycle: its own process / Azurite`,
                     value: `${rawResident.perSecond}; ${round(rawResident.cpu.selfMs / Math.max(1, rawResident.lifecycles))} / ${rawResident.cpu.childMs === undefined ? '?' : round(rawResident.cpu.childMs / Math.max(1, rawResident.lifecycles))}`,
                   },
                   { metric: `(c) drain vs (f) raw with ${rawResident.resident} messages waiting`, value: `${round(drainVsResident * 100, 1)}%` },
