@@ -32,11 +32,11 @@ export type Effect =
     }
   /**
    * The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`.
-   * `bucketBy`: the claiming worker (its batch's index rows share a partition). `guard`: it guards
+   * `guard`: it guards
    * the run's events, so it is a message (set by the executor for a claim someone listens to, kept
    * by a reclaim of a run that has one).
    */
-  | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string; bucketBy: string; guard?: true }
+  | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string; guard?: true }
   /**
    * The task's deadline trigger; the executor stores its ref as `next.deadlineTrigger`. `sweep`:
    * it also guards the write's events until their delivery re-arms it (set by the executor).
@@ -107,13 +107,12 @@ export const effect = {
     deadline,
     ...(visibleAt ? { visibleAt } : {}),
   }),
-  putClaimTrigger: (taskId: string, runId: number, takenUntil: string, bucketBy: string, guard?: boolean): Effect => ({
+  putClaimTrigger: (taskId: string, runId: number, takenUntil: string, guard?: boolean): Effect => ({
     phase: 'before',
     kind: 'put-claim-trigger',
     taskId,
     runId,
     takenUntil,
-    bucketBy,
     ...(guard ? { guard: true as const } : {}),
   }),
   putDeadlineTrigger: (taskId: string, deadline: string, expiry: TaskExpiry): Effect => ({

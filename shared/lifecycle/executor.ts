@@ -279,7 +279,7 @@ async function before(d: LifecycleDeps, e: Effect): Promise<DeadlineRef | ClaimR
       await d.pending.put(e.taskQueueId, e.priority, e.taskId, e.runId, e.hintId, e.deadline, e.visibleAt);
       return undefined;
     case 'put-claim-trigger':
-      return d.triggers.claim(e.taskId, e.runId, e.takenUntil, { bucketBy: e.bucketBy, guard: e.guard });
+      return d.triggers.claim(e.taskId, e.runId, e.takenUntil, { guard: e.guard });
     case 'put-deadline-trigger':
       return d.triggers.deadline(e.taskId, e.deadline, { sweep: e.sweep, expiry: e.expiry });
     case 'put-safety-net':

@@ -84,8 +84,7 @@ export async function claimRun(
  */
 function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker, now: Date) {
   const takenUntil = T.takenUntilFrom(now, d.config.claimTimeoutS);
-  const bucketBy = T.claimBucket(worker, takenUntil);
-  return { effect: effect.putClaimTrigger(taskId, runId, takenUntil, bucketBy), ref: d.triggers.claim(taskId, runId, takenUntil, { bucketBy }) };
+  return { effect: effect.putClaimTrigger(taskId, runId, takenUntil), ref: d.triggers.claim(taskId, runId, takenUntil) };
 }
 
 export async function reclaimRun(d: LifecycleDeps, taskId: string, runId: number): Promise<{ task: TaskRecord; run: Run }> {

@@ -106,13 +106,6 @@ const deadlinePassed = (t: TaskRecord, now: Date) => new Date(t.definition.deadl
 const isLatest = (t: TaskRecord, runId: number) => runId === t.runs.length - 1;
 const running = (t: TaskRecord, runId: number) => isLatest(t, runId) && t.runs[runId].state === 'running';
 export const takenUntilFrom = (now: Date, claimTimeoutS: number) => new Date(now.getTime() + claimTimeoutS * 1000).toJSON();
-/**
- * What a claim's expiry-index row is bucketed by: its worker and the second of its takenUntil. One
- * claimWork batch's rows (claimed side by side, one takenUntil) share a partition and a
- * transaction; the worker's next batches move on to other partitions, so a few busy workers do not
- * keep one partition of the deployment-wide triggers' lane hot (bench (i)).
- */
-export const claimBucket = (w: Partial<Worker>, takenUntil: string) => `${w.workerGroup}/${w.workerId}/${takenUntil.slice(0, 19)}`;
 function secondsUntil(at: string, now: Date): number {
   return Math.max(1, Math.ceil((new Date(at).getTime() - now.getTime()) / 1000));
 }
@@ -290,7 +283,7 @@ export function claim(task: TaskRecord, input: ClaimInput, now: Date): Result {
     Object.assign(next.runs[runId], { state: 'running', workerGroup: worker.workerGroup, workerId: worker.workerId, takenUntil, started: now.toJSON() });
     if (via?.messageId) next.runs[runId].claimedWith = via.messageId;
     next.takenUntil = takenUntil;
-    return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil, claimBucket(worker, takenUntil))] };
+    return { record: { name: 'claim', runId }, next, effects: [effect.putClaimTrigger(task.taskId, runId, takenUntil)] };
   }
   const mine = running(task, runId) && r.workerGroup === worker.workerGroup && r.workerId === worker.workerId;
   // A repeated claim: its first answer (and its events) may have been lost, so they go again.
@@ -315,7 +308,7 @@ export function reclaim(task: TaskRecord, input: { runId: number; claimTimeoutS:
   next.takenUntil = takenUntil;
   // The previous claim's trigger would only fire to find a later takenUntil. A message that guards
   // the run's events is followed by a message (shared/tasks/triggers.ts `claim`).
-  const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil, claimBucket(r, takenUntil), isMessage(r.claimTrigger))];
+  const effects = [effect.putClaimTrigger(task.taskId, runId, takenUntil, isMessage(r.claimTrigger))];
   if (r.claimTrigger) effects.push(effect.dropTrigger('claim', r.claimTrigger));
   return { record: { name: 'reclaim', runId }, next, effects };
 }

@@ -5,10 +5,11 @@
  * Because the RowKey starts with the instant, one query `PartitionKey le <today>~~ and RowKey lt
  * <now>` returns exactly the rows that are due (every row of a past day, and today's rows up to
  * now), so a sweep costs one query per page plus the deletes of what actually expired. The bucket
- * (a hash of the id, or of what rows recorded together share) spreads a day's writes over
- * EXPIRY_BUCKETS partitions: one partition takes about 2,000 entities/s.
+ * spreads a day's writes over EXPIRY_BUCKETS partitions (one partition takes about 2,000
+ * entities/s): an expiry's is a hash of the id, or of what rows recorded together share; a
+ * trigger's is the instance's turn (`laneBucket`), so the triggers of the moment share a write.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { Lingering } from '../lingering';
 import { Entity, MAX_TRANSACTION_ACTIONS, Storage, StorageConflict, TableAction, allRows, deleteRows } from '../storage/storage';
 
@@ -21,6 +22,18 @@ export const EXPIRY_BUCKETS = 8;
  * (`PartitionKey le <today>~~`) never reads them.
  */
 export const TRIGGER_LANE = 't~';
+
+/**
+ * The triggers' lane moves its turn to the next bucket after a transaction's worth of rows (the
+ * next row would need a write of its own anyway), so a busy instance spreads its triggers over
+ * every bucket and one partition never takes more than its share.
+ */
+const LANE_TURN_ROWS = MAX_TRANSACTION_ACTIONS;
+/**
+ * …and, once its bucket has no write waiting or in flight, after this long: rows of separate
+ * moments spread over the buckets too, as a hash would spread them.
+ */
+const LANE_TURN_MS = 100;
 
 /**
  * How long a partition's first queued delete (`forget`: a run's claim-expiry row once the run
@@ -68,6 +81,8 @@ export class ExpiryIndex {
   private readonly busy = new Set<string>();
   /** Waiting deletes, woken early by a record, a full transaction or settled(). */
   private readonly lingering = new Lingering();
+  /** The triggers' lane bucket this instance fills now (`laneBucket`); instances start apart. */
+  private turn = { bucket: randomInt(EXPIRY_BUCKETS), since: Date.now(), rows: 0 };
 
   /** `lingerMs`: how long queued deletes wait for others (FORGET_LINGER_MS; 0: at once, a fixed call order for crash sweeps). */
   constructor(
@@ -79,26 +94,45 @@ export class ExpiryIndex {
     return this.storage.table('Expiry');
   }
 
-  /** `bucketBy`: what decides the partition within the day (default the id); `lane`: '' or TRIGGER_LANE. */
-  static keys(kind: string, id: string, expires: string, bucketBy = id, lane = ''): { partitionKey: string; rowKey: string } {
-    return { partitionKey: `${lane}${expires.slice(0, 10)}~${bucket(bucketBy)}`, rowKey: `${expires}~${kind}~${id}` };
+  /** An expiry's keys; `bucketBy`: what decides the partition within the day (default the id). */
+  static keys(kind: string, id: string, expires: string, bucketBy = id): { partitionKey: string; rowKey: string } {
+    return { partitionKey: `${expires.slice(0, 10)}~${bucket(bucketBy)}`, rowKey: `${expires}~${kind}~${id}` };
   }
 
   /**
-   * A trigger's row (TRIGGER_LANE), due at `at`: group-committed as `record`'s rows are.
-   * `bucketBy`: as `keys` (default the id); `variant`: rows of one kind, id and instant whose data
-   * differ get a RowKey each (`<at>~<kind>~<id>~<variant>`), so one never overwrites the other.
+   * A trigger's row (TRIGGER_LANE), due at `at`: group-committed as `record`'s rows are, in the
+   * bucket of the instance's turn, so the triggers of concurrent requests (createTasks' deadlines,
+   * claimWorks' claim expiries) share a transaction. Its keys are returned for the caller to keep
+   * (a claim's row is deleted by them); a repeat may land in another bucket, and the copy fires
+   * too and finds its work done (the reaper acts only if the row still matches the task). `variant`: rows of one kind, id and
+   * instant whose data differ get a RowKey each (`<at>~<kind>~<id>~<variant>`), so one never
+   * overwrites the other.
    */
   async recordTrigger(
     kind: string,
     id: string,
     at: string,
     data: Record<string, unknown>,
-    opts: { bucketBy?: string; variant?: string } = {},
+    opts: { variant?: string } = {},
   ): Promise<{ partitionKey: string; rowKey: string }> {
-    const keys = ExpiryIndex.keys(kind, opts.variant ? `${id}~${opts.variant}` : id, at, opts.bucketBy ?? id, TRIGGER_LANE);
+    const day = at.slice(0, 10);
+    const keys = { partitionKey: `${TRIGGER_LANE}${day}~${this.laneBucket(day)}`, rowKey: `${at}~${kind}~${opts.variant ? `${id}~${opts.variant}` : id}` };
     await this.enqueue({ ...keys, kind, id, expires: at, data: JSON.stringify(data) }, 'upsert');
     return keys;
+  }
+
+  /**
+   * The triggers' lane bucket of a row due on `day`: the turn's, while it has a write waiting or in
+   * flight (the row then shares the next one), until the turn has had a transaction's worth of rows
+   * (LANE_TURN_ROWS); an idle turn older than LANE_TURN_MS moves on too.
+   */
+  private laneBucket(day: string): number {
+    const t = this.turn;
+    const now = Date.now();
+    const idle = !this.busy.has(`${TRIGGER_LANE}${day}~${t.bucket}`);
+    if (t.rows >= LANE_TURN_ROWS || (idle && now - t.since >= LANE_TURN_MS)) this.turn = { bucket: (t.bucket + 1) % EXPIRY_BUCKETS, since: now, rows: 0 };
+    this.turn.rows++;
+    return this.turn.bucket;
   }
 
   /**

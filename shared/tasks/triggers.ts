@@ -84,8 +84,6 @@ export const isMessage = (ref: ClaimRef | DeadlineRef | undefined): ref is Trigg
 export interface ClaimTriggerOptions {
   /** The trigger guards the write's events (someone listens): a message, dropped only after their delivery. */
   guard?: boolean;
-  /** What the expiry-index row's partition is chosen by: one worker's batch of claims goes out in one transaction. */
-  bucketBy: string;
 }
 
 /** The expiry index's kind for a task's deadline kept there (`Triggers.deadline`). */
@@ -207,19 +205,19 @@ export class Triggers {
 
   /**
    * The run's claim-expiry trigger. Kept as a row of the expiry index (`EXPIRY_KIND_CLAIM`, due at
-   * `takenUntil`), which the reaper's expiry sweep finds then: the claims of one worker's batch go
-   * out in one transaction, or a few (bucketed by the worker and their takenUntil's second,
-   * transitions.ts `claimBucket`; ExpiryIndex group commit), and the run's end
+   * `takenUntil`), which the reaper's expiry sweep finds then: the claims of the moment (a
+   * claimWork batch's, and concurrent claimWorks') go out in one transaction (ExpiryIndex group
+   * commit in the bucket of the instance's turn), and the run's end
    * deletes the row, lingering for the other reports of the moment (`drop`). A table row costs
    * Azurite a fraction of a queue message's put and delete, which scan every message of the account.
    * A trigger that guards the run's events (`guard`: someone listens to its task-running or to what
    * its end publishes) is a message of the run's own, dropped only after their delivery; if it
    * fires on the ended run it delivers them again.
    */
-  async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions): Promise<ClaimRef> {
+  async claim(taskId: string, runId: number, takenUntil: string, opts: ClaimTriggerOptions = {}): Promise<ClaimRef> {
     if (!opts.guard) {
       const data: IndexedClaim = { runId, takenUntil };
-      return this.opts.expiry.recordTrigger(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data }, { bucketBy: opts.bucketBy });
+      return this.opts.expiry.recordTrigger(EXPIRY_KIND_CLAIM, taskId, takenUntil, { ...data });
     }
     return this.storage.trigger('claim').put({ taskId, runId, takenUntil } satisfies ClaimTrigger, { visibilityS: delayS(new Date(takenUntil), this.now()) });
   }

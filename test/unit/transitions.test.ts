@@ -97,9 +97,7 @@ describe('claim', () => {
     expect(s.record).toEqual({ name: 'claim', runId: 0 });
     expect(s.next.runs[0]).toEqual(expect.objectContaining({ state: 'running', ...W, takenUntil, started: NOW.toJSON() }));
     expect(s.next.takenUntil).toBe(takenUntil);
-    expect(s.effects).toEqual([
-      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil, bucketBy: `wg/w1/${takenUntil.slice(0, 19)}` },
-    ]);
+    expect(s.effects).toEqual([{ phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil }]);
   });
 
   test('a stale hint (other hintId) is refused', () => {
@@ -153,7 +151,7 @@ describe('reclaim', () => {
     expect(s.next.takenUntil).toBe(takenUntil);
     expect(s.effects).toEqual([
       // The run's trigger is a message (it guards the run's events): so is the new one.
-      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil, bucketBy: `wg/w1/${takenUntil.slice(0, 19)}`, guard: true },
+      { phase: 'before', kind: 'put-claim-trigger', taskId: 'T1', runId: 0, takenUntil, guard: true },
       { phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: ref('claim-0') },
     ]);
   });
@@ -358,9 +356,6 @@ describe('claim-expiry triggers kept in the expiry index', () => {
         taskId: 'T1',
         runId: 0,
         takenUntil: later(60 + CLAIM_S).toJSON(),
-        bucketBy: `wg/w1/${later(60 + CLAIM_S)
-          .toJSON()
-          .slice(0, 19)}`,
       },
       { phase: 'after', kind: 'drop-trigger', trigger: 'claim', ref: row },
     ]);
