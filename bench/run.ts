@@ -232,6 +232,23 @@ async function main(): Promise<void> {
       await fresh.stop();
     }
   };
+  /**
+   * The SDK loop once more, on a fresh Azurite of its own, before (b): the targets divide by the
+   * mean of this window and the one after (c), so one slow or fast window of the machine moves the
+   * ceiling by half as much (a run on 2026-11-28 had its SDK loop at 156/s and its port loop, a minute
+   * later, at 270/s).
+   */
+  const rawBeforeLoop = async () => {
+    if (!selected.has('f') || !(selected.has('b') || selected.has('c'))) return undefined;
+    const fresh = await startAzurite();
+    try {
+      return await step('f', `raw Azurite ceiling (SDKs' default clients) before (b), ${SIZES.rawMs / 1000} s`, () =>
+        rawCeilingApart(fresh.connectionString, { clients: 'sdk', concurrency: SIZES.concurrency, durationMs: SIZES.rawMs }, fresh.pid),
+      );
+    } finally {
+      await fresh.stop();
+    }
+  };
 
   try {
     // A and B serve one deployment (two instances of the app); the other phases get their own storage names.
@@ -240,6 +257,7 @@ async function main(): Promise<void> {
       const crossPickup = await step('a', 'pickup latency, task created on another instance', () =>
         pickupLatency(A, B, 'bench/pickup-x', SIZES.crossPickupSamples, SIZES.crossPickupMaxPauseMs),
       );
+      const rawBefore = await rawBeforeLoop();
       const loop = await step('b', `closed-loop lifecycles, concurrency ${SIZES.concurrency}, ${SIZES.throughputMs / 1000} s`, async () => {
         A.services.storage.meter.trackPartitions();
         // BENCH_CPU_PROFILE=<path prefix>: a CPU profile of this process (the service alone) over this loop.
@@ -272,9 +290,11 @@ async function main(): Promise<void> {
         },
       );
       const raws = await rawCeilings();
-      return { pickup, crossPickup, loop, crossLoop, backlog, ...raws };
+      return { pickup, crossPickup, loop, crossLoop, backlog, rawBefore, ...raws };
     });
-    const { pickup, crossPickup, loop, crossLoop, backlog, raw, rawResident, rawPort } = abc ?? {};
+    const { pickup, crossPickup, loop, crossLoop, backlog, rawBefore, raw, rawResident, rawPort } = abc ?? {};
+    // The targets' ceiling: the SDK loop's mean over its windows before (b) and after (c).
+    const ceiling = raw && rawBefore ? round((raw.perSecond + rawBefore.perSecond) / 2, 1) : raw?.perSecond;
 
     // (m): (b)'s loop with the service on the in-memory adapter. Its CPU per lifecycle is the
     // service's own work (serving, auth, validation, the domain) with no storage I/O; (b) minus (m)
@@ -389,8 +409,8 @@ async function main(): Promise<void> {
     const serviceErrors = logs.reduce((s, l) => s + l.errors, 0);
     const withErrors = [pickup, crossPickup, loop, crossLoop, backlog, cost, idle, events, acc?.fresh, acc?.loaded].filter((p) => p !== undefined);
     const clientErrors = withErrors.reduce((n, p) => n + p.errors.count, 0);
-    const vsRaw = loop && raw && raw.perSecond > 0 ? loop.perSecond / raw.perSecond : NaN;
-    const drainVsRaw = backlog && raw && raw.perSecond > 0 ? backlog.claimedPerSecond / raw.perSecond : NaN;
+    const vsRaw = loop && ceiling ? loop.perSecond / ceiling : NaN;
+    const drainVsRaw = backlog && ceiling ? backlog.claimedPerSecond / ceiling : NaN;
     const drainTx = backlog ? round(backlog.drainStorage.total / Math.max(1, backlog.claimed)) : NaN;
     const drainVsResident = backlog && rawResident && rawResident.perSecond > 0 ? backlog.claimedPerSecond / rawResident.perSecond : NaN;
 
@@ -525,7 +545,7 @@ async function main(): Promise<void> {
         r
           ? [
               {
-                metric: `(f) raw lifecycles/s, concurrency ${r.concurrency}, ${r.clients === 'sdk' ? "SDKs' default clients (the targets' ceiling)" : 'storage port'}`,
+                metric: `(f) raw lifecycles/s, concurrency ${r.concurrency}, ${r.clients === 'sdk' ? "SDKs' default clients, after (c)" : 'storage port'}`,
                 value: String(r.perSecond),
               },
               { metric: `(f, ${r.clients}) raw storage tx/s`, value: String(r.transactionsPerSecond) },
@@ -537,6 +557,14 @@ async function main(): Promise<void> {
             ]
           : [],
       ),
+      ...(rawBefore && raw
+        ? [
+            {
+              metric: "(f) SDK loop before (b) / after (c): the targets' ceiling is their mean",
+              value: `${rawBefore.perSecond} / ${raw.perSecond} -> ${ceiling}`,
+            },
+          ]
+        : []),
       ...(loop && raw ? [{ metric: '(b)/(f) throughput ratio', value: `${round(vsRaw * 100, 1)}%` }] : []),
       ...(loop && rawPort
         ? [{ metric: '(b)/(f) throughput ratio, (f) through the storage port', value: `${round((loop.perSecond / rawPort.perSecond) * 100, 1)}%` }]
@@ -789,6 +817,8 @@ async function main(): Promise<void> {
         loadCpuMsPerLifecycle: per(memLoop.cpu.loadMs, memLoop.completed),
       },
       raw: raw && { ...raw, sequence: RAW_SEQUENCE },
+      rawBefore,
+      rawCeiling: ceiling,
       rawPort,
       rawResident: rawResident && { ...rawResident, drainVsThis: round(drainVsResident, 3) },
       throughputVsRaw: round(vsRaw, 3),
