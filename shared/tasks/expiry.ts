@@ -104,9 +104,9 @@ export class ExpiryIndex {
    * bucket of the instance's turn, so the triggers of concurrent requests (createTasks' deadlines,
    * claimWorks' claim expiries) share a transaction. Its keys are returned for the caller to keep
    * (a claim's row is deleted by them); a repeat may land in another bucket, and the copy fires
-   * too and finds its work done (the reaper acts only if the row still matches the task). `variant`: rows of one kind, id and
-   * instant whose data differ get a RowKey each (`<at>~<kind>~<id>~<variant>`), so one never
-   * overwrites the other.
+   * too and finds its work done (the reaper acts only if the row still matches the task).
+   * `variant`: rows of one kind, id and instant whose data differ get a RowKey each
+   * (`<at>~<kind>~<id>~<variant>`), so one never overwrites the other.
    */
   async recordTrigger(
     kind: string,
