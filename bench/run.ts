@@ -206,6 +206,19 @@ async function main(): Promise<void> {
   };
   const busyEnv = { QUEUE_CLAIM_WORK_POLL_S: '5', QUEUE_PENDING_SHARDS: PENDING_SHARDS };
 
+  /** The raw loop's windows on an Azurite of their own, started for them and stopped after. */
+  const onFreshAzurite = async <T>(windows: (run: (clients: RawClients, resident?: number) => () => ReturnType<typeof rawCeilingApart>) => Promise<T>) => {
+    const fresh = await startAzurite();
+    try {
+      return await windows(
+        (clients, resident) => () =>
+          rawCeilingApart(fresh.connectionString, { clients, concurrency: SIZES.concurrency, durationMs: SIZES.rawMs, resident }, fresh.pid),
+      );
+    } finally {
+      await fresh.stop();
+    }
+  };
+
   /**
    * (f) on an Azurite of its own, started for it (as measured beside Taskcluster: "on a fresh
    * Azurite"), right after (c). Its own Azurite also keeps the loops' thousands of deleted messages
@@ -213,12 +226,9 @@ async function main(): Promise<void> {
    * seconds (shared/local/azurite.ts).
    */
   const rawCeilings = async () => {
-    if (!selected.has('f')) return {};
-    const fresh = await startAzurite();
-    const run = (clients: RawClients, resident?: number) => () =>
-      rawCeilingApart(fresh.connectionString, { clients, concurrency: SIZES.concurrency, durationMs: SIZES.rawMs, resident }, fresh.pid);
-    try {
-      // The targets' ceiling: the raw loop through the SDKs' default clients, as measured beside Taskcluster.
+    if (!selected.has('f')) return { raw: undefined, rawResident: undefined, rawPort: undefined };
+    return onFreshAzurite(async (run) => {
+      // The SDKs' default clients, as measured beside Taskcluster (with `rawBefore`, the targets' ceiling).
       const raw = await step('f', `raw Azurite ceiling (SDKs' default clients), concurrency ${SIZES.concurrency}, ${SIZES.rawMs / 1000} s`, run('sdk'));
       // With (c): the same raw loop while as many messages wait in the account as during the drain.
       const rawResident =
@@ -228,27 +238,18 @@ async function main(): Promise<void> {
       // The same loop through the storage port: what the service's own storage code costs per call.
       const rawPort = await step('f', `raw Azurite ceiling through the storage port, ${SIZES.rawMs / 1000} s`, run('port'));
       return { raw, rawResident, rawPort };
-    } finally {
-      await fresh.stop();
-    }
+    });
   };
   /**
    * The SDK loop once more, on a fresh Azurite of its own, before (b). The targets divide by the
    * higher of this window and the one after (c): a window that something else on the machine slowed
-   * is not the ceiling. In three runs on 2026-11-28 the window after (c) kept the two cores 117-151 %
-   * busy instead of 175 % and ran at 0.55-0.74 of the one before (b), the deployment's background
+   * is not the ceiling. In six runs on 2026-11-28 the window after (c) kept the two cores 111-151 %
+   * busy instead of 172-176 % and ran at 0.49-0.74 of the one before (b), the deployment's background
    * work still running beside it.
    */
   const rawBeforeLoop = async () => {
     if (!selected.has('f') || !(selected.has('b') || selected.has('c'))) return undefined;
-    const fresh = await startAzurite();
-    try {
-      return await step('f', `raw Azurite ceiling (SDKs' default clients) before (b), ${SIZES.rawMs / 1000} s`, () =>
-        rawCeilingApart(fresh.connectionString, { clients: 'sdk', concurrency: SIZES.concurrency, durationMs: SIZES.rawMs }, fresh.pid),
-      );
-    } finally {
-      await fresh.stop();
-    }
+    return onFreshAzurite((run) => step('f', `raw Azurite ceiling (SDKs' default clients) before (b), ${SIZES.rawMs / 1000} s`, run('sdk')));
   };
 
   try {
