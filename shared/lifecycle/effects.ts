@@ -32,9 +32,8 @@ export type Effect =
     }
   /**
    * The run's claim-expiry trigger; the executor stores its ref as `next.runs[runId].claimTrigger`.
-   * `guard`: it guards
-   * the run's events, so it is a message (set by the executor for a claim someone listens to, kept
-   * by a reclaim of a run that has one).
+   * `guard`: it guards the run's events, so it is a message (set by the executor for a claim
+   * someone listens to, kept by a reclaim of a run that has one).
    */
   | { phase: 'before'; kind: 'put-claim-trigger'; taskId: string; runId: number; takenUntil: string; guard?: true }
   /**

@@ -51,7 +51,7 @@ export async function claimRun(
   // Through a hint the run is almost always pending: its claim-expiry trigger goes out while the
   // row loads, instead of after (a refused claim leaves a stale trigger, harmless when it fires).
   // A row this instance holds loads at once: the plan's own put, which knows the trigger's kind, is as early.
-  const early = via && !known && !d.tasks.recentRow?.(taskId) ? earlyClaimTrigger(d, taskId, runId, worker, now) : undefined;
+  const early = via && !known && !d.tasks.recentRow?.(taskId) ? earlyClaimTrigger(d, taskId, runId, now) : undefined;
   const options = { early, alongside };
   let seen: TaskRecord | undefined;
   let r = await execute(
@@ -82,7 +82,7 @@ export async function claimRun(
  * executor then puts as well; the row stays behind as a second trigger of the same claim: at
  * takenUntil one task read, and if the claim lapsed the expiry, which drops the message too.
  */
-function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, worker: T.Worker, now: Date) {
+function earlyClaimTrigger(d: LifecycleDeps, taskId: string, runId: number, now: Date) {
   const takenUntil = T.takenUntilFrom(now, d.config.claimTimeoutS);
   return { effect: effect.putClaimTrigger(taskId, runId, takenUntil), ref: d.triggers.claim(taskId, runId, takenUntil) };
 }
