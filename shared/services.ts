@@ -224,6 +224,7 @@ export async function buildServices(config: Config, opts: ServiceOptions & { che
     sandbox: opts.sandbox ?? processSandbox,
     background,
     wake: (taskQueueId, hinted) => svc.pollers.wake(taskQueueId, hinted),
+    waiting: (taskQueueId) => svc.pollers.take(taskQueueId),
     hintRepair: new HintRepairSchedule(),
     delegatedAccounts: new DelegatedAccounts(config.azureAccounts, { ...opts.delegation, now }),
     // Set below: the pollers claim through the services they are part of.

@@ -5,7 +5,7 @@
  * shared/lifecycle/planner.ts) and numbered like them, so the same transition always yields the same event
  * (same id, same seq) however often it is recomputed or re-sent.
  */
-import { TaskRecord, Run, taskStatus, TaskStatus } from '../tasks/model';
+import { TaskRecord, Run, taskStatus, TaskStatus, whilePending } from '../tasks/model';
 import type { HistoryEntry } from '../ops/history';
 
 /** The prefix taskcluster-client's QueueEvents puts before every exchange name. */
@@ -142,9 +142,12 @@ export function taskEvents(entries: Pick<HistoryEntry, 'seq' | 'event' | 'runId'
         // As Taskcluster: the task as defined, before any run (task-pending then says it is pending).
         out.push(taskEvent(after, seq, 'task-defined', undefined, tags, definedStatus(after)));
         break;
-      case 'scheduled':
-        out.push(taskEvent(after, seq, 'task-pending', run, tags));
+      case 'scheduled': {
+        // As it was while pending, if the same write claimed it too (createTask's hand-over).
+        const t = whilePending(after, tr.runId!);
+        out.push(taskEvent(t, seq, 'task-pending', t.runs[tr.runId!], tags));
         break;
+      }
       case 'claimed':
         out.push(taskEvent(after, seq, 'task-running', run, { takenUntil: run!.takenUntil, ...tags }));
         break;

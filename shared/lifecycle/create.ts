@@ -6,7 +6,7 @@ import * as slugid from 'slugid';
 import { PRIORITIES, Priority } from '../tasks/vocabulary';
 import { ApiError, conflict, inputError } from '../errors';
 import type { LifecycleDeps } from './ports';
-import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus } from '../tasks/model';
+import { TaskDefinition, TaskRecord, TaskStatus, encodeTask, normalizeDate, taskStatus, whilePending } from '../tasks/model';
 import type { TriggerRef } from '../tasks/triggers';
 import { create, createAgain, dependentAdded, schedule } from './transitions';
 import { execute } from './executor';
@@ -116,28 +116,66 @@ export async function createTask(d: LifecycleDeps, taskId: string, input: any, a
     ...(notBefore ? { notBefore } : {}),
     ...(input.concurrencyKey ? { concurrencyKey: input.concurrencyKey } : {}),
   };
+  if (definition.dependencies.length === 0) return createScheduled(d, taskId, definition, now);
   const step = create({ taskId, definition, hintId: slugid.nice(), indexBuckets: d.pending.shardCount(q.taskQueueId) }, now);
   encodeTask(step.next); // refuses oversized definitions before anything is written
   // Missing or expiring dependencies are a 400 before anything is written, found at the first ones.
-  const checked = definition.dependencies.length ? await checkRequired(d, step.next) : undefined;
-  if (checked && (checked.missing.length || checked.expiring.length)) throw refusedDependencies(checked);
+  const checked = await checkRequired(d, step.next);
+  if (checked.missing.length || checked.expiring.length) throw refusedDependencies(checked);
   const background = definition.dependencies.length > (d.tuning?.syncDependencies ?? SYNC_DEPENDENCIES);
   // Put before the row: whatever happens to this call or to the background work, the tracking is finished.
   const net = background ? await d.triggers.tracking(taskId) : undefined;
-  const r = await execute(d, taskId, (t) => createAgain(t, definition), undefined, { create: step });
-  if (!r || 'retryAfterS' in r) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
-  if ('refused' in r) throw conflict(r.message);
-  const task = r.task;
+  const task = written(taskId, await execute(d, taskId, (t) => createAgain(t, definition), undefined, { create: step }));
   // A repeat (`!r.changed`) may retry a create that stopped before its dependencies were tracked:
   // that is redone (idempotently) while the task still waits for them.
-  if (task.runs.length > 0 || definition.dependencies.length === 0) return taskStatus(task);
-  if (background) return trackInBackground(d, task, net!, checked!.found);
-  const tracked = await trackDependencies(d, task, taskTracking(d), checked?.found);
+  if (task.runs.length > 0) return taskStatus(task);
+  if (background) return trackInBackground(d, task, net!, checked.found);
+  const tracked = await trackDependencies(d, task, taskTracking(d), checked.found);
   if (tracked.missing.length || tracked.expiring.length) {
     await d.groups.removeMember(taskGroupId, taskId, true, definition.created);
     throw refusedDependencies(tracked);
   }
   return taskStatus((await d.tasks.load(taskId)) ?? task);
+}
+
+/** The task a create wrote or found, or the conflict it met. */
+function written(taskId: string, r: Awaited<ReturnType<typeof execute>>): TaskRecord {
+  if (!r || 'retryAfterS' in r) throw conflict(`task ${taskId} is being created or deleted concurrently; retry`);
+  if ('refused' in r) throw conflict(r.message);
+  return r.task;
+}
+
+/**
+ * A task without dependencies: run 0 is pending at once. When a claimWork of this instance waits on
+ * the task queue, the same write claims run 0 for its worker and no hint is put (the hand-over);
+ * createTask still answers with the task as created, pending.
+ */
+async function createScheduled(d: LifecycleDeps, taskId: string, definition: TaskDefinition, now: Date): Promise<TaskStatus> {
+  const waiter = d.waiting?.(definition.taskQueueId);
+  const claimFor = waiter && { worker: waiter.worker, claimTimeoutS: d.config.claimTimeoutS };
+  const step = create({ taskId, definition, hintId: slugid.nice(), indexBuckets: d.pending.shardCount(definition.taskQueueId), claimFor }, now);
+  // Run 0 runs with this call's hint: this call's write (only it knows that hint), also when the
+  // insert met its own earlier success (a lost answer) and found the row.
+  const mine = (t: TaskRecord | undefined): t is TaskRecord =>
+    step.record.claimed === true && t?.runs[0]?.state === 'running' && t.runs[0].hintId === step.next.runs[0].hintId;
+  let task: TaskRecord;
+  try {
+    encodeTask(step.next); // refuses oversized definitions before anything is written
+    task = written(taskId, await execute(d, taskId, (t) => createAgain(t, definition), undefined, { create: step }));
+  } catch (err) {
+    // A failure after the row was written (its answer lost, or work after it): the claim stands, so the worker gets it.
+    const found = waiter && (await d.tasks.load(taskId).catch(() => undefined));
+    if (mine(found)) waiter!.claimed(found);
+    else waiter?.giveBack();
+    throw err;
+  }
+  if (!waiter) return taskStatus(task);
+  if (!mine(task)) {
+    waiter.giveBack();
+    return taskStatus(task);
+  }
+  waiter.claimed(task);
+  return taskStatus(whilePending(task, 0));
 }
 
 /** Task-row changes of dependency tracking, through the executor. */

@@ -38,7 +38,7 @@ import type { GroupResolution, TaskEventPlan } from './events';
 export function historyOf(record: TransitionRecord, task: TaskRecord): Transition[] {
   switch (record.name) {
     case 'create':
-      return [createdEntry(), ...(record.scheduled ? [scheduledEntry(task, 0)] : [])];
+      return [createdEntry(), ...(record.scheduled ? [scheduledEntry(task, 0)] : []), ...(record.claimed ? [claimedEntry(task, 0, 'claimed')] : [])];
     case 'schedule':
     case 'rerun':
       return [scheduledEntry(task, record.runId)];
@@ -86,6 +86,8 @@ export function claimGuard(record: TransitionRecord, task: TaskRecord): TaskEven
   switch (record.name) {
     case 'claim':
       return { runId: record.runId };
+    case 'create':
+      return record.claimed ? { runId: 0 } : undefined;
     case 'report':
     case 'suspend':
       return ending(record.runId, 'running', false);

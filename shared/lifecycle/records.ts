@@ -45,8 +45,11 @@ interface Resolution {
 type Named<N extends TransitionName, Facts = unknown> = { name: N } & Facts;
 
 export type TransitionRecord =
-  /** A new task row; `scheduled`: run 0 is pending (no dependencies). */
-  | Named<'create', { scheduled: boolean }>
+  /**
+   * A new task row; `scheduled`: run 0 is pending (no dependencies). `claimed`: run 0 went on to
+   * a claimWork of this instance that was waiting for it, in the same write (no hint in between).
+   */
+  | Named<'create', { scheduled: boolean; claimed?: true }>
   /** Run 0 of an unscheduled task is pending. */
   | Named<'schedule', { runId: 0 }>
   | Named<'claim', { runId: number }>

@@ -202,6 +202,11 @@ export interface CreateInput {
   hintId: string;
   /** Index buckets of the task queue (its pending shard count); absent: 1. */
   indexBuckets?: number;
+  /**
+   * A claimWork waiting on the task queue: run 0, when due now, is claimed for its worker in the
+   * create's own write, and no hint is put (nothing is pending in between).
+   */
+  claimFor?: { worker: Worker; claimTimeoutS: number };
 }
 
 /**
@@ -219,10 +224,22 @@ export function create(input: CreateInput, now: Date): Step<RecordOf<'create'>> 
     effect.putDeadlineTrigger(taskId, def.deadline, expiryOf(def)),
   ];
   if (def.dependencies.length === 0) {
-    effects.push(addPendingRun(next, 'scheduled', now, input.hintId));
-    effects.push(effect.wake(def.taskQueueId, taskId, priorityOf(next)));
+    const hint = addPendingRun(next, 'scheduled', now, input.hintId);
+    const handed = input.claimFor && claimedAtOnce(next, hint, input.claimFor, now);
+    if (handed) return { record: { name: 'create', scheduled: true, claimed: true }, next: handed.next, effects: [...effects, ...handed.effects] };
+    effects.push(hint, effect.wake(def.taskQueueId, taskId, priorityOf(next)));
   }
   return { record: { name: 'create', scheduled: next.runs.length > 0 }, next, effects };
+}
+
+/**
+ * Run 0 of a new task claimed through its own hint, which is then never put: the claim's step, or
+ * undefined when the run is not claimable at once (a delayed start, a concurrency key to take).
+ */
+function claimedAtOnce(next: TaskRecord, hint: Effect, claimFor: NonNullable<CreateInput['claimFor']>, now: Date): Step | undefined {
+  if (hint.kind !== 'put-hint' || hint.visibleAt) return undefined;
+  const r = claim(next, { runId: 0, worker: claimFor.worker, via: { hintId: hint.hintId, replayWithinS: 0 }, claimTimeoutS: claimFor.claimTimeoutS }, now);
+  return isRefusal(r) || isLater(r) ? undefined : r;
 }
 
 /**

@@ -198,6 +198,16 @@ export type Change = Pick<Transition, 'event' | 'runId' | 'from' | 'to'>;
 const runChanges = (changes: Change[]) => changes.filter((c): c is Change & { runId: number } => c.runId !== undefined && c.from !== c.to);
 
 /**
+ * Each run a write moved, once, from the state it had before the write: a run that moved twice
+ * (createTask's hand-over: new, pending, then running) never had the middle state's row.
+ */
+function movedRuns(changes: Change[]): (Change & { runId: number })[] {
+  const first = new Map<number, Change & { runId: number }>();
+  for (const c of runChanges(changes)) if (!first.has(c.runId)) first.set(c.runId, c);
+  return [...first.values()];
+}
+
+/**
  * Index changes for a task write, grouped by partition: for each run the write moved, its old
  * state's row goes and its new state's row comes. `t` is the task as written (a run's keys never
  * change with its state).
@@ -209,7 +219,7 @@ export function indexOps(changes: Change[], t: TaskRecord): Map<string, IndexOp[
     ops.push({ op: 'upsert', row: nameRow(t) });
     if (t.runs.length === 0) ops.push({ op: 'create', row: unscheduledRow(t) });
   }
-  for (const c of runChanges(changes)) {
+  for (const c of movedRuns(changes)) {
     const a = t.runs[c.runId];
     // The task's first run: it is no longer unscheduled.
     if (c.runId === 0 && c.from === null && !created) ops.push({ op: 'remove', row: unscheduledRow(t) });

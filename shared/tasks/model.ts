@@ -174,6 +174,17 @@ function publicRun(r: Run): Run {
   return rest;
 }
 
+/**
+ * The task as it was while run `runId` was new and pending, when the same write went on to claim
+ * it (createTask handing run 0 to a waiting claimWork): what task-pending and createTask report.
+ */
+export function whilePending(t: TaskRecord, runId: number): TaskRecord {
+  const r = t.runs[runId];
+  if (!r || r.state === 'pending') return t;
+  const run: Run = { runId, state: 'pending', reasonCreated: r.reasonCreated, scheduled: r.scheduled };
+  return { ...t, runs: [...t.runs.slice(0, runId), run], takenUntil: '' };
+}
+
 export function taskStatus(t: TaskRecord): TaskStatus {
   const d = t.definition;
   return {

@@ -10,6 +10,19 @@ import type { TaskGroups } from './groups';
 import type { ExpiryIndex } from './expiry';
 import type { Logger } from '../log';
 import type { Priority } from './vocabulary';
+import type { TaskRecord } from './model';
+
+/**
+ * A claimWork of this instance waiting on a task queue, taken out of its line for a task being
+ * created here: run 0 is claimed for its worker in the create's own write (shared/work/poller.ts).
+ */
+export interface WaitingClaim {
+  worker: { workerGroup: string; workerId: string };
+  /** The create's write claimed run 0 for this worker: the claimWork answers with it. */
+  claimed(task: TaskRecord): void;
+  /** The create claimed nothing (a repeat, a refusal, a failure): the claimWork waits on in its place. */
+  giveBack(): void;
+}
 
 /** The task whose hint a wake is about: pollers look first at the pending queue its hint went to. */
 export interface WakeHint {
@@ -39,4 +52,6 @@ export interface TaskDeps {
   uploads: { commit: (taskId: string, runId: number) => Promise<void>; sealLiveLog: (taskId: string, runId: number) => Promise<void> };
   /** Wakes this instance's claimWork pollers for a task queue (no-op where none run), naming the hinted task. */
   wake: (taskQueueId: string, hinted?: WakeHint) => void;
+  /** Takes the claimWork of this instance that has waited longest on a task queue, if any (none where no pollers run). */
+  waiting?: (taskQueueId: string) => WaitingClaim | undefined;
 }

@@ -147,7 +147,14 @@ export async function claimWork(
   const poller = svc.pollers.get(taskQueueId);
   // At least one look, however short the window (see HintPoller.request).
   do {
-    const leased = await poller.request(count, end, gone);
+    const got = await poller.request(count, end, gone, worker);
+    if ('handed' in got) {
+      // createTask claimed run 0 for this worker in its own write (HintPoller.take): the claim stands.
+      const run = got.handed.runs[0];
+      await record?.([{ taskId: got.handed.taskId, runId: run.runId }]);
+      return [claimResponse(svc, got.handed, run)];
+    }
+    const leased = got;
     if (!leased.length) break;
     if (gone?.aborted) {
       // Nobody would receive these claims: leave the runs pending for another worker.

@@ -11,7 +11,8 @@
 import type { Services } from '../services';
 import { CountedQueue, QueueMessage, MAX_DEQUEUE, decodeMessage } from '../storage/storage';
 import type { Hint, UsedQueue } from '../tasks/pending';
-import type { WakeHint } from '../tasks/ports';
+import type { WaitingClaim, WakeHint } from '../tasks/ports';
+import type { TaskRecord } from '../tasks/model';
 
 /** First and last sleep after an empty pass; woken early by local activity. */
 export const MIN_BACKOFF_MS = 100;
@@ -31,12 +32,23 @@ export interface LeasedHint {
   queue: CountedQueue;
 }
 
+/** Run 0 of a task created on this instance, claimed for the waiter in the create's own write. */
+export interface HandedRun {
+  handed: TaskRecord;
+}
+
 interface Waiter {
   want: number;
-  resolve: (hints: LeasedHint[]) => void;
+  /** Who waits (absent: no hand-over, e.g. a test's bare poll). */
+  worker?: { workerGroup: string; workerId: string };
+  resolve: (answer: LeasedHint[] | HandedRun) => void;
   /** Answers [] and leaves. */
   leave: () => void;
-  timer: NodeJS.Timeout;
+  /** (Re)starts the timer of the waiter's window. */
+  arm: () => void;
+  timer?: NodeJS.Timeout;
+  /** Answered (or left): a hand-over given back after that is dropped. */
+  done: boolean;
   /** A pass that started after this waiter joined has ended: an empty answer now means nothing was there. */
   looked: boolean;
   /** The window ended before any pass looked: the waiter leaves after the next one. */
@@ -62,10 +74,14 @@ export class HintPoller {
    * since the request came (a window shorter than the back-off still gets its look: an empty answer
    * always means the pending queues were empty), or at once when `gone` aborts (the caller hung up).
    */
-  request(want: number, untilMs: number, gone?: AbortSignal): Promise<LeasedHint[]> {
+  request(want: number, untilMs: number, gone?: AbortSignal): Promise<LeasedHint[]>;
+  /** With its `worker`, the waiter may also be handed a run createTask claimed for it (`take`). */
+  request(want: number, untilMs: number, gone: AbortSignal | undefined, worker: Waiter['worker']): Promise<LeasedHint[] | HandedRun>;
+  request(want: number, untilMs: number, gone?: AbortSignal, worker?: Waiter['worker']): Promise<LeasedHint[] | HandedRun> {
     return new Promise((resolve) => {
       if (gone?.aborted) return resolve([]);
       const leave = () => {
+        waiter.done = true;
         clearTimeout(waiter.timer);
         gone?.removeEventListener('abort', leave);
         this.waiters = this.waiters.filter((w) => w !== waiter);
@@ -78,15 +94,21 @@ export class HintPoller {
       };
       const waiter: Waiter = {
         want,
-        resolve: (hints) => {
+        worker,
+        resolve: (answer) => {
+          waiter.done = true;
           gone?.removeEventListener('abort', leave);
-          resolve(hints);
+          resolve(answer);
         },
         leave,
-        timer: setTimeout(expire, Math.max(0, untilMs - Date.now())),
+        arm: () => {
+          waiter.timer = setTimeout(expire, Math.max(0, untilMs - Date.now()));
+        },
+        done: false,
         looked: false,
         due: false,
       };
+      waiter.arm();
       gone?.addEventListener('abort', leave, { once: true });
       this.waiters.push(waiter);
       // A new waiter joins the running loop's schedule: waking it here would make idle cost grow
@@ -103,6 +125,28 @@ export class HintPoller {
 
   get waiting(): number {
     return this.waiters.length;
+  }
+
+  /**
+   * createTask's hand-over: the waiter that came first (with a worker) leaves the line for a task
+   * being created here; the create claims run 0 for it in its own write, so that run needs no hint
+   * (a put, a receive and a delete saved). Given back, it rejoins the line at its head.
+   */
+  take(): WaitingClaim | undefined {
+    const w = this.waiters.find((x) => x.worker);
+    if (!w) return undefined;
+    this.waiters = this.waiters.filter((x) => x !== w);
+    clearTimeout(w.timer);
+    return {
+      worker: w.worker!,
+      claimed: (task) => w.resolve({ handed: task }),
+      giveBack: () => {
+        if (w.done) return;
+        this.waiters.unshift(w);
+        w.arm();
+        if (!this.running) void this.loop();
+      },
+    };
   }
 
   /** Answers every waiting claimWork with no tasks; the loop ends with its current pass. */
@@ -237,6 +281,11 @@ export class Pollers {
   /** Stops every poller (the app is shutting down). */
   stop(): void {
     this.pollers.forEach((p) => p.stop());
+  }
+
+  /** A waiting claimWork of this instance on `taskQueueId`, for createTask's hand-over (HintPoller.take). */
+  take(taskQueueId: string): WaitingClaim | undefined {
+    return this.pollers.get(taskQueueId)?.take();
   }
 
   get(taskQueueId: string): HintPoller {

@@ -33,6 +33,33 @@ test('createTask', async () => {
   expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
 });
 
+test('createTask while a claimWork waits on the same instance (the hand-over)', async () => {
+  // An instance of its own whose claimWork waits long enough for the create.
+  const h = await startTestService({ QUEUE_STORAGE_CONNECTION: 'memory:', QUEUE_STORAGE_FAULTS: 'seed=1 backoff-ms=0', QUEUE_CLAIM_WORK_POLL_S: '15' });
+  try {
+    const ops = await eachWrite(
+      h.services.storage,
+      async (ambiguous) => {
+        const taskId = slugid();
+        const tq = uniqueQueue();
+        const poller = h.services.pollers.get(tq);
+        const answer = h.queue().claimWork(tq, { ...W1, tasks: 1 });
+        while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+        const r = await ambiguous(() => h.queue().createTask(taskId, taskDef(tq)));
+        expect(r.error).toBeUndefined();
+        expect(r.value.status).toMatchObject({ taskId, state: 'pending' });
+        const { tasks } = await answer;
+        expect(tasks.map((t: any) => `${t.status.taskId}/${t.runId}`)).toEqual([`${taskId}/0`]);
+        expect((await status(h, taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'running', ...W1, takenUntil: tasks[0].takenUntil })]);
+      },
+      { warm: () => Promise.all([h.auth().currentScopes(), h.services.events.dispatcher.subscriptions.refresh()]) },
+    );
+    expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+  } finally {
+    await h.close();
+  }
+});
+
 test('claimWork', async () => {
   const ops = await sweep(async (ambiguous) => {
     const taskId = slugid();

@@ -19,6 +19,9 @@ afterAll(async () => {
   await a?.close();
 });
 
+/** The hand-over's waiting claimWork outlasts a create and its retries. */
+const HAND_OVER_POLL_S = '15';
+
 /** Fails each storage call of the scenario's operation on A in turn. */
 const sweep = (scenario: Parameters<typeof eachStorageCall>[1]) => sweeperFor(a)(scenario);
 
@@ -56,6 +59,42 @@ test('createTask without dependencies', async () => {
     const all = await Promise.all(made.map((m) => status(b, m.taskId)));
     return all.every((s) => s.state === 'exception' && s.runs.length === 1 && s.runs[0].reasonResolved === 'deadline-exceeded');
   });
+}, 120_000);
+
+test("createTask while a claimWork waits on the same instance (the hand-over: claimed in the create's write)", async () => {
+  // Its own instance, with a poll window no retry outlasts: the waiting claimWork is there for every attempt.
+  const h = await startSecondInstance(a, { QUEUE_CLAIM_WORK_POLL_S: HAND_OVER_POLL_S });
+  try {
+    const made: { taskId: string; deadline: string }[] = [];
+    const ops = await sweeperFor(h)(async (faulty) => {
+      const taskId = slugid();
+      const tq = uniqueQueue();
+      const deadline = new Date(clock.ms() + 6_000).toJSON();
+      const poller = h.services.pollers.get(tq);
+      const answer = h.queue().claimWork(tq, { ...W1, tasks: 1 });
+      while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+      const r = await faulty(() => h.queue(undefined, { retries: 4 }).createTask(taskId, taskDef(tq, { deadline })));
+      expect(r.error).toBeUndefined();
+      // The waiting worker got run 0, whichever call failed: a failure after the row was written
+      // still hands over the claim, and a retry hands over its own.
+      const { tasks } = await answer;
+      expect(tasks.map((c: any) => `${c.status.taskId}/${c.runId}`)).toEqual([`${taskId}/0`]);
+      expect((await status(b, taskId)).runs).toEqual([expect.objectContaining({ runId: 0, state: 'running', ...W1 })]);
+      // Nothing else is claimable: no hint was left behind for a second claim.
+      expect(await claim(b, tq, W2, 32)).toEqual([]);
+      made.push({ taskId, deadline });
+    });
+    expect(ops).toEqual(expect.arrayContaining(['Tasks.transaction']));
+    expect(ops).not.toContain('pending.put');
+    // Each task still has its deadline trigger.
+    await waitUntil(made[made.length - 1].deadline, 300);
+    await reapUntil(b, async () => {
+      const all = await Promise.all(made.map((m) => status(b, m.taskId)));
+      return all.every((s) => s.state === 'exception' && s.runs.length === 1 && s.runs[0].reasonResolved === 'deadline-exceeded');
+    });
+  } finally {
+    await h.close();
+  }
 }, 120_000);
 
 test('createTask with a dependency that is already completed (scheduled at once)', async () => {

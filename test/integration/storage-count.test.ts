@@ -244,6 +244,33 @@ test('a simple lifecycle costs few storage transactions', async () => {
   for (const c of [m.createTask, m.claimWork, m.reportCompleted]) expect(c['Indexes.transaction']).toBe(1);
 }, 60_000);
 
+test("a task created while a claimWork waits on its queue: claimed in the create's own write, no hint", async () => {
+  const tq = uniqueQueue();
+  await lifecycle(tq); // warm-up, as above
+  const meter = svc.services.storage.meter;
+  const poller = svc.services.pollers.get(tq);
+  const answer = svc.queue().claimWork(tq, { ...W1, tasks: 1 });
+  while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+  await Promise.all([svc.services.indexes.settled(), svc.services.expiry.settled()]);
+  const s0 = meter.snapshot().byOp;
+  const taskId = slugid();
+  const expires = new Date(Date.now() + LIFETIME_MS).toJSON();
+  await svc.queue().createTask(taskId, taskDef(tq, { deadline: expires, expires }));
+  const { tasks } = await answer;
+  expect(tasks.map((t: any) => t.status.taskId)).toEqual([taskId]);
+  await Promise.all([svc.services.indexes.settled(), svc.services.expiry.settled()]);
+  const calls = core(diff(meter.snapshot().byOp, s0));
+  // The waiting poll's own receives of the (empty) pending queue are not the create's.
+  delete calls['pending.get'];
+  // One row for the task, already running, and its two triggers (deadline, claim expiry) in one
+  // expiry-index write; against createTask's 3 and claimWork's 4 core calls above.
+  expect(calls).toEqual({ 'Expiry.transaction': 1, 'Tasks.transaction': 1 });
+  const report = meter.snapshot().byOp;
+  await svc.queue(tasks[0].credentials).reportCompleted(taskId, 0);
+  await Promise.all([svc.services.indexes.settled(), svc.services.expiry.settled()]);
+  expect(core(diff(meter.snapshot().byOp, report))).toEqual({ 'Tasks.merge': 1, 'Expiry.delete': 1 });
+}, 60_000);
+
 test('with one subscription matching everything: one queue put per event, one call more per lifecycle', async () => {
   const bindings = EXCHANGES.map((e) => ({ exchange: EXCHANGE_PREFIX + e, routingKeyPattern: '#' }));
   await svc.services.events.dispatcher.subscriptions.create({ subscriptionId: 'storage-count', bindings, expires: new Date(Date.now() + 3600_000).toJSON() });
