@@ -23,6 +23,12 @@ export const MIN_BACKOFF_MS = 100;
  * per idle pending queue and instance.
  */
 export const MAX_BACKOFF_MS = 300;
+/**
+ * A pass that found the pending queues empty still counts this long for createTask's hand-over:
+ * the back-off between passes plus a pass. A run another instance made pending meanwhile may be
+ * passed over for that long, as a worker polling then would have missed it too.
+ */
+const EMPTY_SEEN_MS = 2 * MAX_BACKOFF_MS;
 /** Fetch rounds per priority shard per pass, so one busy priority cannot starve the loop forever. */
 const ROUNDS_PER_PRIORITY = 10;
 
@@ -63,6 +69,11 @@ export class HintPoller {
   private rotation = 0;
   /** The pending queue a local wake named: the next pass starts its priority's shards there. */
   private woken: UsedQueue | undefined;
+  /** When a pass last received nothing from any pending queue (0: never, or a local hint since). */
+  private emptyAt = 0;
+  /** Hints received by the current pass, and local wakes so far (one during a pass: it may have missed that hint). */
+  private received = 0;
+  private wakes = 0;
 
   constructor(
     private readonly svc: Services,
@@ -120,6 +131,8 @@ export class HintPoller {
   /** `at`: the queue the new hint went to, so a task made pending here is found without empty receives of other shards. */
   wake(at?: UsedQueue): void {
     if (at) this.woken = at;
+    this.emptyAt = 0;
+    this.wakes++;
     this.wakeSleep?.();
   }
 
@@ -130,10 +143,12 @@ export class HintPoller {
   /**
    * createTask's hand-over: the waiter that came first (with a worker) leaves the line for a task
    * being created here; the create claims run 0 for it in its own write, so that run needs no hint
-   * (a put, a receive and a delete saved). Given back, it rejoins the line at its head.
+   * (a put, a receive and a delete saved). Given back, it rejoins the line at its head. Only while
+   * the pending queues were seen empty within the back-off and no hint was put here since: a run
+   * already pending (of any priority) goes first, as a poll would hand it out.
    */
   take(): WaitingClaim | undefined {
-    const w = this.waiters.find((x) => x.worker);
+    const w = this.handOverTo();
     if (!w) return undefined;
     this.waiters = this.waiters.filter((x) => x !== w);
     clearTimeout(w.timer);
@@ -147,6 +162,15 @@ export class HintPoller {
         if (!this.running) void this.loop();
       },
     };
+  }
+
+  /** Whether a task created now would be handed over (`take`). */
+  get handsOver(): boolean {
+    return this.handOverTo() !== undefined;
+  }
+
+  private handOverTo(): Waiter | undefined {
+    return Date.now() - this.emptyAt <= EMPTY_SEEN_MS ? this.waiters.find((x) => x.worker) : undefined;
   }
 
   /** Answers every waiting claimWork with no tasks; the loop ends with its current pass. */
@@ -165,8 +189,12 @@ export class HintPoller {
       while (this.waiters.length) {
         const lookedFor = [...this.waiters];
         let got = 0;
+        this.received = 0;
+        const wakes = this.wakes;
         try {
           got = await this.pass();
+          // Seen empty: from now until the back-off's end, or a local hint, a new run may go straight to a waiter.
+          if (this.received === 0 && this.wakes === wakes) this.emptyAt = Date.now();
         } catch (err) {
           this.svc.log.error('hint-poller-failed', { taskQueueId: this.taskQueueId, error: String((err as Error)?.message ?? err) });
         }
@@ -237,6 +265,7 @@ export class HintPoller {
           continue;
         }
         const msgs = await queue.receive(need, this.svc.tuning.hintLeaseS);
+        this.received += msgs.length;
         // A short page: the shard is empty for now; a full one may hold more for the next round.
         if (msgs.length === need) stillFull.push(queue);
         leased.push(...msgs.map((message) => ({ hint: decodeMessage<Hint>(message) ?? ({} as Partial<Hint>), message, queue })));

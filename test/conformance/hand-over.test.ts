@@ -27,7 +27,8 @@ async function waitingClaim(tq: string, worker: WorkerId): Promise<{ answer: Pro
   const before = poller.waiting;
   const answer = svc.queue().claimWork(tq, { ...worker, tasks: 1 });
   const until = Date.now() + JOIN_TIMEOUT_MS;
-  while (poller.waiting <= before) {
+  // Waiting, and the poller has seen the task queue empty since (HintPoller.take).
+  while (poller.waiting <= before || !poller.handsOver) {
     if (Date.now() > until) throw new Error(`claimWork did not reach the poller of ${tq}`);
     await new Promise((r) => setImmediate(r));
   }

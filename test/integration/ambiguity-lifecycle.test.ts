@@ -44,7 +44,7 @@ test('createTask while a claimWork waits on the same instance (the hand-over)', 
         const tq = uniqueQueue();
         const poller = h.services.pollers.get(tq);
         const answer = h.queue().claimWork(tq, { ...W1, tasks: 1 });
-        while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+        while (!poller.handsOver) await new Promise((r) => setImmediate(r));
         const r = await ambiguous(() => h.queue().createTask(taskId, taskDef(tq)));
         expect(r.error).toBeUndefined();
         expect(r.value.status).toMatchObject({ taskId, state: 'pending' });

@@ -72,7 +72,7 @@ test("createTask while a claimWork waits on the same instance (the hand-over: cl
       const deadline = new Date(clock.ms() + 6_000).toJSON();
       const poller = h.services.pollers.get(tq);
       const answer = h.queue().claimWork(tq, { ...W1, tasks: 1 });
-      while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+      while (!poller.handsOver) await new Promise((r) => setImmediate(r));
       const r = await faulty(() => h.queue(undefined, { retries: 4 }).createTask(taskId, taskDef(tq, { deadline })));
       expect(r.error).toBeUndefined();
       // The waiting worker got run 0, whichever call failed: a failure after the row was written

@@ -250,7 +250,7 @@ test("a task created while a claimWork waits on its queue: claimed in the create
   const meter = svc.services.storage.meter;
   const poller = svc.services.pollers.get(tq);
   const answer = svc.queue().claimWork(tq, { ...W1, tasks: 1 });
-  while (poller.waiting === 0) await new Promise((r) => setImmediate(r));
+  while (!poller.handsOver) await new Promise((r) => setImmediate(r));
   await Promise.all([svc.services.indexes.settled(), svc.services.expiry.settled()]);
   const s0 = meter.snapshot().byOp;
   const taskId = slugid();

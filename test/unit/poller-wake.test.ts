@@ -94,3 +94,39 @@ describe('a window shorter than the back-off', () => {
     expect(await long).toEqual([]);
   });
 });
+
+describe("createTask's hand-over (HintPoller.take)", () => {
+  const W = { workerGroup: 'wg', workerId: 'w' };
+
+  test('takes a waiter only once a pass found the pending queues empty, and not after a local hint', async () => {
+    const { pending, received, poller } = await setup();
+    await pending.ensure(TQ, 'lowest', 0);
+    const answer = poller.request(1, Date.now() + 5_000, undefined, W);
+    // Nothing has looked yet: a run pending already would go first.
+    expect(poller.take()).toBeUndefined();
+    while (received.length === 0) await new Promise((r) => setImmediate(r));
+    while (!poller.handsOver) await new Promise((r) => setImmediate(r));
+    // A hint put here (its create woke the poller): pending again until a pass finds nothing.
+    poller.wake();
+    expect(poller.take()).toBeUndefined();
+    await pending.put(TQ, 'lowest', idIn(pending, 0), 0, 'h', new Date(Date.now() + 60_000).toJSON());
+    const got = (await answer) as { hint: { taskId?: string } }[];
+    expect(got.map((l) => l.hint.taskId)).toEqual([idIn(pending, 0)]);
+  });
+
+  test('a waiter given back rejoins the head of the line', async () => {
+    const { pending, poller } = await setup();
+    await pending.ensure(TQ, 'lowest', 0);
+    const first = poller.request(1, Date.now() + 5_000, undefined, { ...W, workerId: 'first' });
+    void poller.request(1, Date.now() + 5_000, undefined, { ...W, workerId: 'second' });
+    while (!poller.handsOver) await new Promise((r) => setImmediate(r));
+    const taken = poller.take()!;
+    expect(taken.worker.workerId).toBe('first');
+    taken.giveBack();
+    const again = poller.take()!;
+    expect(again.worker.workerId).toBe('first');
+    again.giveBack();
+    poller.stop();
+    expect(await first).toEqual([]);
+  });
+});
