@@ -158,9 +158,14 @@ async function createScheduled(d: LifecycleDeps, taskId: string, definition: Tas
   // insert met its own earlier success (a lost answer) and found the row.
   const mine = (t: TaskRecord | undefined): t is TaskRecord =>
     step.record.claimed === true && t?.runs[0]?.state === 'running' && t.runs[0].hintId === step.next.runs[0].hintId;
-  let task: TaskRecord;
   try {
     encodeTask(step.next); // refuses oversized definitions before anything is written
+  } catch (err) {
+    waiter?.giveBack();
+    throw err;
+  }
+  let task: TaskRecord;
+  try {
     task = written(taskId, await execute(d, taskId, (t) => createAgain(t, definition), undefined, { create: step }));
   } catch (err) {
     // A failure after the row was written (its answer lost, or work after it): the claim stands, so the worker gets it.

@@ -144,8 +144,8 @@ export class HintPoller {
    * createTask's hand-over: the waiter that came first (with a worker) leaves the line for a task
    * being created here; the create claims run 0 for it in its own write, so that run needs no hint
    * (a put, a receive and a delete saved). Given back, it rejoins the line at its head. Only while
-   * the pending queues were seen empty within the back-off and no hint was put here since: a run
-   * already pending (of any priority) goes first, as a poll would hand it out.
+   * a pass has seen the pending queues empty (within EMPTY_SEEN_MS) and no hint was put here since:
+   * a run already pending (of any priority) goes first, as a poll would hand it out.
    */
   take(): WaitingClaim | undefined {
     const w = this.handOverTo();
