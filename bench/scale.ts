@@ -6,6 +6,7 @@
 import { tableHome, queueHome } from '../shared/storage/accounts';
 import { TRIGGER_QUEUES, TRIGGER_SHARDS, type TableName } from '../shared/storage/port';
 import { triggerShardNames } from '../shared/storage/trigger-shards';
+import { EXPIRY_BUCKETS, TRIGGER_LANE } from '../shared/tasks/expiry';
 import { round } from './stats';
 import type { Row } from './report';
 
@@ -63,7 +64,7 @@ export function scaleModel(input: {
   const triggers = new Map<string, { perLifecycle: number; busiestPerLifecycle: number }>();
   let spreadTx = 0;
   const hotspots: Hotspot[] = [];
-  for (const [key, t] of input.partitions) {
+  for (const [key, t] of laneSpread(input.partitions, input.prefix)) {
     const [kind, name, ...rest] = key.split(' ');
     const pk = rest.join(' ');
     const isQueue = kind === 'queue';
@@ -119,6 +120,33 @@ export function scaleModel(input: {
     hotspots,
     first: { one: firstOf(1), many: firstOf(input.accounts) },
   };
+}
+
+/** A triggers' lane partition of the expiry index: `t~<day>~<bucket>`. */
+const LANE_PARTITION = new RegExp(`^${TRIGGER_LANE}([^~]+)~\\d+$`);
+
+/**
+ * The triggers' lane of each day as its EXPIRY_BUCKETS buckets carry it under sustained load: each
+ * an even share of the day's rows. An instance fills one bucket for up to a transaction's worth of
+ * rows before its turn moves on (shared/tasks/expiry.ts `laneBucket`), so a short run leaves most of
+ * them in one or two buckets, which says more about the run's length than about the partition.
+ */
+function laneSpread(partitions: Map<string, { calls: number; entities: number }>, prefix: string): [string, { calls: number; entities: number }][] {
+  const out: [string, { calls: number; entities: number }][] = [];
+  const days = new Map<string, { calls: number; entities: number }>();
+  for (const [key, t] of partitions) {
+    const [kind, name, ...rest] = key.split(' ');
+    const day = kind === 'table' && stripPrefix(name, prefix) === 'Expiry' ? LANE_PARTITION.exec(rest.join(' '))?.[1] : undefined;
+    if (!day) {
+      out.push([key, t]);
+      continue;
+    }
+    const lane = `${kind} ${name} ${TRIGGER_LANE}${day}~*`;
+    const sum = days.get(lane) ?? { calls: 0, entities: 0 };
+    days.set(lane, { calls: sum.calls + t.calls, entities: sum.entities + t.entities });
+  }
+  for (const [lane, t] of days) out.push([lane, { calls: t.calls / EXPIRY_BUCKETS, entities: t.entities / EXPIRY_BUCKETS }]);
+  return out;
 }
 
 function stripPrefix(tableName: string, prefix: string): string {

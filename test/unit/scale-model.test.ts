@@ -103,3 +103,15 @@ test("a task queue's index over hash buckets: each bucket is its own partition, 
     value: '666 / 666 lifecycles/s',
   });
 });
+
+test("the triggers' lane counts as its buckets carry it under sustained load: each an even share of the day", () => {
+  const partitions = new Map<string, { calls: number; entities: number }>();
+  // A short run: the instance's turn left 600 of 800 rows in one bucket.
+  partitions.set('table pExpiry t~2026-11-28~3', { calls: 8, entities: 600 });
+  partitions.set('table pExpiry t~2026-11-28~4', { calls: 3, entities: 200 });
+  for (let i = 0; i < 100; i++) partitions.set(`table pTasks task${i}`, { calls: 3, entities: 3 });
+  const m = scaleModel({ lifecycles: 100, totalTx: 311, partitions, taskQueueMarks: [], prefix: 'p', accounts: 1 });
+  // 800 rows over 8 buckets: 1 per lifecycle each (2,000 lifecycles/s a bucket), not 6 in the busiest (333/s).
+  expect(m.hotspots.map((h) => [h.where, h.perLifecycle, h.limitOne])).toEqual([['pExpiry t~2026-11-28~*', 1, 2000]]);
+  expect(m.first.one.what).toMatch(/t~2026-11-28~\*/);
+});
