@@ -196,9 +196,9 @@ export async function repeatedDrain(
 ): Promise<BacklogResult & { roundRates: number[] }> {
   const results: BacklogResult[] = [];
   for (let i = 0; i < opts.rounds; i++) {
-    // A CPU profile of the first round only (each round would overwrite the last).
     // No forced collection between rounds: on 2026-11-28 one cost the service 1.0-1.3 ms CPU per
     // drained task in the rounds after it (its pauses only 40-70 ms a round: what it threw away had to be rebuilt).
+    // A CPU profile of the first round only (each round would overwrite the last).
     results.push(await backlogDrain(inst, `${taskQueueId}-${i + 1}`, { ...opts, profileFile: i === 0 ? opts.profileFile : undefined }));
   }
   const sum = (f: (r: BacklogResult) => number) => results.reduce((n, r) => n + f(r), 0);
